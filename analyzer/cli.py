@@ -1,0 +1,219 @@
+"""The `mcptap` command line (spec/contract.md, Commands): a thin layer over the library.
+Each command parses, calls one library function, and turns the library's MCPTapError into one
+line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from analyzer import __version__
+from analyzer.errors import MCPTapError
+
+app = typer.Typer(
+    name="mcptap",
+    help="Record MCP sessions byte for byte, then tell, frame by frame, what was wrong.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+)
+
+DEFAULT_DB = "mcptap.db"
+DbOption = Annotated[
+    str,
+    typer.Option("--db", envvar="MCPTAP_DB", metavar="PATH",
+                 help="SQLite file to use (else $MCPTAP_DB, else ./mcptap.db)."),
+]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    sys.stderr.write(f"mcptap: error: {message}\n")
+    return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def one_line_errors():
+    """Bad input is one line on stderr and exit 2, never a traceback."""
+    try:
+        yield
+    except MCPTapError as exc:
+        raise fail(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise fail(f"database error: {exc}") from None
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w", encoding="utf-8")
+        raise typer.Exit(0) from None
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"mcptap {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=version_callback, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+) -> None:
+    """Record MCP sessions byte for byte, then tell, frame by frame, what was wrong.
+
+    Example:  mcptap record --db /tmp/mcp.db -- uvx mcp-server-time
+    """
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def record(
+    command: Annotated[list[str], typer.Argument(metavar="-- CMD [ARGS...]", show_default=False,
+                                                 help="The MCP server command line, after --.")],
+    db: DbOption = DEFAULT_DB,
+    name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
+                                                help="A label for the session.")] = None,
+) -> None:
+    """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
+    is recorded, and the exit status is the server's. Put it in a host's server config in place
+    of the server's own command.
+
+    Example:  mcptap record --db ~/mcp.db --name time -- uvx mcp-server-time
+    """
+    from addons.stdio_tee import SpawnError, Tee
+
+    with one_line_errors():
+        try:
+            status = Tee(list(command), db, name).run()
+        except SpawnError as exc:
+            raise fail(str(exc), exc.exit_status) from None
+    raise typer.Exit(status)
+
+
+@app.command()
+def sessions(
+    db: DbOption = DEFAULT_DB,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session, for scripts.")] = False,
+) -> None:
+    """List the recorded sessions: id, label, transport, start, duration, frames, exit status.
+
+    Example:  mcptap sessions --db ~/mcp.db
+    """
+    from analyzer import store, transcript
+
+    with one_line_errors():
+        rows = transcript.session_rows(store.open_existing(db))
+        if as_json:
+            for row in rows:
+                typer.echo(json.dumps(row))
+            return
+        columns = ["id", "label", "transport", "started", "duration", "frames", "exit"]
+        table = [columns] + [[str(r[c]) for c in columns] for r in rows]
+        widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+        for line in table:
+            typer.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+        if not rows:
+            typer.echo("(no sessions yet)")
+
+
+@app.command()
+def show(
+    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or label (the newest).")],
+    db: DbOption = DEFAULT_DB,
+    full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
+    stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
+) -> None:
+    """Print a session's transcript: each frame in order with time, direction, size, and the
+    JSON-RPC method and id, with the server's stderr lines in between.
+
+    Example:  mcptap show --db ~/mcp.db 0193b2
+    """
+    from analyzer import store, transcript
+
+    with one_line_errors():
+        conn = store.open_existing(db)
+        sid = store.resolve_session(conn, session)
+        width = shutil.get_terminal_size((160, 24)).columns
+        out = sys.stdout
+        for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr):
+            out.write(line + "\n")
+        out.flush()
+
+
+@app.command("export")
+def export_cmd(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
+                                                         help="Session to export (repeatable); default all.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
+                                                  help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write sessions as frame-log JSONL; `mcptap import` of it gives back identical frames.
+
+    Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+    """
+    from analyzer import exporter, store
+
+    with one_line_errors():
+        conn = store.open_existing(db)
+        ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
+        if output is None:
+            exporter.export(conn, sys.stdout, ids)
+            sys.stdout.flush()
+        else:
+            with open(output, "w", encoding="utf-8") as fh:
+                exporter.export(conn, fh, ids)
+
+
+@app.command("import")
+def import_cmd(
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Logs to import.")],
+    db: DbOption = DEFAULT_DB,
+    new_id: Annotated[bool, typer.Option("--new-id", help="Give imported sessions new ids, even if the "
+                                                          "database already holds them.")] = False,
+) -> None:
+    """Bring logs into the database: frame-log JSONL (including a recorder's spool). The format
+    is detected from content. Each file goes in whole or not at all.
+
+    Example:  mcptap import --db ~/mcp.db incident.jsonl
+    """
+    from analyzer import importer, store
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"mcptap: warning: {message}\n")
+
+    with one_line_errors():
+        for path in files:
+            importer.detect_format(path)
+        try:
+            conn = store.connect(db)
+        except (sqlite3.Error, OSError) as exc:
+            raise fail(f"cannot open {db}: {exc}") from None
+        for path in files:
+            for s in importer.import_file(conn, path, new_id=new_id, warn=warn):
+                verb = "merged into" if s.merged else "imported"
+                typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")
+
+
+@app.command()
+def demo(db: DbOption = DEFAULT_DB) -> None:
+    """Record a live session with the bundled MCP server through `mcptap record`, driven by the
+    bundled client, then print the session list and the transcript.
+
+    Example:  mcptap demo --db /tmp/demo.db
+    """
+    from analyzer.demo.run import run_demo
+
+    with one_line_errors():
+        raise typer.Exit(run_demo(db))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,1 @@
+"""The bundled demo: a stdlib MCP server and client, and `mcptap demo` (run.py)."""

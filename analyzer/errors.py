@@ -1,0 +1,21 @@
+"""The small named exceptions the library raises; the CLI turns each into one line and exit 2."""
+
+
+class MCPTapError(Exception):
+    """Anything a user can fix: bad input, a missing file, an unknown session."""
+
+
+class NotADatabase(MCPTapError):
+    """The file is missing, is not SQLite, or has no mcptap tables."""
+
+
+class SessionNotFound(MCPTapError):
+    """No session matches what the user named (or several do)."""
+
+
+class ImportFormatError(MCPTapError):
+    """A file given to `mcptap import` is in no format mcptap reads, or is malformed."""
+
+
+class DuplicateSession(MCPTapError):
+    """An import would add a session that the database already holds."""

@@ -1,0 +1,23 @@
+"""`mcptap export`: sessions as frame-log JSONL (framelog.py); `mcptap import` of the output gives
+back identical frames, session rows and stderr lines."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import TextIO
+
+from analyzer import framelog, store
+
+
+def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str]) -> int:
+    """Write each session (its row, its frames in seq order, its stderr lines); the frame count."""
+    written = 0
+    for sid in session_ids:
+        out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
+        for f in store.iter_frames(conn, sid):
+            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete)) + "\n")
+            written += 1
+        for e in store.iter_stderr(conn, sid):
+            out.write(framelog.dumps(framelog.stderr_record(sid, e.seq, e.ts, e.raw, e.incomplete)) + "\n")
+    return written

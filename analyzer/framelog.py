@@ -1,0 +1,191 @@
+"""Frame-log JSONL, the interchange format of spec/contract.md: one JSON object per line.
+
+A frame line: {"session": "s1", "seq": 1, "ts": 1764460800.01, "direction": "c2s", "raw": "..."}
+(`raw_b64` instead of `raw` for bytes that are not UTF-8; `seq`, `transport`, `meta` optional;
+`meta.incomplete` marks a last line that ended without its newline).
+mcptap adds two optional record lines, which other tools' logs need not have:
+  {"record": "session", "session": ID, "transport": ..., "label": ..., "started_at": ..., ...}
+      the session's own row; "spool": true marks a spool written while the database failed;
+  {"record": "stderr", "session": ID, "seq": N, "ts": ..., "raw": ...}   a server stderr line.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from analyzer.errors import ImportFormatError
+from analyzer.store import SESSION_COLUMNS
+
+DIRECTIONS = ("c2s", "s2c")
+
+
+def _raw_fields(raw: bytes) -> dict:
+    try:
+        return {"raw": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"raw_b64": base64.b64encode(raw).decode("ascii")}
+
+
+def dumps(record: dict) -> str:
+    """One line of frame-log (without the newline); JSON escapes keep it on one line."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False) -> dict:
+    rec = {"session": session, "seq": seq, "ts": ts, "direction": direction, **_raw_fields(raw)}
+    if incomplete:
+        rec["meta"] = {"incomplete": True}
+    return rec
+
+
+def stderr_record(session: str, seq: int, ts: float, raw: bytes, incomplete: bool = False) -> dict:
+    rec = {"record": "stderr", "session": session, "seq": seq, "ts": ts, **_raw_fields(raw)}
+    if incomplete:
+        rec["meta"] = {"incomplete": True}
+    return rec
+
+
+def session_record(row: dict, *, spool: bool = False) -> dict:
+    rec = {"record": "session", "session": row["id"]}
+    rec.update({c: row[c] for c in SESSION_COLUMNS if c != "id" and row.get(c) is not None})
+    if spool:
+        rec["spool"] = True
+    return rec
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class FrameIn:
+    session: str
+    seq: int | None
+    ts: float
+    direction: str
+    raw: bytes
+    incomplete: bool
+    transport: str | None
+    line: int
+
+
+@dataclass(slots=True)
+class StderrIn:
+    session: str
+    seq: int | None
+    ts: float
+    raw: bytes
+    incomplete: bool
+    line: int
+
+
+@dataclass(slots=True)
+class SessionIn:
+    session: str
+    fields: dict
+    spool: bool
+    line: int
+
+
+Record = FrameIn | StderrIn | SessionIn
+
+
+def looks_like_framelog(first_line: bytes) -> bool:
+    try:
+        obj = json.loads(first_line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr"))
+
+
+def read(path: str, *, default_session: str, warn: Callable[[str], None]) -> Iterator[Record]:
+    """Records of a frame-log file, in file order. A malformed line raises ImportFormatError
+    naming it, except an unterminated last line (a log cut off mid-write), which is skipped
+    with a warning."""
+    with open(path, "rb") as fh:
+        lineno = 0
+        for line in fh:
+            lineno += 1
+            terminated = line.endswith(b"\n")
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                yield _record(obj, lineno, default_session)
+            except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
+                if not terminated:
+                    warn(f"{path}:{lineno}: skipped the last line, cut off before its end")
+                    return
+                raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
+
+
+def _number(obj: dict, key: str) -> float:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{key!r} must be a number")
+    return float(value)
+
+
+def _optional_int(obj: dict, key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key!r} must be a non-negative integer")
+    return value
+
+
+def _raw(obj: dict) -> bytes:
+    if "raw" in obj:
+        if not isinstance(obj["raw"], str):
+            raise ValueError("'raw' must be a string")
+        return obj["raw"].encode("utf-8", "surrogatepass")
+    if "raw_b64" in obj:
+        if not isinstance(obj["raw_b64"], str):
+            raise ValueError("'raw_b64' must be a string")
+        try:
+            return base64.b64decode(obj["raw_b64"], validate=True)
+        except ValueError:
+            raise ValueError("'raw_b64' is not base64") from None
+    raise ValueError("no 'raw' or 'raw_b64'")
+
+
+def _session_name(obj: dict, default: str) -> str:
+    name = obj.get("session", default)
+    if isinstance(name, bool) or not isinstance(name, (str, int)) or name == "":
+        raise ValueError("'session' must be a non-empty string")
+    return str(name)
+
+
+def _incomplete(obj: dict) -> bool:
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError("'meta' must be an object")
+    return bool(meta and meta.get("incomplete"))
+
+
+def _record(obj: dict, lineno: int, default_session: str) -> Record:
+    kind = obj.get("record", "frame")
+    session = _session_name(obj, default_session)
+    if kind == "frame":
+        direction = obj.get("direction")
+        if direction not in DIRECTIONS:
+            raise ValueError("'direction' must be \"c2s\" or \"s2c\"")
+        transport = obj.get("transport")
+        if transport is not None and not isinstance(transport, str):
+            raise ValueError("'transport' must be a string")
+        return FrameIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), direction, _raw(obj),
+                       _incomplete(obj), transport, lineno)
+    if kind == "stderr":
+        return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
+    if kind == "session":
+        fields = {c: obj[c] for c in SESSION_COLUMNS if c != "id" and c in obj}
+        if "started_at" in fields:
+            fields["started_at"] = _number(obj, "started_at")
+        return SessionIn(session, fields, bool(obj.get("spool")), lineno)
+    raise ValueError(f"unknown record {kind!r}")

@@ -1,0 +1,59 @@
+"""The recorded tables of the contract (`sessions`, `frames`, `stderr_lines`) as registered,
+re-runnable migrations (sqlite-utils `Migrations`). Add a migration; never edit a shipped one."""
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "mcptap"
+migrations = Migrations(MIGRATION_SET)
+
+
+@migrations(name="0001_recorded_tables")
+def recorded_tables(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS sessions (
+            id          TEXT PRIMARY KEY,  -- UUIDv7 for recordings; the log's name for imports
+            transport   TEXT NOT NULL,     -- stdio | http | sse | import
+            label       TEXT,              -- --name, or the imported log's session name
+            started_at  REAL NOT NULL,     -- Unix seconds
+            ended_at    REAL,              -- NULL while recording (or when unknown)
+            command     TEXT,              -- stdio: the server's argv as a JSON array
+            upstream    TEXT,              -- http: the proxied URL
+            exit_status INTEGER,           -- stdio: the server's exit status (128+N for signal N)
+            recorder    TEXT,              -- what wrote the session (mcptap version and command)
+            host        TEXT,              -- machine name of the recorder
+            pid         INTEGER,           -- recorder's process id
+            source      TEXT               -- import: the file it came from
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS frames (
+            session_id  TEXT NOT NULL REFERENCES sessions(id),
+            seq         INTEGER NOT NULL,  -- 1, 2, ... in observed order within the session
+            ts          REAL NOT NULL,     -- Unix seconds when the frame's last byte passed
+            direction   TEXT NOT NULL CHECK (direction IN ('c2s', 's2c')),
+            raw         BLOB NOT NULL,     -- exact bytes: TEXT when valid UTF-8, else BLOB
+            size        INTEGER NOT NULL,  -- length of raw in bytes
+            incomplete  INTEGER NOT NULL DEFAULT 0,  -- 1: stream ended before the newline
+            PRIMARY KEY (session_id, seq)
+        )
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS stderr_lines (
+            session_id  TEXT NOT NULL REFERENCES sessions(id),
+            seq         INTEGER NOT NULL,  -- 1, 2, ... within the session's stderr
+            ts          REAL NOT NULL,
+            raw         BLOB NOT NULL,     -- as in frames: TEXT when valid UTF-8, else BLOB
+            incomplete  INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, seq)
+        )
+        """
+    )
+
+
+RECORDED_TABLES = ("sessions", "frames", "stderr_lines")

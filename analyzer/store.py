@@ -1,0 +1,269 @@
+"""The SQLite store: opening a file safely (WAL, busy timeout, 0600), applying the schema's
+migrations, and the only SQL that writes or reads the recorded tables (see spec/contract.md)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from analyzer.errors import NotADatabase, SessionNotFound
+from analyzer.schema import RECORDED_TABLES, migrations
+
+BUSY_TIMEOUT_S = 5.0
+"""How long a writer waits for another process's lock before giving up (then the tee spools)."""
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# A frame row as the writers hand it over: (seq, ts, direction, raw bytes, incomplete flag).
+FrameRow = tuple[int, float, str, bytes, int]
+# A stderr line: (seq, ts, raw bytes, incomplete flag).
+StderrRow = tuple[int, float, bytes, int]
+
+SESSION_COLUMNS = (
+    "id", "transport", "label", "started_at", "ended_at", "command", "upstream",
+    "exit_status", "recorder", "host", "pid", "source",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    session_id: str
+    seq: int
+    ts: float
+    direction: str
+    raw: bytes
+    incomplete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StderrLine:
+    session_id: str
+    seq: int
+    ts: float
+    raw: bytes
+    incomplete: bool
+
+
+def stored_raw(raw: bytes) -> str | bytes:
+    """TEXT when the bytes are UTF-8 without NUL (readable in datasette), else the BLOB as is.
+    Either way `CAST(raw AS BLOB)` gives back the exact bytes."""
+    if b"\x00" in raw:
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _create_private(path: str) -> None:
+    """Create the database file readable by its owner only, before SQLite opens it."""
+    if path == ":memory:" or os.path.exists(path):
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+
+
+def connect(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """Open (creating if needed) a database for recording, with the schema up to date.
+    Raises sqlite3.Error or OSError: the recorders decide what a failure means (spool)."""
+    path = os.fspath(path)
+    _create_private(path)
+    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    ensure_schema(conn)
+    return conn
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Apply pending migrations under a write lock, so concurrent recorders never race."""
+    db = Database(conn)
+    if not migrations.pending(db):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        migrations.apply(db)  # re-checks what is pending now that we hold the lock
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Connection:
+    """Open a database that must already hold mcptap's tables; NotADatabase otherwise.
+    With write=True the schema is brought up to date (for import into an existing file)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise NotADatabase(f"no database at {path}")
+    if os.path.isdir(path):
+        raise NotADatabase(f"{path} is a directory, not a database")
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise NotADatabase(f"cannot read {path}: {exc.strerror}") from None
+    if header != SQLITE_HEADER:
+        raise NotADatabase(f"{path} is not an SQLite database")
+    try:
+        if write:
+            return connect(path)
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            tables = _tables(conn)
+        except sqlite3.OperationalError:
+            uri = "file:" + os.path.abspath(path) + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            tables = _tables(conn)
+    except sqlite3.DatabaseError as exc:
+        raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
+    missing = [t for t in RECORDED_TABLES[:2] if t not in tables]
+    if missing:
+        raise NotADatabase(f"{path} is not an mcptap database (no {missing[0]} table)")
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return name in _tables(conn)
+
+
+# -- writes -----------------------------------------------------------------------------------
+
+def insert_session(conn: sqlite3.Connection, session: dict) -> None:
+    cols = [c for c in SESSION_COLUMNS if c in session]
+    conn.execute(
+        f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+        [session[c] for c in cols],
+    )
+
+
+_INSERT_FRAME = (
+    "INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_STDERR = "INSERT INTO stderr_lines (session_id, seq, ts, raw, incomplete) VALUES (?, ?, ?, ?, ?)"
+
+
+def _frame_params(session_id: str, frames: Iterable[FrameRow]):
+    for seq, ts, direction, raw, incomplete in frames:
+        yield (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete)
+
+
+def _stderr_params(session_id: str, lines: Iterable[StderrRow]):
+    for seq, ts, raw, incomplete in lines:
+        yield (session_id, seq, ts, stored_raw(raw), incomplete)
+
+
+def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
+    sql = _INSERT_FRAME.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_FRAME
+    conn.executemany(sql, _frame_params(session_id, frames))
+
+
+def insert_stderr(conn: sqlite3.Connection, session_id: str, lines: Iterable[StderrRow], *, or_ignore: bool = False) -> None:
+    sql = _INSERT_STDERR.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_STDERR
+    conn.executemany(sql, _stderr_params(session_id, lines))
+
+
+def append(conn: sqlite3.Connection, session_id: str, frames: Sequence[FrameRow], stderr: Sequence[StderrRow]) -> None:
+    """One transaction holding a batch of a session's frames and stderr lines."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if frames:
+            insert_frames(conn, session_id, frames)
+        if stderr:
+            insert_stderr(conn, session_id, stderr)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def end_session(conn: sqlite3.Connection, session_id: str, ended_at: float | None, exit_status: int | None) -> None:
+    conn.execute(
+        "UPDATE sessions SET ended_at = coalesce(ended_at, ?), exit_status = coalesce(exit_status, ?) WHERE id = ?",
+        (ended_at, exit_status, session_id),
+    )
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+
+def list_sessions(conn: sqlite3.Connection) -> list[dict]:
+    """Every session with its frame counts per direction, oldest first."""
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute(
+            """
+            SELECT s.*,
+                   (SELECT count(*) FROM frames f WHERE f.session_id = s.id AND f.direction = 'c2s') AS c2s,
+                   (SELECT count(*) FROM frames f WHERE f.session_id = s.id AND f.direction = 's2c') AS s2c,
+                   (SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts
+            FROM sessions s ORDER BY s.started_at, s.id
+            """
+        ).fetchall()
+    finally:
+        conn.row_factory = None
+    return [dict(r) for r in rows]
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> dict:
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    finally:
+        conn.row_factory = None
+    if row is None:
+        raise SessionNotFound(f"no session {session_id!r}")
+    return dict(row)
+
+
+def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
+    """A session named by its id, a unique id prefix, or its label (the newest with that label)."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (ref,)).fetchone():
+        return ref
+    by_prefix = [r[0] for r in conn.execute(
+        "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY started_at", (len(ref), ref))]
+    if len(by_prefix) == 1:
+        return by_prefix[0]
+    if len(by_prefix) > 1:
+        shown = ", ".join(by_prefix[:5])
+        raise SessionNotFound(f"{ref!r} matches {len(by_prefix)} sessions ({shown}); give more of the id")
+    by_label = conn.execute(
+        "SELECT id FROM sessions WHERE label = ? ORDER BY started_at DESC, id DESC LIMIT 1", (ref,)).fetchone()
+    if by_label:
+        return by_label[0]
+    raise SessionNotFound(f"no session {ref!r} (try `mcptap sessions`)")
+
+
+def iter_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
+    cur = conn.execute(
+        "SELECT seq, ts, direction, CAST(raw AS BLOB), incomplete FROM frames WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    for seq, ts, direction, raw, incomplete in cur:
+        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete))
+
+
+def iter_stderr(conn: sqlite3.Connection, session_id: str) -> Iterator[StderrLine]:
+    if not has_table(conn, "stderr_lines"):
+        return
+    cur = conn.execute(
+        "SELECT seq, ts, CAST(raw AS BLOB), incomplete FROM stderr_lines WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    )
+    for seq, ts, raw, incomplete in cur:
+        yield StderrLine(session_id, seq, ts, raw, bool(incomplete))
+
+
+def session_ids(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY started_at, id")]

@@ -1,0 +1,109 @@
+"""What `mcptap show` and `mcptap sessions` print: a session's frames (and its server's stderr)
+as a readable transcript, and the session list. Text only; the CLI decides where it goes.
+
+Until the analyzer classifies frames (spec/findings.md), a transcript line peeks at the frame:
+the JSON-RPC method and id when the line is a JSON object, a note when it is not."""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import json
+import sqlite3
+from collections.abc import Iterator
+
+from analyzer import store
+
+ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
+PEEK_LIMIT = 1 << 20
+"""Frames larger than this are not parsed for the transcript's method/id column."""
+
+
+def peek(raw: bytes) -> str:
+    """A short description of a frame: `request tools/call id=3`, `response id=3`, `not JSON`..."""
+    if len(raw) > PEEK_LIMIT:
+        return "(large frame)"
+    try:
+        msg = json.loads(raw)
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    except (ValueError, RecursionError):
+        return "not JSON"
+    if isinstance(msg, list):
+        return f"batch of {len(msg)}"
+    if not isinstance(msg, dict):
+        return "not an object"
+    ident = f"id={json.dumps(msg['id'])}" if "id" in msg else ""
+    method = msg.get("method")
+    if isinstance(method, str):
+        return f"request {method} {ident}" if "id" in msg else f"notification {method}"
+    if "error" in msg:
+        code = msg["error"].get("code") if isinstance(msg["error"], dict) else None
+        return f"error {ident} code={code}".replace("  ", " ")
+    if "result" in msg:
+        return f"response {ident}"
+    return "JSON object"
+
+
+def clock(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def preview(raw: bytes, width: int) -> str:
+    text = raw[: width * 4 + 16].decode("utf-8", "replace")
+    text = text.replace("\r", "\\r").replace("\t", " ")
+    text = "".join(ch if ch.isprintable() else "\uFFFD" for ch in text)
+    return text if len(text) <= width and len(raw) <= width * 4 + 16 else text[: max(width - 1, 0)] + "…"
+
+
+def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, full: bool = False,
+               stderr: bool = True) -> Iterator[str]:
+    """The session header, then one line per frame (and stderr line) in time order."""
+    s = store.get_session(conn, session_id)
+    what = s.get("command") or s.get("upstream") or s.get("source") or ""
+    if s.get("command"):
+        try:
+            what = " ".join(json.loads(s["command"]))
+        except (ValueError, TypeError):
+            pass
+    yield f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip()
+    yield f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}"
+    yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<40}  frame"
+    t0 = s["started_at"]
+    frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete)
+              for f in store.iter_frames(conn, session_id))
+    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete) for e in store.iter_stderr(conn, session_id)) \
+        if stderr else iter(())
+    for ts, is_err, seq, direction, raw, incomplete in heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2])):
+        number = "" if is_err else str(seq)
+        what = "" if is_err else peek(raw) + (" (no newline)" if incomplete else "")
+        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<40}  "
+        if full:
+            yield head + raw.decode("utf-8", "backslashreplace")
+        else:
+            yield head + preview(raw, max(width - len(head), 20))
+
+
+def _blank(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def session_rows(conn: sqlite3.Connection) -> list[dict]:
+    """The rows of `mcptap sessions`."""
+    rows = []
+    for s in store.list_sessions(conn):
+        end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
+        rows.append({
+            "id": s["id"],
+            "label": s["label"] or "",
+            "transport": s["transport"],
+            "started": clock(s["started_at"]),
+            "duration": "-" if end is None else f"{max(end - s['started_at'], 0):.3f}s" + ("" if s["ended_at"] else "+"),
+            "frames": s["c2s"] + s["s2c"],
+            "c2s": s["c2s"],
+            "s2c": s["s2c"],
+            "exit": _blank(s["exit_status"]),
+        })
+    return rows
