@@ -1,0 +1,404 @@
+"""Benchmark of `mcptap record`, the recording stdio tee (addons/stdio_tee.py). Not a test: it
+prints figures and always exits 0.
+
+Everything is measured in one run, with the current interpreter (sys.executable) for the driver,
+the children and the tee (`python -m analyzer record --db <tmp> -- CMD`):
+
+1. Round-trip latency. A tiny echo child (os.read/os.write loop) sends back each ~200-byte line
+   the driver writes; the driver writes one line, waits until the whole line is back, repeats.
+   Three paths, kept alive side by side and measured in interleaved blocks so that drift of the
+   machine hits them alike: (a) direct pipes to the child, (b) a bare Python relay (two threads,
+   blocking os.read/os.write, no recording), (c) the tee. Figures: p50/p99 per path and what (c)
+   adds over (a). Targets: at most +60 us at p50 and +300 us at p99.
+
+2. Throughput. A generator child writes N frames of 200 bytes (199 + newline) to its stdout in
+   1 MB writes; the driver reads and discards them. Measured through the tee: lines/s until the
+   driver has read every byte (forwarding), frames/s until the tee has exited (by then every
+   frame is committed), the row count of `frames` (must be N) and the tee's peak RSS. The same
+   generator read directly (and through the bare relay) gives the baseline. Targets: forwarding
+   at least 300k lines/s with every frame in the database; peak RSS under 150 MB.
+
+   Peak RSS comes from os.wait4() on the tee. Linux fills wait4's rusage with
+   getrusage(RUSAGE_BOTH) of the reaped process, so ru_maxrss is max(the tee's own peak, the
+   peak of any child the tee reaped), i.e. it also covers the generator. The generator
+   therefore reports its own peak RSS (and CPU time) through a file; when its peak is below
+   wait4's figure, that figure is exactly the tee's own peak. (CPU time from wait4 is a sum over
+   both, so the generator's own CPU time is subtracted to give the tee's.)
+
+Times run from the first byte the driver reads, so interpreter start-up (reported separately)
+does not count as forwarding. Rates are computed over N frames.
+
+Usage:  python bench/tee.py [--quick]   (--quick: 2,000 round trips, 100,000 frames)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+FRAME_SIZE = 200  # bytes on the wire per frame, newline included
+LATENCY_LINE_SIZE = 200
+WARMUP_ROUND_TRIPS = 1_000
+LATENCY_BLOCK = 500  # round trips per path before switching to the next path
+
+TARGET_ADDED_P50_US = 60.0
+TARGET_ADDED_P99_US = 300.0
+TARGET_LINES_PER_S = 300_000
+TARGET_PEAK_RSS_MB = 150.0
+
+# -- children -----------------------------------------------------------------------------------
+
+ECHO_CODE = """\
+import os
+read, write = os.read, os.write
+while True:
+    data = read(0, 65536)
+    if not data:
+        break
+    while data:
+        data = data[write(1, data):]
+"""
+
+RELAY_CODE = """\
+import os, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+
+def pump(src, dst, on_eof=None):
+    read, write = os.read, os.write
+    while True:
+        data = read(src, 1 << 18)
+        if not data:
+            break
+        while data:
+            data = data[write(dst, data):]
+    if on_eof is not None:
+        on_eof()
+
+out = threading.Thread(target=pump, args=(child.stdout.fileno(), 1))
+out.start()
+pump(0, child.stdin.fileno(), child.stdin.close)
+out.join()
+sys.exit(child.wait())
+"""
+
+# argv: N_FRAMES STATS_PATH. Frames are JSON-RPC-like notifications of exactly 199 bytes plus a
+# newline; one 1 MB block of 5,000 distinct frames is built once and written again and again.
+GENERATOR_CODE = """\
+import os, resource, sys
+n, stats_path = int(sys.argv[1]), sys.argv[2]
+size = %(frame_size)d
+head = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","n":%%07d,"data":"'
+tail = b'"}}'
+pad = b"x" * (size - 1 - len(head %% 0) - len(tail))
+per_block = 5000
+block = b"".join(head %% i + pad + tail + b"\\n" for i in range(per_block))
+assert len(block) == per_block * size
+full, rest = divmod(n, per_block)
+write = os.write
+
+def put(data):
+    view = memoryview(data)
+    while view:
+        view = view[write(1, view):]
+
+for _ in range(full):
+    put(block)
+put(block[: rest * size])
+os.close(1)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+with open(stats_path, "w") as fh:
+    fh.write("%%d %%.6f" %% (ru.ru_maxrss, ru.ru_utime + ru.ru_stime))
+""" % {"frame_size": FRAME_SIZE}
+
+
+def py(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", code, *args]
+
+
+def tee_cmd(db: str, child: list[str]) -> list[str]:
+    return [sys.executable, "-m", "analyzer", "record", "--db", db, "--", *child]
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def percentile(sorted_values: list[int], p: float) -> float:
+    """Nearest-rank percentile of already sorted values."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-len(sorted_values) * p // 100))  # ceil(n * p / 100)
+    return sorted_values[int(rank) - 1]
+
+
+def wait_rusage(proc: subprocess.Popen):
+    """Reap exactly this child with wait4: (exit status, its rusage)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage
+
+
+def db_summary(db: str) -> dict:
+    conn = sqlite3.connect(db)
+    try:
+        count, total, s2c, max_seq = conn.execute(
+            "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(direction = 's2c'), 0), max(seq) FROM frames"
+        ).fetchone()
+        sessions = conn.execute("SELECT count(*), sum(ended_at IS NOT NULL) FROM sessions").fetchone()
+    finally:
+        conn.close()
+    return {"count": count, "bytes": total, "s2c": s2c, "max_seq": max_seq,
+            "sessions": sessions[0], "ended": sessions[1]}
+
+
+def spool_files(folder: str) -> list[str]:
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".spool.jsonl"))
+
+
+def count_lines(path: str) -> int:
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def stderr_text(path: str) -> str:
+    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        return fh.read().strip()
+
+
+# -- 1. latency ---------------------------------------------------------------------------------
+
+def latency_line() -> bytes:
+    head = b'{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"'
+    tail = b'"}}}'
+    return head + b"y" * (LATENCY_LINE_SIZE - 1 - len(head) - len(tail)) + tail + b"\n"
+
+
+def round_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int]) -> None:
+    wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+    read, write, clock = os.read, os.write, time.perf_counter_ns
+    size = len(line)
+    for _ in range(n):
+        t0 = clock()
+        write(wfd, line)
+        got = read(rfd, 65536)
+        while len(got) < size:
+            more = read(rfd, 65536)
+            if not more:
+                raise RuntimeError(f"EOF from {proc.args[:3]}... during a round trip")
+            got += more
+        out.append(clock() - t0)
+        if got != line:
+            raise RuntimeError(f"echo mismatch through {proc.args[:3]}...: {got[:60]!r}")
+
+
+def bench_latency(tmp: str, n: int) -> dict:
+    line = latency_line()
+    db = os.path.join(tmp, "latency.db")
+    err = os.path.join(tmp, "latency-tee.stderr")
+    paths = {
+        "direct": py(ECHO_CODE),
+        "relay": [sys.executable, "-c", RELAY_CODE, *py(ECHO_CODE)],
+        "tee": tee_cmd(db, py(ECHO_CODE)),
+    }
+    procs: dict[str, subprocess.Popen] = {}
+    samples: dict[str, list[int]] = {name: [] for name in paths}
+    with open(err, "wb") as err_fh:
+        try:
+            for name, argv in paths.items():
+                procs[name] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=err_fh if name == "tee" else None, bufsize=0)
+            for name, proc in procs.items():  # warm-up; the first reply also waits out start-up
+                round_trips(proc, line, WARMUP_ROUND_TRIPS, [])
+            done = 0
+            while done < n:
+                block = min(LATENCY_BLOCK, n - done)
+                for name, proc in procs.items():
+                    round_trips(proc, line, block, samples[name])
+                done += block
+        finally:
+            statuses = {}
+            for name, proc in procs.items():
+                proc.stdin.close()  # EOF: echo ends, relay and tee follow
+            for name, proc in procs.items():
+                proc.stdout.read()
+                proc.stdout.close()
+                statuses[name] = wait_rusage(proc)[0]
+    result = {"n": n, "statuses": statuses, "stderr": stderr_text(err)}
+    for name, values in samples.items():
+        values.sort()
+        result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
+                        "p999": percentile(values, 99.9) / 1e3, "max": values[-1] / 1e3}
+    result["db"] = db_summary(db)
+    result["expected_frames"] = 2 * (WARMUP_ROUND_TRIPS + n)
+    result["spools"] = spool_files(tmp)
+    return result
+
+
+# -- 2. throughput ------------------------------------------------------------------------------
+
+def drain(proc: subprocess.Popen, expected: int, t_spawn: float) -> dict:
+    """Read the process's stdout to EOF, noting when the first byte and the last expected byte
+    arrived."""
+    fd = proc.stdout.fileno()
+    read, clock = os.read, time.perf_counter
+    got = newlines = 0
+    t_first = t_all = None
+    while True:
+        chunk = read(fd, 1 << 20)
+        if not chunk:
+            break
+        if t_first is None:
+            t_first = clock()
+        got += len(chunk)
+        newlines += chunk.count(b"\n")
+        if t_all is None and got >= expected:
+            t_all = clock()
+    t_eof = clock()
+    return {"bytes": got, "newlines": newlines, "t_spawn": t_spawn, "t_first": t_first,
+            "t_all": t_all if t_all is not None else t_eof, "t_eof": t_eof}
+
+
+def read_stats(path: str) -> tuple[int, float]:
+    with open(path) as fh:
+        maxrss, cpu = fh.read().split()
+    return int(maxrss), float(cpu)
+
+
+def bench_throughput(tmp: str, name: str, n: int) -> dict:
+    stats = os.path.join(tmp, f"{name}.genstats")
+    gen = py(GENERATOR_CODE, str(n), stats)
+    db = os.path.join(tmp, f"throughput-{name}.db")
+    err = os.path.join(tmp, f"throughput-{name}.stderr")
+    argv = {"direct": gen, "relay": [sys.executable, "-c", RELAY_CODE, *gen], "tee": tee_cmd(db, gen)}[name]
+    expected = n * FRAME_SIZE
+    with open(err, "wb") as err_fh:
+        t_spawn = time.perf_counter()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err_fh, bufsize=0)
+        try:
+            r = drain(proc, expected, t_spawn)
+        finally:
+            proc.stdout.close()
+            status, usage = wait_rusage(proc)
+    r["t_exit"] = time.perf_counter()
+    r.update(name=name, n=n, expected=expected, status=status, stderr=stderr_text(err))
+    gen_rss_kb, gen_cpu = read_stats(stats)
+    r["gen_rss_mb"] = gen_rss_kb / 1024
+    r["gen_cpu_s"] = gen_cpu
+    r["wait4_rss_mb"] = usage.ru_maxrss / 1024  # max(process, its reaped children): see docstring
+    r["cpu_s"] = usage.ru_utime + usage.ru_stime - gen_cpu
+    t0 = r["t_first"] if r["t_first"] is not None else t_spawn
+    r["startup_s"] = t0 - t_spawn
+    r["forward_s"] = r["t_all"] - t0
+    r["exit_s"] = r["t_exit"] - t0
+    r["forward_rate"] = n / r["forward_s"] if r["forward_s"] > 0 else float("inf")
+    r["exit_rate"] = n / r["exit_s"] if r["exit_s"] > 0 else float("inf")
+    if name == "tee":
+        r["db"] = db_summary(db)
+        r["db_mb"] = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p)) / 2**20
+        r["spools"] = [(p, count_lines(p)) for p in spool_files(tmp)]
+    return r
+
+
+# -- report -------------------------------------------------------------------------------------
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 round trips and 100,000 frames")
+    args = parser.parse_args(argv)
+    round_trip_n = 2_000 if args.quick else 20_000
+    frames_n = 100_000 if args.quick else 1_000_000
+
+    print(f"mcptap tee benchmark{' (quick)' if args.quick else ''}: Python {platform.python_version()} "
+          f"on {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
+          f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    tmp = tempfile.mkdtemp(prefix="mcptap-bench-")
+    rows: list[tuple[str, str, str, str]] = []
+    try:
+        # 1. latency
+        print(f"\n[1] round-trip latency, {LATENCY_LINE_SIZE}-byte line, {round_trip_n:,} round trips per path "
+              f"after {WARMUP_ROUND_TRIPS:,} warm-up, interleaved in blocks of {LATENCY_BLOCK}")
+        lat = bench_latency(tmp, round_trip_n)
+        for name, label in (("direct", "(a) direct pipes"), ("relay", "(b) bare relay"), ("tee", "(c) mcptap record")):
+            s = lat[name]
+            print(f"    {label:<20} p50 {s['p50']:8.1f} us   p99 {s['p99']:8.1f} us   "
+                  f"p99.9 {s['p999']:8.1f} us   max {s['max']:9.1f} us")
+        add50 = lat["tee"]["p50"] - lat["direct"]["p50"]
+        add99 = lat["tee"]["p99"] - lat["direct"]["p99"]
+        relay50 = lat["relay"]["p50"] - lat["direct"]["p50"]
+        relay99 = lat["relay"]["p99"] - lat["direct"]["p99"]
+        print(f"    added by the bare relay: p50 {relay50:+.1f} us, p99 {relay99:+.1f} us")
+        print(f"    added by mcptap record:  p50 {add50:+.1f} us, p99 {add99:+.1f} us")
+        d = lat["db"]
+        print(f"    tee session: {d['count']:,} frames stored of {lat['expected_frames']:,} sent; "
+              f"exit statuses {lat['statuses']}")
+        if lat["spools"]:
+            print(f"    spool files: {lat['spools']}")
+        if lat["stderr"]:
+            print(f"    tee stderr: {lat['stderr']}")
+        rows.append(("latency added p50", f"{add50:+.1f} us", f"<= {TARGET_ADDED_P50_US:.0f} us",
+                     verdict(add50 <= TARGET_ADDED_P50_US)))
+        rows.append(("latency added p99", f"{add99:+.1f} us", f"<= {TARGET_ADDED_P99_US:.0f} us",
+                     verdict(add99 <= TARGET_ADDED_P99_US)))
+        rows.append(("latency frames stored", f"{d['count']:,}/{lat['expected_frames']:,}", "all",
+                     verdict(d["count"] == lat["expected_frames"])))
+
+        # 2. throughput
+        print(f"\n[2] throughput, {frames_n:,} frames of {FRAME_SIZE} bytes "
+              f"({frames_n * FRAME_SIZE / 1e6:.0f} MB) from a generator child; times from the first byte read")
+        results = {}
+        for name in ("direct", "relay", "tee"):
+            r = results[name] = bench_throughput(tmp, name, frames_n)
+            complete = r["bytes"] == r["expected"] and r["newlines"] == frames_n
+            short = "" if complete else f", READ {r['bytes']:,} BYTES OF {r['expected']:,}"
+            print(f"    {name:<7} forwarded {r['forward_rate']:>11,.0f} lines/s ({r['forward_s']:.3f} s"
+                  f", {r['expected'] / r['forward_s'] / 1e6:.0f} MB/s), exited after {r['exit_s']:.3f} s, "
+                  f"start-up {r['startup_s'] * 1e3:.0f} ms, status {r['status']}{short}")
+        t = results["tee"]
+        d = t["db"]
+        print(f"    tee: every frame committed after {t['exit_s']:.3f} s = {t['exit_rate']:,.0f} frames stored/s; "
+              f"rows in frames: {d['count']:,} (s2c {d['s2c']:,}, {d['bytes']:,} bytes, max seq {d['max_seq']}); "
+              f"database {t['db_mb']:.0f} MB")
+        print(f"    tee: peak RSS {t['wait4_rss_mb']:.1f} MB (wait4; generator's own peak {t['gen_rss_mb']:.1f} MB"
+              f"{', so this is the tee' if t['gen_rss_mb'] < t['wait4_rss_mb'] else ', so the tee peak is at most this'})"
+              f", CPU {t['cpu_s']:.2f} s ({t['cpu_s'] / frames_n * 1e6:.2f} us/frame)")
+        for path, lines in t["spools"]:
+            print(f"    tee spooled to {os.path.basename(path)}: {lines:,} lines")
+        if t["stderr"]:
+            print(f"    tee stderr: {t['stderr']}")
+        tee_complete = t["bytes"] == t["expected"] and t["newlines"] == frames_n and t["status"] == 0
+        all_stored = d["count"] == frames_n and d["bytes"] == frames_n * (FRAME_SIZE - 1)
+        base = results["direct"]["forward_rate"]
+        rows.append(("direct lines/s", f"{base:,.0f}", "(baseline)", ""))
+        rows.append(("relay lines/s", f"{results['relay']['forward_rate']:,.0f}", "(baseline)", ""))
+        rows.append(("tee forwarded lines/s", f"{t['forward_rate']:,.0f}", f">= {TARGET_LINES_PER_S:,}",
+                     verdict(t["forward_rate"] >= TARGET_LINES_PER_S and tee_complete)))
+        rows.append(("tee stored frames/s", f"{t['exit_rate']:,.0f}", "(info)", ""))
+        rows.append(("tee frames in database", f"{d['count']:,}/{frames_n:,}", "all", verdict(all_stored)))
+        rows.append(("tee peak RSS", f"{t['wait4_rss_mb']:.1f} MB", f"< {TARGET_PEAK_RSS_MB:.0f} MB",
+                     verdict(t["wait4_rss_mb"] < TARGET_PEAK_RSS_MB)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print("\nsummary")
+    widths = [max(len(r[i]) for r in rows + [("figure", "value", "target", "")]) for i in range(4)]
+    for r in [("figure", "value", "target", "")] + rows:
+        print("    " + "  ".join(c.ljust(w) if i != 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:  # a benchmark reports, it does not fail the caller
+        traceback.print_exc()
+    sys.exit(0)

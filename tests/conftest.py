@@ -1,0 +1,89 @@
+"""Shared fixtures: real processes, real SQLite files, and the side virtual environment holding
+the real `mcp` SDK and `mcp-server-time` (it cannot live in mcptap's own environment; see
+spec/contract.md). The side environment is created once and cached between runs."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).parent / "tools"
+SDK_PACKAGES = ("mcp==2.3.0", "mcp-server-time==2026.10.19")
+CACHE = Path(os.environ.get("MCPTAP_TEST_CACHE", Path.home() / ".cache" / "mcptap-tests"))
+PROCESS_TIMEOUT_S = 60
+
+
+def mcptap(*args: str) -> list[str]:
+    """The mcptap command line, run with the interpreter under test."""
+    return [sys.executable, "-m", "analyzer", *args]
+
+
+def tee(db: Path | str, *argv: str, name: str | None = None) -> list[str]:
+    label = ["--name", name] if name else []
+    return mcptap("record", "--db", str(db), *label, "--", *argv)
+
+
+def tool(name: str) -> str:
+    return str(TOOLS / name)
+
+
+def run(argv: list[str], *, input: bytes = b"", timeout: float = PROCESS_TIMEOUT_S, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, input=input, capture_output=True, timeout=timeout, **kw)
+
+
+def frames(db: Path | str, direction: str | None = None) -> list[bytes]:
+    """The recorded frames' raw bytes in seq order (all sessions in the file, by session start)."""
+    conn = sqlite3.connect(db)
+    where = "WHERE direction = ?" if direction else ""
+    rows = conn.execute(
+        f"SELECT CAST(raw AS BLOB) FROM frames JOIN sessions ON sessions.id = frames.session_id {where} "
+        "ORDER BY sessions.started_at, frames.session_id, seq", (direction,) if direction else ()).fetchall()
+    conn.close()
+    return [r[0] for r in rows]
+
+
+def wait_for(condition, timeout: float, what: str, interval: float = 0.01):
+    """Poll `condition` until it returns something truthy, failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "rec.db"
+
+
+@pytest.fixture(scope="session")
+def sdk_python() -> str:
+    """Python of a cached side virtual environment with the real `mcp` SDK and mcp-server-time."""
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}-" + "-".join(p.replace("==", "") for p in SDK_PACKAGES)
+    venv = CACHE / f"sdk-{tag}"
+    python = venv / "bin" / "python"
+    ready = venv / ".ready"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"sdk-{tag}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *SDK_PACKAGES],
+                           check=True, stdout=subprocess.DEVNULL)
+            ready.write_text("ok\n", encoding="utf-8")
+    return str(python)
+
+
+@pytest.fixture(scope="session")
+def time_server(sdk_python: str) -> list[str]:
+    return [str(Path(sdk_python).parent / "mcp-server-time")]

@@ -1,0 +1,84 @@
+"""The store (analyzer/store.py, analyzer/schema.py): migrations, exact bytes, session lookup."""
+
+import os
+import sqlite3
+import stat
+
+import pytest
+
+from analyzer import store
+from analyzer.errors import NotADatabase, SessionNotFound
+from analyzer.ids import new_session_id
+
+
+def make_session(conn, sid, label=None, started_at=1.0):
+    store.insert_session(conn, {"id": sid, "transport": "stdio", "label": label, "started_at": started_at})
+
+
+def test_migrations_can_be_run_again_and_are_recorded_once(db):
+    conn = store.connect(db)
+    store.ensure_schema(conn)
+    conn.close()
+    conn = store.connect(db)
+    names = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'mcptap'").fetchall()
+    assert names == [("0001_recorded_tables",)]
+    assert {"sessions", "frames", "stderr_lines"} <= {r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def test_a_new_database_is_in_wal_mode_and_readable_by_its_owner_only(db):
+    conn = store.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jsonrpc":"2.0","id":1}', b"\xff\xfe\x00 binary", b"caf\xc3\xa9", b"\xed\xa0\x80 lone surrogate",
+    b"", b"nul \x00 inside", b"crlf\r",
+])
+def test_frames_come_back_byte_for_byte(db, raw):
+    conn = store.connect(db)
+    make_session(conn, "s")
+    store.append(conn, "s", [(1, 2.5, "c2s", raw, 0)], [(1, 2.6, raw, 1)])
+    (frame,) = store.iter_frames(conn, "s")
+    (line,) = store.iter_stderr(conn, "s")
+    assert (frame.raw, frame.ts, frame.direction, frame.incomplete) == (raw, 2.5, "c2s", False)
+    assert (line.raw, line.incomplete) == (raw, True)
+    assert conn.execute("SELECT size FROM frames").fetchone()[0] == len(raw)
+
+
+def test_utf8_frames_are_stored_as_text_so_datasette_shows_them(db):
+    conn = store.connect(db)
+    make_session(conn, "s")
+    store.append(conn, "s", [(1, 1.0, "c2s", b'{"a":"\xc3\xa9"}', 0), (2, 1.0, "s2c", b"\xff", 0)], [])
+    assert conn.execute("SELECT typeof(raw) FROM frames ORDER BY seq").fetchall() == [("text",), ("blob",)]
+
+
+def test_session_ids_are_unique_and_sort_by_time():
+    ids = [new_session_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert ids[0][:8] <= ids[-1][:8]
+    assert all(len(i) == 36 and i[14] == "7" for i in ids)
+
+
+def test_a_session_is_found_by_id_prefix_or_newest_label(db):
+    conn = store.connect(db)
+    make_session(conn, "aaaa-1", label="x", started_at=1)
+    make_session(conn, "aaab-2", label="x", started_at=2)
+    assert store.resolve_session(conn, "aaaa-1") == "aaaa-1"
+    assert store.resolve_session(conn, "aaab") == "aaab-2"
+    assert store.resolve_session(conn, "x") == "aaab-2"
+    with pytest.raises(SessionNotFound):
+        store.resolve_session(conn, "aaa")  # ambiguous
+    with pytest.raises(SessionNotFound):
+        store.resolve_session(conn, "nope")
+
+
+def test_opening_something_that_is_not_an_mcptap_database_is_a_named_error(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello", encoding="utf-8")
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    for path in (tmp_path / "missing.db", text, other, tmp_path):
+        with pytest.raises(NotADatabase):
+            store.open_existing(path)
