@@ -24,9 +24,11 @@ def peek(raw: bytes) -> str:
     if len(raw) > PEEK_LIMIT:
         return "(large frame)"
     try:
-        msg = json.loads(raw)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return "not UTF-8"
+    try:
+        msg = json.loads(text)
     except (ValueError, RecursionError):
         return "not JSON"
     if isinstance(msg, list):

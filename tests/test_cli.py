@@ -1,0 +1,141 @@
+"""The command line: sessions, show, export/import round trip, and one-line errors (exit 2)."""
+
+import json
+import sqlite3
+import sys
+
+import pytest
+
+from conftest import frames, mcptap, run, tee, tool
+
+COMMANDS = ["record", "proxy", "import", "export", "sessions", "show", "analyze", "demo"]
+IMPLEMENTED = ["record", "import", "export", "sessions", "show", "demo"]
+
+
+def one_line_error(result) -> bool:
+    return result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"Traceback" not in result.stderr
+
+
+@pytest.fixture
+def recorded(tmp_path, db):
+    """A database with one session holding UTF-8, non-UTF-8 and incomplete frames and stderr."""
+    data = tmp_path / "out.bin"
+    data.write_bytes(b'{"jsonrpc":"2.0","id":1,"result":{}}\n\xff\xfe raw\n{"jsonrpc":"2.0","method":"x"')
+    script = "import sys; sys.stderr.write('err line\\n'); sys.stdout.buffer.write(sys.stdin.buffer.read())"
+    result = run(tee(db, sys.executable, "-c", script, name="demo-ish"),
+                 input=data.read_bytes() + b"\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert result.returncode == 0
+    return db
+
+
+@pytest.mark.parametrize("command", IMPLEMENTED)
+def test_every_command_has_help_with_an_example(command):
+    result = run(mcptap(command, "--help"))
+    assert result.returncode == 0
+    assert b"Example:" in result.stdout
+
+
+def test_sessions_lists_label_transport_frames_and_exit(recorded):
+    result = run(mcptap("sessions", "--db", str(recorded), "--json"))
+    (row,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (row["label"], row["transport"], row["frames"], row["exit"]) == ("demo-ish", "stdio", 8, "0")
+    table = run(mcptap("sessions", "--db", str(recorded)))
+    assert b"demo-ish" in table.stdout and table.returncode == 0
+
+
+def test_show_prints_each_frame_with_direction_size_method_and_id(recorded):
+    result = run(mcptap("show", "--db", str(recorded), "demo-ish"))
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    assert "request ping id=1" in text and "response id=1" in text and "not UTF-8" in text
+    assert "err line" in text  # stderr interleaved
+    assert text.count("c2s →") == 4 and text.count("s2c ←") == 4
+
+
+def test_export_then_import_gives_back_identical_frames(recorded, tmp_path):
+    out = tmp_path / "log.jsonl"
+    assert run(mcptap("export", "--db", str(recorded), "-o", str(out))).returncode == 0
+    copy = tmp_path / "copy.db"
+    result = run(mcptap("import", "--db", str(copy), str(out)))
+    assert result.returncode == 0, result.stderr
+    query = "SELECT session_id, seq, ts, direction, CAST(raw AS BLOB), size, incomplete FROM frames ORDER BY seq"
+    assert sqlite3.connect(copy).execute(query).fetchall() == sqlite3.connect(recorded).execute(query).fetchall()
+    query = "SELECT seq, ts, CAST(raw AS BLOB), incomplete FROM stderr_lines ORDER BY seq"
+    assert sqlite3.connect(copy).execute(query).fetchall() == sqlite3.connect(recorded).execute(query).fetchall()
+    query = "SELECT id, transport, label, started_at, ended_at, command, exit_status FROM sessions"
+    assert sqlite3.connect(copy).execute(query).fetchall() == sqlite3.connect(recorded).execute(query).fetchall()
+    # and the non-UTF-8 frame travelled as raw_b64
+    assert any("raw_b64" in json.loads(line) for line in out.read_text(encoding="utf-8").splitlines())
+
+
+def test_importing_the_same_session_twice_is_refused_unless_asked_for_a_new_id(recorded, tmp_path):
+    out = tmp_path / "log.jsonl"
+    run(mcptap("export", "--db", str(recorded), "-o", str(out)))
+    again = run(mcptap("import", "--db", str(recorded), str(out)))
+    assert one_line_error(again)
+    renamed = run(mcptap("import", "--db", str(recorded), "--new-id", str(out)))
+    assert renamed.returncode == 0
+    assert sqlite3.connect(recorded).execute("SELECT count(*), count(DISTINCT label) FROM sessions").fetchone() == (2, 1)
+
+
+def test_a_frame_log_from_another_tool_becomes_a_session_named_as_in_the_log(tmp_path, db):
+    log = tmp_path / "incident.jsonl"
+    log.write_text(
+        '{"session": "s1", "ts": 1764460800.01, "direction": "c2s", "raw": "{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
+        '{"session": "s1", "ts": 1764460800.02, "direction": "s2c", "raw_b64": "/w=="}\n',
+        encoding="utf-8")
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    row = sqlite3.connect(db).execute("SELECT id, label, transport, started_at FROM sessions").fetchone()
+    assert row == ("s1", "s1", "import", 1764460800.01)
+    assert frames(db) == [b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"\xff"]
+
+
+@pytest.mark.parametrize("args", [
+    ["show", "--db", "{missing}", "x"],
+    ["show", "--db", "{text}", "x"],
+    ["show", "--db", "{db}", "no-such-session"],
+    ["sessions", "--db", "{text}"],
+    ["sessions", "--db", "{otherdb}"],
+    ["export", "--db", "{missing}"],
+    ["import", "--db", "{db}", "{missing}"],
+    ["import", "--db", "{db}", "{text}"],
+    ["import", "--db", "{db}", "{badlog}"],
+    ["import", "--db", "{db}", "{otherdb}"],
+])
+def test_bad_input_is_one_line_on_stderr_and_exit_2(recorded, tmp_path, args):
+    text = tmp_path / "notes.txt"
+    text.write_text("just some notes\n", encoding="utf-8")
+    badlog = tmp_path / "bad.jsonl"
+    badlog.write_text('{"session":"s","ts":1,"direction":"c2s","raw":"x"}\n{"session":"s","ts":"late"}\n',
+                      encoding="utf-8")
+    otherdb = tmp_path / "other.db"
+    sqlite3.connect(otherdb).execute("CREATE TABLE t (x)").connection.commit()
+    paths = {"missing": tmp_path / "missing", "text": text, "db": recorded, "badlog": badlog, "otherdb": otherdb}
+    result = run(mcptap(*[a.format(**paths) for a in args]))
+    assert one_line_error(result), result.stderr
+    assert sqlite3.connect(recorded).execute("SELECT count(*) FROM frames").fetchone() == (8,)
+
+
+def test_a_log_cut_off_mid_line_imports_what_is_whole_and_warns(tmp_path, db):
+    log = tmp_path / "cut.jsonl"
+    log.write_bytes(b'{"session":"s","ts":1,"direction":"c2s","raw":"a"}\n{"session":"s","ts":2,"dir')
+    result = run(mcptap("import", "--db", str(db), str(log)))
+    assert result.returncode == 0 and b"warning" in result.stderr
+    assert frames(db) == [b"a"]
+
+
+def test_the_database_comes_from_mcptap_db_when_no_option_is_given(tmp_path, recorded):
+    result = run(mcptap("sessions", "--json"), env={"MCPTAP_DB": str(recorded), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    assert b"demo-ish" in result.stdout
+
+
+def test_the_demo_records_the_bundled_server_and_prints_its_transcript(tmp_path):
+    demo_db = tmp_path / "demo.db"
+    result = run(mcptap("demo", "--db", str(demo_db)), timeout=120)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert "request initialize id=0" in text and "request tools/call id=2" in text
+    assert "notification notifications/progress" in text
+    assert "not JSON" in text  # the bundled server's stdout log line, on purpose
+    c2s, s2c = frames(demo_db, "c2s"), frames(demo_db, "s2c")
+    assert len(c2s) == 7 and len(s2c) == 10
