@@ -56,6 +56,21 @@ def one_line_errors():
         raise typer.Exit(0) from None
 
 
+@contextlib.contextmanager
+def progress_bar(description: str, total: int):
+    """A progress bar on stderr when it is a terminal; silent when piped. Yields `update(done)`."""
+    if not sys.stderr.isatty():
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    with Progress("{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"mcptap {__version__}")
@@ -197,7 +212,9 @@ def import_cmd(
         except (sqlite3.Error, OSError) as exc:
             raise fail(f"cannot open {db}: {exc}") from None
         for path in files:
-            for s in importer.import_file(conn, path, new_id=new_id, warn=warn):
+            with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance)
+            for s in imported:
                 verb = "merged into" if s.merged else "imported"
                 typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")
 

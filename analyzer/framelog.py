@@ -100,7 +100,11 @@ def looks_like_framelog(first_line: bytes) -> bool:
     return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr"))
 
 
-def read(path: str, *, default_session: str, warn: Callable[[str], None]) -> Iterator[Record]:
+PROGRESS_EVERY_LINES = 10_000
+
+
+def read(path: str, *, default_session: str, warn: Callable[[str], None],
+         progress: Callable[[int], None] | None = None) -> Iterator[Record]:
     """Records of a frame-log file, in file order. A malformed line raises ImportFormatError
     naming it, except an unterminated last line (a log cut off mid-write), which is skipped
     with a warning."""
@@ -108,6 +112,8 @@ def read(path: str, *, default_session: str, warn: Callable[[str], None]) -> Ite
         lineno = 0
         for line in fh:
             lineno += 1
+            if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
+                progress(fh.tell())
             terminated = line.endswith(b"\n")
             text = line.strip()
             if not text:

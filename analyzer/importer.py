@@ -59,14 +59,15 @@ def detect_format(path: str) -> str:
 
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
-                warn: Callable[[str], None] = lambda m: None) -> list[ImportedSession]:
+                warn: Callable[[str], None] = lambda m: None,
+                progress: Callable[[int], None] | None = None) -> list[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it."""
     detect_format(path)
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for rec in framelog.read(path, default_session=default_session, warn=warn):
+        for rec in framelog.read(path, default_session=default_session, warn=warn, progress=progress):
             target = targets.get(rec.session)
             if target is None:
                 target = targets[rec.session] = _open_target(conn, rec, path, new_id)

@@ -15,14 +15,18 @@ the children and the tee (`python -m analyzer record --db <tmp> -- CMD`):
    1 MB writes; the driver reads and discards them. Measured through the tee: lines/s until the
    driver has read every byte (forwarding), frames/s until the tee has exited (by then every
    frame is committed), the row count of `frames` (must be N) and the tee's peak RSS. The same
-   generator read directly (and through the bare relay) gives the baseline. Targets: forwarding
+   generator read directly (and through the bare relay) gives the baseline (best of 3 runs; the
+   tee is run once). Targets: forwarding
    at least 300k lines/s with every frame in the database; peak RSS under 150 MB.
 
    Peak RSS comes from os.wait4() on the tee. Linux fills wait4's rusage with
    getrusage(RUSAGE_BOTH) of the reaped process, so ru_maxrss is max(the tee's own peak, the
    peak of any child the tee reaped), i.e. it also covers the generator. The generator
    therefore reports its own peak RSS (and CPU time) through a file; when its peak is below
-   wait4's figure, that figure is exactly the tee's own peak. (CPU time from wait4 is a sum over
+   wait4's figure, that figure is exactly the tee's own peak. (Linux also folds into ru_maxrss
+   the peak of the memory a process had before exec, i.e. the forked copy of its parent: for
+   the generator that is the tee's size at spawn, for the tee the driver's size, which is
+   printed to show that it stays below. CPU time from wait4 is a sum over
    both, so the generator's own CPU time is subtracted to give the tee's.)
 
 Times run from the first byte the driver reads, so interpreter start-up (reported separately)
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -53,6 +58,7 @@ TARGET_ADDED_P50_US = 60.0
 TARGET_ADDED_P99_US = 300.0
 TARGET_LINES_PER_S = 300_000
 TARGET_PEAK_RSS_MB = 150.0
+BASELINE_RUNS = 3  # the direct and relay throughput baselines are run this often; the best counts
 
 # -- children -----------------------------------------------------------------------------------
 
@@ -67,6 +73,10 @@ while True:
         data = data[write(1, data):]
 """
 
+# Reads of 64 KiB, the default pipe capacity (a pipe hands over no more per read anyway). With
+# 256 KiB reads glibc serves each read's buffer from mmap (it is above the 128 KiB mmap
+# threshold in a process that has imported this little), costing an mmap, mremap and munmap per
+# read: about +25 us per round trip that belongs to the allocator, not to relaying.
 RELAY_CODE = """\
 import os, subprocess, sys, threading
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
@@ -74,7 +84,7 @@ child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.
 def pump(src, dst, on_eof=None):
     read, write = os.read, os.write
     while True:
-        data = read(src, 1 << 18)
+        data = read(src, 1 << 16)
         if not data:
             break
         while data:
@@ -222,14 +232,15 @@ def bench_latency(tmp: str, n: int) -> dict:
                     round_trips(proc, line, block, samples[name])
                 done += block
         finally:
-            statuses = {}
+            statuses, rss_mb = {}, {}
             for name, proc in procs.items():
                 proc.stdin.close()  # EOF: echo ends, relay and tee follow
             for name, proc in procs.items():
                 proc.stdout.read()
                 proc.stdout.close()
-                statuses[name] = wait_rusage(proc)[0]
-    result = {"n": n, "statuses": statuses, "stderr": stderr_text(err)}
+                statuses[name], usage = wait_rusage(proc)
+                rss_mb[name] = usage.ru_maxrss / 1024
+    result = {"n": n, "statuses": statuses, "rss_mb": rss_mb, "stderr": stderr_text(err)}
     for name, values in samples.items():
         values.sort()
         result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
@@ -340,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    added by mcptap record:  p50 {add50:+.1f} us, p99 {add99:+.1f} us")
         d = lat["db"]
         print(f"    tee session: {d['count']:,} frames stored of {lat['expected_frames']:,} sent; "
-              f"exit statuses {lat['statuses']}")
+              f"exit statuses {lat['statuses']}; tee peak RSS {lat['rss_mb']['tee']:.1f} MB "
+              f"(its floor: the interpreter and its imports)")
         if lat["spools"]:
             print(f"    spool files: {lat['spools']}")
         if lat["stderr"]:
@@ -357,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
               f"({frames_n * FRAME_SIZE / 1e6:.0f} MB) from a generator child; times from the first byte read")
         results = {}
         for name in ("direct", "relay", "tee"):
-            r = results[name] = bench_throughput(tmp, name, frames_n)
+            runs = BASELINE_RUNS if name != "tee" else 1
+            r = results[name] = max((bench_throughput(tmp, name, frames_n) for _ in range(runs)),
+                                    key=lambda x: x["forward_rate"])
             complete = r["bytes"] == r["expected"] and r["newlines"] == frames_n
             short = "" if complete else f", READ {r['bytes']:,} BYTES OF {r['expected']:,}"
             print(f"    {name:<7} forwarded {r['forward_rate']:>11,.0f} lines/s ({r['forward_s']:.3f} s"
@@ -365,12 +379,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"start-up {r['startup_s'] * 1e3:.0f} ms, status {r['status']}{short}")
         t = results["tee"]
         d = t["db"]
-        print(f"    tee: every frame committed after {t['exit_s']:.3f} s = {t['exit_rate']:,.0f} frames stored/s; "
+        where = "committed" if not t["spools"] else "committed or spooled"
+        print(f"    tee: every frame {where} after {t['exit_s']:.3f} s = {t['exit_rate']:,.0f} frames/s; "
               f"rows in frames: {d['count']:,} (s2c {d['s2c']:,}, {d['bytes']:,} bytes, max seq {d['max_seq']}); "
               f"database {t['db_mb']:.0f} MB")
+        driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"    tee: peak RSS {t['wait4_rss_mb']:.1f} MB (wait4; generator's own peak {t['gen_rss_mb']:.1f} MB"
               f"{', so this is the tee' if t['gen_rss_mb'] < t['wait4_rss_mb'] else ', so the tee peak is at most this'})"
-              f", CPU {t['cpu_s']:.2f} s ({t['cpu_s'] / frames_n * 1e6:.2f} us/frame)")
+              f", CPU {t['cpu_s']:.2f} s ({t['cpu_s'] / frames_n * 1e6:.2f} us/frame); driver peak RSS {driver_mb:.1f} MB")
         for path, lines in t["spools"]:
             print(f"    tee spooled to {os.path.basename(path)}: {lines:,} lines")
         if t["stderr"]:
@@ -380,9 +396,11 @@ def main(argv: list[str] | None = None) -> int:
         base = results["direct"]["forward_rate"]
         rows.append(("direct lines/s", f"{base:,.0f}", "(baseline)", ""))
         rows.append(("relay lines/s", f"{results['relay']['forward_rate']:,.0f}", "(baseline)", ""))
-        rows.append(("tee forwarded lines/s", f"{t['forward_rate']:,.0f}", f">= {TARGET_LINES_PER_S:,}",
-                     verdict(t["forward_rate"] >= TARGET_LINES_PER_S and tee_complete)))
-        rows.append(("tee stored frames/s", f"{t['exit_rate']:,.0f}", "(info)", ""))
+        # the target is a conjunction: the rate counts only while every frame reaches the database
+        rows.append(("tee forwarded lines/s", f"{t['forward_rate']:,.0f}", f">= {TARGET_LINES_PER_S:,} + all in db",
+                     verdict(t["forward_rate"] >= TARGET_LINES_PER_S and tee_complete and all_stored)))
+        rows.append(("tee frames/s to exit" + (" (db+spool)" if t["spools"] else ""), f"{t['exit_rate']:,.0f}",
+                     "(info)", ""))
         rows.append(("tee frames in database", f"{d['count']:,}/{frames_n:,}", "all", verdict(all_stored)))
         rows.append(("tee peak RSS", f"{t['wait4_rss_mb']:.1f} MB", f"< {TARGET_PEAK_RSS_MB:.0f} MB",
                      verdict(t["wait4_rss_mb"] < TARGET_PEAK_RSS_MB)))
