@@ -25,7 +25,8 @@ from collections import deque
 from analyzer import __version__
 from analyzer.errors import MCPTapError
 from analyzer.ids import new_session_id
-from analyzer.writer import SessionWriter, warn_stderr
+from analyzer.store import stored_raw
+from analyzer.writer import STALL_S, SessionWriter, warn_stderr
 from addons.framing import LineFramer
 
 CHUNK_SIZE = 1 << 18
@@ -126,7 +127,7 @@ class Tee:
         proc = self._proc
         self.writer.start()
         previous = {s: signal.signal(s, self._on_signal) for s in FORWARDED_SIGNALS}
-        recorder = _Recorder(self._chunks, self.writer)
+        recorder = _Recorder(self._chunks, self.writer, self.session_id)
         pumps = [
             self._start_pump(proc.stdout.fileno(), 1, S2C),
             self._start_pump(proc.stderr.fileno(), 2, STDERR),
@@ -154,8 +155,12 @@ class Tee:
 
     def _pump(self, src: int, dst: int, stream: str, on_eof) -> None:
         read, write, now, append = os.read, os.write, time.time, self._chunks.append
+        backlog = self.writer.backlog
+        produced, wait_for_room = backlog.produced, backlog.wait_for_room
         forwarding = True
         while True:
+            if not wait_for_room(STALL_S):  # the store is behind: pace the wire, briefly
+                self.writer.stalled()
             try:
                 chunk = read(src, CHUNK_SIZE)
             except OSError:
@@ -163,6 +168,7 @@ class Tee:
             if not chunk:
                 break
             append((stream, now(), chunk))  # queued before it is forwarded: causality in seq
+            produced(stream, len(chunk))
             if forwarding:
                 try:
                     written = write(dst, chunk)
@@ -213,7 +219,8 @@ class Tee:
 class _Recorder:
     """Cuts frames out of queued chunks off the wire and hands them to the writer."""
 
-    def __init__(self, chunks: deque, writer: SessionWriter):
+    def __init__(self, chunks: deque, writer: SessionWriter, session_id: str):
+        self._sid = session_id
         self._chunks = chunks
         self._writer = writer
         self._framers = {C2S: LineFramer(), S2C: LineFramer(), STDERR: LineFramer()}
@@ -237,13 +244,15 @@ class _Recorder:
             self._drain()
 
     def _drain(self) -> None:
-        frames, errs = [], []
-        popleft, framers, last_ts = self._chunks.popleft, self._framers, self._last_ts
+        """Rows for every line the queued chunks complete, in their final form (store rows)."""
+        frames, errs, nbytes, drained = [], [], 0, 0
+        popleft, framers, last_ts, sid = self._chunks.popleft, self._framers, self._last_ts, self._sid
         while True:
             try:
                 stream, ts, chunk = popleft()
             except IndexError:
                 break
+            drained += len(chunk)
             last_ts[stream] = ts
             lines = framers[stream].feed(chunk)
             if not lines:
@@ -251,28 +260,37 @@ class _Recorder:
             if stream is STDERR:
                 for line in lines:
                     self._err_seq += 1
-                    errs.append((self._err_seq, ts, line, 0))
+                    errs.append((sid, self._err_seq, ts, stored_raw(line), 0))
+                    nbytes += len(line) + 1
             else:
+                seq = self._seq
                 for line in lines:
-                    self._seq += 1
-                    frames.append((self._seq, ts, stream, line, 0))
+                    seq += 1
+                    size = len(line)
+                    frames.append((sid, seq, ts, stream, stored_raw(line), size, 0))
+                    nbytes += size + 1
+                self._seq = seq
+        self._writer.backlog.drained(drained, nbytes)
         if frames or errs:
-            self._writer.add(frames, errs)
+            self._writer.add(frames, errs, nbytes)
 
     def _flush_tails(self) -> None:
-        frames, errs = [], []
+        frames, errs, nbytes = [], [], 0
         tails = sorted((self._last_ts[s], s) for s in (C2S, S2C))
         for ts, stream in tails:
             tail = self._framers[stream].finish()
             if tail is not None:
                 self._seq += 1
-                frames.append((self._seq, ts, stream, tail, 1))
+                frames.append((self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1))
+                nbytes += len(tail)
         tail = self._framers[STDERR].finish()
         if tail is not None:
             self._err_seq += 1
-            errs.append((self._err_seq, self._last_ts[STDERR], tail, 1))
+            errs.append((self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1))
+            nbytes += len(tail)
+        self._writer.backlog.drained(0, nbytes)
         if frames or errs:
-            self._writer.add(frames, errs)
+            self._writer.add(frames, errs, nbytes)
 
 
 def record(argv: list[str], db_path: str, label: str | None = None) -> int:

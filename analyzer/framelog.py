@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from json.encoder import encode_basestring  # the C encoder when available
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -47,6 +48,27 @@ def stderr_record(session: str, seq: int, ts: float, raw: bytes, incomplete: boo
     if incomplete:
         rec["meta"] = {"incomplete": True}
     return rec
+
+
+def _raw_json(stored: str | bytes) -> str:
+    if isinstance(stored, str):
+        return '"raw":' + encode_basestring(stored)
+    return '"raw_b64":"' + base64.b64encode(stored).decode("ascii") + '"'
+
+
+def frame_line(row: tuple) -> str:
+    """The frame-log line of a store row (store.frame_row), built without json.dumps: the fast
+    path of the recorder's spool. Same content as dumps(frame_record(...))."""
+    sid, seq, ts, direction, stored, _size, incomplete = row
+    meta = ',"meta":{"incomplete":true}' if incomplete else ""
+    return f'{{"session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},"direction":"{direction}",{_raw_json(stored)}{meta}}}'
+
+
+def stderr_line(row: tuple) -> str:
+    """The frame-log line of a stderr row (store.stderr_row)."""
+    sid, seq, ts, stored, incomplete = row
+    meta = ',"meta":{"incomplete":true}' if incomplete else ""
+    return f'{{"record":"stderr","session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},{_raw_json(stored)}{meta}}}'
 
 
 def session_record(row: dict, *, spool: bool = False) -> dict:

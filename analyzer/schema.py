@@ -1,14 +1,22 @@
 """The recorded tables of the contract (`sessions`, `frames`, `stderr_lines`) as registered,
-re-runnable migrations (sqlite-utils `Migrations`). Add a migration; never edit a shipped one."""
+re-runnable migrations, applied with sqlite-utils' `Migrations` (store.ensure_schema). Add a
+migration to MIGRATIONS; never edit a shipped one.
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+sqlite-utils is imported only when a migration is pending: it imports pandas, which would cost
+the stdio tee half a second and 45 MB at every start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 MIGRATION_SET = "mcptap"
-migrations = Migrations(MIGRATION_SET)
+MIGRATIONS_TABLE = "_sqlite_migrations"  # sqlite-utils' own bookkeeping table
 
 
-@migrations(name="0001_recorded_tables")
 def recorded_tables(db: Database) -> None:
     db.execute(
         """
@@ -57,3 +65,17 @@ def recorded_tables(db: Database) -> None:
 
 
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines")
+
+MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
+    ("0001_recorded_tables", recorded_tables),
+]
+
+
+def registry():
+    """The migrations as a sqlite-utils `Migrations` set."""
+    from sqlite_utils.migrations import Migrations
+
+    migrations = Migrations(MIGRATION_SET)
+    for name, fn in MIGRATIONS:
+        migrations(name=name)(fn)
+    return migrations

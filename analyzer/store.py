@@ -8,10 +8,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from sqlite_utils import Database
-
+from analyzer import schema
 from analyzer.errors import NotADatabase, SessionNotFound
-from analyzer.schema import RECORDED_TABLES, migrations
+from analyzer.schema import RECORDED_TABLES
 
 BUSY_TIMEOUT_S = 5.0
 """How long a writer waits for another process's lock before giving up (then the tee spools)."""
@@ -79,14 +78,22 @@ def connect(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S) ->
     return conn
 
 
+def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
+    if not has_table(conn, schema.MIGRATIONS_TABLE):
+        return set()
+    rows = conn.execute(f"SELECT name FROM {schema.MIGRATIONS_TABLE} WHERE migration_set = ?", (schema.MIGRATION_SET,))
+    return {r[0] for r in rows}
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Apply pending migrations under a write lock, so concurrent recorders never race."""
-    db = Database(conn)
-    if not migrations.pending(db):
+    if {name for name, _ in schema.MIGRATIONS} <= _applied_migrations(conn):
         return
+    from sqlite_utils import Database
+
     conn.execute("BEGIN IMMEDIATE")
     try:
-        migrations.apply(db)  # re-checks what is pending now that we hold the lock
+        schema.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -150,39 +157,44 @@ _INSERT_FRAME = (
 _INSERT_STDERR = "INSERT INTO stderr_lines (session_id, seq, ts, raw, incomplete) VALUES (?, ?, ?, ?, ?)"
 
 
-def _frame_params(session_id: str, frames: Iterable[FrameRow]):
-    for seq, ts, direction, raw, incomplete in frames:
-        yield (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete)
+def frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: int) -> tuple:
+    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete)
 
 
-def _stderr_params(session_id: str, lines: Iterable[StderrRow]):
-    for seq, ts, raw, incomplete in lines:
-        yield (session_id, seq, ts, stored_raw(raw), incomplete)
+def stderr_row(session_id: str, seq: int, ts: float, raw: bytes, incomplete: int) -> tuple:
+    return (session_id, seq, ts, stored_raw(raw), incomplete)
 
 
-def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
-    sql = _INSERT_FRAME.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_FRAME
-    conn.executemany(sql, _frame_params(session_id, frames))
+# Rows in their final form, built once off the wire by a recorder and inserted as they are:
+# frames (session_id, seq, ts, direction, stored raw, size, incomplete),
+# stderr (session_id, seq, ts, stored raw, incomplete).
+FrameDbRow = tuple[str, int, float, str, "str | bytes", int, int]
+StderrDbRow = tuple[str, int, float, "str | bytes", int]
 
 
-def insert_stderr(conn: sqlite3.Connection, session_id: str, lines: Iterable[StderrRow], *, or_ignore: bool = False) -> None:
-    sql = _INSERT_STDERR.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_STDERR
-    conn.executemany(sql, _stderr_params(session_id, lines))
-
-
-def append(conn: sqlite3.Connection, session_id: str, frames: Sequence[FrameRow], stderr: Sequence[StderrRow]) -> None:
-    """One transaction holding a batch of a session's frames and stderr lines."""
+def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
+    """One transaction holding a batch of rows in their final form (the recorders' fast path)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if frames:
-            insert_frames(conn, session_id, frames)
+            conn.executemany(_INSERT_FRAME, frames)
         if stderr:
-            insert_stderr(conn, session_id, stderr)
+            conn.executemany(_INSERT_STDERR, stderr)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
+    sql = _INSERT_FRAME.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_FRAME
+    conn.executemany(sql, (frame_row(session_id, *f) for f in frames))
+
+
+def insert_stderr(conn: sqlite3.Connection, session_id: str, lines: Iterable[StderrRow], *, or_ignore: bool = False) -> None:
+    sql = _INSERT_STDERR.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_STDERR
+    conn.executemany(sql, (stderr_row(session_id, *e) for e in lines))
 
 
 def end_session(conn: sqlite3.Connection, session_id: str, ended_at: float | None, exit_status: int | None) -> None:

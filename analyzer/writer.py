@@ -1,9 +1,12 @@
 """Batched writes of one live session into SQLite, off the forwarding path, with bounded memory.
 
-A recorder hands over frames with `add()`, which never blocks on the database. A thread of this
-writer commits what has gathered every FLUSH_INTERVAL_S, in one transaction. When the database
-cannot be opened, stays locked past its busy timeout, fails, or falls MAX_PENDING_BYTES behind,
-the rest of the session goes to a spool file (frame-log JSONL, see framelog.py) beside the
+A recorder hands over rows in their final form with `add()`, which never waits for the database.
+A thread of this writer commits what has gathered every FLUSH_INTERVAL_S, in one transaction.
+`Backlog` counts the bytes that passed the wire but are in neither the database nor a spool; the
+capture's pumps call `Backlog.wait_for_room()`, so a database that is slower than the wire paces
+it (the server's writes wait a moment, as on any pipe) and memory stays bounded. When the
+database cannot be opened, stays locked past its busy timeout, fails, or makes no room for
+STALL_S, the rest of the session goes to a spool file (frame-log JSONL, framelog.py) beside the
 database, a one-line warning goes to stderr, and `mcptap import` of the spool later brings every
 frame in. Nothing is dropped silently: if even the spool cannot be written, that is said too."""
 
@@ -17,13 +20,19 @@ import threading
 from collections.abc import Callable, Sequence
 
 from analyzer import framelog, store
-from analyzer.store import FrameRow, StderrRow
+from analyzer.store import FrameDbRow, StderrDbRow
 
 FLUSH_INTERVAL_S = 0.05
 """How often gathered frames are committed: the most a kill -9 of the recorder can lose."""
 
-MAX_PENDING_BYTES = 32 << 20
-"""Bytes waiting for the database before the writer gives up on it and spools instead."""
+HIGH_WATER_BYTES = 8 << 20
+"""Bytes in flight (passed, not yet stored) at which the pumps wait for the store."""
+
+LOW_WATER_BYTES = 4 << 20
+"""Bytes in flight below which waiting pumps go on."""
+
+STALL_S = 1.0
+"""How long the pumps wait for the database to make room before the session goes to the spool."""
 
 
 def warn_stderr(message: str) -> None:
@@ -32,6 +41,56 @@ def warn_stderr(message: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+class Backlog:
+    """Bytes that passed the wire and are not stored yet: bytes queued by the pumps and not yet
+    cut into frames, plus frames handed to the writer and not yet committed or spooled. Bytes of
+    a line still being received are not counted: no store could take them before the newline.
+
+    Each pump adds to its own counter and the recorder to its own, so the hot path takes no
+    lock; only `stored()`, called once per batch from whichever thread stores, takes one."""
+
+    def __init__(self, high: int = HIGH_WATER_BYTES, low: int = LOW_WATER_BYTES):
+        self._high, self._low = high, low
+        self._produced: dict[str, int] = {}
+        self._drained = 0  # chunk bytes the recorder took off the queue
+        self._rows_added = 0  # bytes of the frames it made of them, handed to the writer
+        self._rows_stored = 0
+        self._lock = threading.Lock()
+        self._room = threading.Event()
+        self._room.set()
+
+    def produced(self, producer: str, nbytes: int) -> None:
+        self._produced[producer] = self._produced.get(producer, 0) + nbytes
+
+    def drained(self, chunk_bytes: int, row_bytes: int) -> None:
+        self._drained += chunk_bytes
+        self._rows_added += row_bytes
+        self._check_room()
+
+    def stored(self, row_bytes: int) -> None:
+        with self._lock:
+            self._rows_stored += row_bytes
+        self._check_room()
+
+    def pending(self) -> int:
+        return sum(self._produced.values()) - self._drained + self._rows_added - self._rows_stored
+
+    def _check_room(self) -> None:
+        if self.pending() <= self._low:
+            self._room.set()
+
+    def wait_for_room(self, timeout: float) -> bool:
+        """True at once while below the high-water mark; else wait until the store is back under
+        the low-water mark. False if it did not get there within `timeout`."""
+        if self.pending() <= self._high:
+            return True
+        self._room.clear()
+        if self.pending() <= self._low:  # drained between the check and the clear
+            self._room.set()
+            return True
+        return self._room.wait(timeout)
 
 
 class Spool:
@@ -63,7 +122,7 @@ class Spool:
                 self.lost += len(lines)
                 return
             try:
-                self._fh.write("".join(line + "\n" for line in lines))
+                self._fh.write("\n".join(lines) + "\n")
                 self._fh.flush()
             except (OSError, ValueError) as exc:
                 self._fh = None
@@ -71,12 +130,9 @@ class Spool:
                 self._warn(f"cannot write the spool {self.path} ({exc}); frames of session "
                            f"{self.session['id']} are being lost from here on")
 
-    def write(self, frames: Sequence[FrameRow], stderr: Sequence[StderrRow]) -> None:
-        sid = self.session["id"]
-        lines = [framelog.dumps(framelog.frame_record(sid, seq, ts, d, raw, bool(inc)))
-                 for seq, ts, d, raw, inc in frames]
-        lines += [framelog.dumps(framelog.stderr_record(sid, seq, ts, raw, bool(inc)))
-                  for seq, ts, raw, inc in stderr]
+    def write(self, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
+        lines = [framelog.frame_line(r) for r in frames]
+        lines += [framelog.stderr_line(r) for r in stderr]
         if lines:
             self._write_lines(lines)
 
@@ -96,17 +152,17 @@ class SessionWriter:
     """Writes one session: `start()`, `add()` from one recorder thread, then `close()`."""
 
     def __init__(self, db_path: str, session: dict, *, warn: Callable[[str], None] = warn_stderr,
-                 busy_timeout: float = store.BUSY_TIMEOUT_S, max_pending_bytes: int = MAX_PENDING_BYTES,
-                 flush_interval: float = FLUSH_INTERVAL_S):
+                 busy_timeout: float = store.BUSY_TIMEOUT_S, flush_interval: float = FLUSH_INTERVAL_S,
+                 backlog: Backlog | None = None):
         self.db_path = db_path
         self.session = session
+        self.backlog = backlog or Backlog()
         self._warn = warn
         self._busy_timeout = busy_timeout
-        self._max_pending = max_pending_bytes
         self._flush_interval = flush_interval
         self._lock = threading.Lock()
-        self._frames: list[FrameRow] = []
-        self._stderr: list[StderrRow] = []
+        self._frames: list[FrameDbRow] = []
+        self._stderr: list[StderrDbRow] = []
         self._pending_bytes = 0
         self.spool: Spool | None = None
         self._closing = threading.Event()
@@ -119,19 +175,22 @@ class SessionWriter:
 
     # -- recorder side ---------------------------------------------------------------------
 
-    def add(self, frames: list[FrameRow], stderr: list[StderrRow]) -> None:
-        size = sum(len(f[3]) for f in frames) + sum(len(s[2]) for s in stderr)
+    def add(self, frames: list[FrameDbRow], stderr: list[StderrDbRow], nbytes: int) -> None:
+        """Rows to store; `nbytes` is what they took on the wire (for the backlog)."""
         with self._lock:
             if self.spool is None:
-                has_pending = bool(self._frames or self._stderr)
-                if not has_pending or self._pending_bytes + size <= self._max_pending:
-                    self._frames.extend(frames)
-                    self._stderr.extend(stderr)
-                    self._pending_bytes += size
-                    return
-                self._start_spool(f"it fell {self._pending_bytes >> 20} MiB behind")
+                self._frames.extend(frames)
+                self._stderr.extend(stderr)
+                self._pending_bytes += nbytes
+                return
             spool = self.spool
         spool.write(frames, stderr)
+        self.backlog.stored(nbytes)
+
+    def stalled(self) -> None:
+        """The pumps waited STALL_S for room: give up on the database for this session."""
+        with self._lock:
+            self._start_spool(f"it made no room for {STALL_S:g} s")
 
     def close(self, ended_at: float | None, exit_status: int | None) -> None:
         """Flush everything, record the end, and wait for the writer thread (bounded by the busy
@@ -142,26 +201,28 @@ class SessionWriter:
 
     # -- writer thread ---------------------------------------------------------------------
 
-    def _start_spool(self, reason: str, *carry: tuple[Sequence[FrameRow], Sequence[StderrRow]]) -> None:
-        """Switch to the spool for the rest of the session (call with the lock held). What was
-        pending, and `carry` (a batch the database refused), go first."""
-        if self.spool is not None:
-            for frames, stderr in carry:
-                self.spool.write(frames, stderr)
-            return
-        spool = Spool(self.db_path, self.session, self._warn)
-        for frames, stderr in (*carry, (self._frames, self._stderr)):
-            spool.write(frames, stderr)
+    def _start_spool(self, reason: str, *carry: tuple[Sequence[FrameDbRow], Sequence[StderrDbRow], int]) -> None:
+        """Switch to the spool for the rest of the session (call with the lock held). `carry`
+        (a batch the database refused) and what was pending go first."""
+        fresh = self.spool is None
+        if fresh:
+            self.spool = Spool(self.db_path, self.session, self._warn)
+        batches = (*carry, (self._frames, self._stderr, self._pending_bytes))
         self._frames, self._stderr, self._pending_bytes = [], [], 0
-        self.spool = spool
-        if spool.path is None:
+        for frames, stderr, nbytes in batches:
+            self.spool.write(frames, stderr)
+            self.backlog.stored(nbytes)
+        if not fresh:
+            return
+        if self.spool.path is None:
             self._warn(f"cannot record into {self.db_path} ({reason}) and cannot create a spool file "
                        f"there or in {tempfile.gettempdir()}: frames of session {self.session['id']} are being lost")
         else:
             self._warn(f"cannot record into {self.db_path} ({reason}); session {self.session['id']} goes "
-                       f"to {spool.path}; bring it in later with: mcptap import --db {self.db_path} {spool.path}")
+                       f"to {self.spool.path}; bring it in later with: mcptap import --db {self.db_path} {self.spool.path}")
 
     def _run(self) -> None:
+        conn = None
         try:
             conn = store.connect(self.db_path, busy_timeout=self._busy_timeout)
             conn.execute("BEGIN IMMEDIATE")
@@ -170,10 +231,9 @@ class SessionWriter:
         except (sqlite3.Error, OSError) as exc:
             with self._lock:
                 self._start_spool(_reason(exc))
-            self._finish(None)
-            return
         try:
-            self._loop(conn)
+            if self.spool is None:
+                self._loop(conn)
         finally:
             self._finish(conn)
 
@@ -183,36 +243,34 @@ class SessionWriter:
             with self._lock:
                 if self.spool is not None:
                     return
-                frames, stderr = self._frames, self._stderr
+                frames, stderr, nbytes = self._frames, self._stderr, self._pending_bytes
                 self._frames, self._stderr, self._pending_bytes = [], [], 0
             if frames or stderr:
                 try:
-                    store.append(conn, self.session["id"], frames, stderr)
-                    self.frames_committed += len(frames)
+                    store.append_rows(conn, frames, stderr)
                 except sqlite3.Error as exc:
                     with self._lock:
-                        self._start_spool(_reason(exc), (frames, stderr))
+                        self._start_spool(_reason(exc), (frames, stderr, nbytes))
                     return
+                self.frames_committed += len(frames)
+                self.backlog.stored(nbytes)
             if closing:
                 with self._lock:
                     if not (self._frames or self._stderr):
                         return
 
     def _finish(self, conn: sqlite3.Connection | None) -> None:
+        self._closing.wait()
         if conn is not None and self.spool is None:
             try:
-                self._closing.wait()
                 store.end_session(conn, self.session["id"], *self._end)
                 conn.close()
                 return
             except sqlite3.Error as exc:
                 with self._lock:
                     self._start_spool(_reason(exc))
-        self._closing.wait()
-        with self._lock:  # frames that arrived after the switch went straight to the spool
-            if self._frames or self._stderr:
-                self.spool.write(self._frames, self._stderr)
-                self._frames, self._stderr = [], []
+        with self._lock:  # rows that came in after the switch went straight to the spool
+            self._start_spool("")
         self.spool.end(*self._end)
         if conn is not None:
             try:

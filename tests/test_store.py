@@ -39,7 +39,7 @@ def test_a_new_database_is_in_wal_mode_and_readable_by_its_owner_only(db):
 def test_frames_come_back_byte_for_byte(db, raw):
     conn = store.connect(db)
     make_session(conn, "s")
-    store.append(conn, "s", [(1, 2.5, "c2s", raw, 0)], [(1, 2.6, raw, 1)])
+    store.append_rows(conn, [store.frame_row("s", 1, 2.5, "c2s", raw, 0)], [store.stderr_row("s", 1, 2.6, raw, 1)])
     (frame,) = store.iter_frames(conn, "s")
     (line,) = store.iter_stderr(conn, "s")
     assert (frame.raw, frame.ts, frame.direction, frame.incomplete) == (raw, 2.5, "c2s", False)
@@ -50,7 +50,8 @@ def test_frames_come_back_byte_for_byte(db, raw):
 def test_utf8_frames_are_stored_as_text_so_datasette_shows_them(db):
     conn = store.connect(db)
     make_session(conn, "s")
-    store.append(conn, "s", [(1, 1.0, "c2s", b'{"a":"\xc3\xa9"}', 0), (2, 1.0, "s2c", b"\xff", 0)], [])
+    rows = [store.frame_row("s", 1, 1.0, "c2s", b'{"a":"\xc3\xa9"}', 0), store.frame_row("s", 2, 1.0, "s2c", b"\xff", 0)]
+    store.append_rows(conn, rows, [])
     assert conn.execute("SELECT typeof(raw) FROM frames ORDER BY seq").fetchall() == [("text",), ("blob",)]
 
 
