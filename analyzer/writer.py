@@ -168,7 +168,6 @@ class SessionWriter:
         self._closing = threading.Event()
         self._end: tuple[float | None, int | None] = (None, None)
         self._thread = threading.Thread(target=self._run, name="mcptap-db-writer", daemon=True)
-        self.frames_committed = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -252,7 +251,6 @@ class SessionWriter:
                     with self._lock:
                         self._start_spool(_reason(exc), (frames, stderr, nbytes))
                     return
-                self.frames_committed += len(frames)
                 self.backlog.stored(nbytes)
             if closing:
                 with self._lock:
