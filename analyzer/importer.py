@@ -105,7 +105,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
 def _open_target(conn, rec, path: str, new_id: bool) -> _Target:
     name = rec.session
     is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
-    fields = dict(rec.fields) if isinstance(rec, framelog.SessionIn) else {}
+    fields: dict = {}  # filled from session records by import_file's loop
     if new_id:
         sid = new_session_id()
     else:
