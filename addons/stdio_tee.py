@@ -3,37 +3,54 @@ spec/mcp-reference.md section 8.1).
 
 The wire comes first. Three pump threads move bytes host->server (stdin), server->host (stdout)
 and server stderr->host stderr with blocking reads and writes, chunk by chunk as they arrive,
-unchanged. Before forwarding a chunk a pump appends (stream, time, chunk) to a deque: that is the
-whole cost of recording on the wire. A recorder thread wakes every POLL_INTERVAL_S, cuts lines
-out of the queued chunks (each line a frame, stamped with the time its last byte arrived) and
-hands them to the store's SessionWriter, which commits in batches or spools. The tee never
-writes to stdout itself; its own messages go to stderr, and only when something is wrong."""
+unchanged. Before forwarding a chunk a pump puts (stream, time, chunk) on a ChunkQueue
+(addons/chunkqueue.py): that is the whole cost of recording on the wire, and it never waits for
+the database (past a bound in memory the queue overflows to disk). A shipper thread wakes every
+SHIP_INTERVAL_S and writes what was queued to the recorder process (addons/stdio_recorder.py),
+which cuts frames and stores them: framing and SQLite run under another interpreter lock than
+the pumps'. The tee never writes to stdout itself; its own messages go to stderr, and only when
+something is wrong."""
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections import deque
 
+import addons
 from analyzer import __version__
 from analyzer.errors import MCPTapError
 from analyzer.ids import new_session_id
-from analyzer.store import stored_raw
-from analyzer.writer import STALL_S, SessionWriter, warn_stderr
-from addons.framing import LineFramer
+from analyzer.writer import warn_stderr
+from addons.chunkqueue import ChunkQueue
+from addons.chunkwire import END, SESSION, chunk_header, json_record
 
-CHUNK_SIZE = 1 << 18
-"""Largest read per system call; a pipe hands over what it has, so this never delays a byte."""
+CHUNK_SIZE = 1 << 16
+"""Largest read per system call: a pipe's default capacity, so a pipe never has more to hand
+over. (Asking for more costs: glibc serves a read buffer above 128 KiB from mmap, an mmap and
+munmap per read, measured at +25 us per chunk in bench/tee.py.)"""
 
-POLL_INTERVAL_S = 0.01
-"""How often the recorder thread cuts frames out of what passed (it is never woken per chunk)."""
+SHIP_INTERVAL_S = 0.05
+"""How often the shipper hands what passed to the recorder process: it is never woken per chunk,
+only at this interval or when a flood has queued chunkqueue.WAKE_BYTES. Each wake-up costs the
+wire a little latency (measured in bench/tee.py: 50 ms halves the p99 added at 10 ms)."""
+
+SHIP_BYTES = 1 << 20
+"""Chunk bytes the shipper takes off the queue per write to the recorder process."""
+
+IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
+"""Most buffers one writev() takes."""
+
+RECORDER_PIPE_BYTES = 1 << 20
+"""Capacity asked for the pipe to the recorder process (Linux F_SETPIPE_SZ; best effort)."""
 
 TERM_GRACE_S = 5.0
 """After forwarding SIGTERM or SIGHUP (or a second SIGINT), how long the server has to exit
@@ -49,6 +66,7 @@ within this time, which bounds the latency the recorder's work can add to a forw
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 C2S, S2C, STDERR = "c2s", "s2c", "stderr"
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(addons.__file__)))
 
 
 class SpawnError(MCPTapError):
@@ -78,6 +96,14 @@ def _die_with_parent_fn():
     return preexec
 
 
+def _close_stdout() -> None:
+    """The server's stdout ended: end the host's too, now, not when the recording is stored
+    (/dev/null takes fd 1's place, so the number is never reused for something else)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
 def exit_status_of(returncode: int) -> int:
     """A shell's convention: the exit code, or 128+N when killed by signal N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -98,8 +124,10 @@ class Tee:
             "host": socket.gethostname(),
             "pid": os.getpid(),
         }
-        self.writer = SessionWriter(db_path, self.session, warn=warn)
-        self._chunks: deque = deque()
+        self.db_path = db_path
+        self._warn = warn
+        db_folder = os.path.dirname(os.path.abspath(db_path))
+        self._queue = ChunkQueue((db_folder, tempfile.gettempdir()))
         self._proc: subprocess.Popen | None = None
         self._sigint_seen = False
         self._escalation: threading.Timer | None = None
@@ -125,15 +153,14 @@ class Tee:
         except OSError as exc:
             raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}", 126) from None
         proc = self._proc
-        self.writer.start()
+        shipper = _Shipper(self._queue, self._start_recorder(), self.session, self._warn)
         previous = {s: signal.signal(s, self._on_signal) for s in FORWARDED_SIGNALS}
-        recorder = _Recorder(self._chunks, self.writer, self.session_id)
         pumps = [
-            self._start_pump(proc.stdout.fileno(), 1, S2C),
+            self._start_pump(proc.stdout.fileno(), 1, S2C, on_eof=_close_stdout),
             self._start_pump(proc.stderr.fileno(), 2, STDERR),
         ]
         self._start_pump(0, proc.stdin.fileno(), C2S, on_eof=proc.stdin.close)
-        recorder.start()
+        shipper.start()
         try:
             returncode = proc.wait()
             self._drain(pumps)
@@ -143,9 +170,31 @@ class Tee:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         status = exit_status_of(returncode)
-        recorder.stop()
-        self.writer.close(time.time(), status)
+        shipper.finish({"ended_at": time.time(), "exit_status": status})
+        self._queue.close()
         return status
+
+    def _start_recorder(self) -> subprocess.Popen | None:
+        """The recorder process: this interpreter running addons.stdio_recorder from this very
+        package (-P and PYTHONPATH: never an `addons` that happens to be in the working folder).
+        In its own process group, so that a Ctrl-C at a terminal reaches only the tee, which
+        ends the recording in order. None (and a warning) if it cannot be started."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
+        try:
+            recorder = subprocess.Popen(
+                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
+            )
+        except OSError as exc:
+            self._warn(f"cannot start the recorder process ({exc.strerror or exc}): session "
+                       f"{self.session_id} passes through unrecorded")
+            return None
+        try:
+            fcntl.fcntl(recorder.stdin.fileno(), fcntl.F_SETPIPE_SZ, RECORDER_PIPE_BYTES)
+        except (OSError, AttributeError):
+            pass
+        return recorder
 
     def _start_pump(self, src: int, dst: int, stream: str, on_eof=None) -> threading.Thread:
         thread = threading.Thread(target=self._pump, args=(src, dst, stream, on_eof),
@@ -154,21 +203,16 @@ class Tee:
         return thread
 
     def _pump(self, src: int, dst: int, stream: str, on_eof) -> None:
-        read, write, now, append = os.read, os.write, time.time, self._chunks.append
-        backlog = self.writer.backlog
-        produced, wait_for_room = backlog.produced, backlog.wait_for_room
+        read, write, now, put = os.read, os.write, time.time, self._queue.put
         forwarding = True
         while True:
-            if not wait_for_room(STALL_S):  # the store is behind: pace the wire, briefly
-                self.writer.stalled()
             try:
                 chunk = read(src, CHUNK_SIZE)
             except OSError:
                 chunk = b""
             if not chunk:
                 break
-            append((stream, now(), chunk))  # queued before it is forwarded: causality in seq
-            produced(stream, len(chunk))
+            put(stream, now(), chunk)  # queued before it is forwarded: causality in seq
             if forwarding:
                 try:
                     written = write(dst, chunk)
@@ -216,81 +260,74 @@ class Tee:
             pass
 
 
-class _Recorder:
-    """Cuts frames out of queued chunks off the wire and hands them to the writer."""
+class _Shipper:
+    """Moves queued chunks to the recorder process, off the wire, in the order they passed."""
 
-    def __init__(self, chunks: deque, writer: SessionWriter, session_id: str):
-        self._sid = session_id
-        self._chunks = chunks
-        self._writer = writer
-        self._framers = {C2S: LineFramer(), S2C: LineFramer(), STDERR: LineFramer()}
-        self._last_ts = {C2S: 0.0, S2C: 0.0, STDERR: 0.0}
-        self._seq = 0
-        self._err_seq = 0
+    def __init__(self, queue: ChunkQueue, recorder: subprocess.Popen | None, session: dict, warn):
+        self._queue = queue
+        self._recorder = recorder
+        self._fd = recorder.stdin.fileno() if recorder is not None else None
+        self._session_id = session["id"]
+        self._warn = warn
+        self._lost = 0  # chunk bytes that could not be handed to the recorder process
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mcptap-recorder", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="mcptap-shipper", daemon=True)
+        self._send([json_record(SESSION, session)])
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def finish(self, end: dict) -> None:
+        """Ship the rest and the session's end, then wait for the recorder to store it all."""
         self._stop.set()
+        self._queue.wake()
         self._thread.join()
-        self._drain()
-        self._flush_tails()
+        self._ship_all()
+        self._send([json_record(END, end)])
+        if self._recorder is None:
+            return
+        try:
+            self._recorder.stdin.close()
+        except OSError:
+            pass
+        status = self._recorder.wait()
+        lost = self._lost + self._queue.unreadable
+        if status != 0 or lost:
+            self._warn(f"the recorder process of session {self._session_id} ended early (status "
+                       f"{exit_status_of(status)}): the session lacks what it had not stored, and "
+                       f"{lost} bytes that passed after it ended")
 
     def _run(self) -> None:
-        while not self._stop.wait(POLL_INTERVAL_S):
-            self._drain()
+        while not self._stop.is_set():
+            self._queue.wait(SHIP_INTERVAL_S)
+            self._ship_all()
 
-    def _drain(self) -> None:
-        """Rows for every line the queued chunks complete, in their final form (store rows)."""
-        frames, errs, nbytes, drained = [], [], 0, 0
-        popleft, framers, last_ts, sid = self._chunks.popleft, self._framers, self._last_ts, self._sid
-        while True:
-            try:
-                stream, ts, chunk = popleft()
-            except IndexError:
-                break
-            drained += len(chunk)
-            last_ts[stream] = ts
-            lines = framers[stream].feed(chunk)
-            if not lines:
-                continue
-            if stream is STDERR:
-                for line in lines:
-                    self._err_seq += 1
-                    errs.append((sid, self._err_seq, ts, stored_raw(line), 0))
-                    nbytes += len(line) + 1
-            else:
-                seq = self._seq
-                for line in lines:
-                    seq += 1
-                    size = len(line)
-                    frames.append((sid, seq, ts, stream, stored_raw(line), size, 0))
-                    nbytes += size + 1
-                self._seq = seq
-        self._writer.backlog.drained(drained, nbytes)
-        if frames or errs:
-            self._writer.add(frames, errs, nbytes)
+    def _ship_all(self) -> None:
+        take = self._queue.take
+        while chunks := take(SHIP_BYTES):
+            buffers = []
+            for stream, ts, chunk in chunks:
+                buffers += (chunk_header(stream, ts, len(chunk)), chunk)
+            self._send(buffers)
 
-    def _flush_tails(self) -> None:
-        frames, errs, nbytes = [], [], 0
-        tails = sorted((self._last_ts[s], s) for s in (C2S, S2C))
-        for ts, stream in tails:
-            tail = self._framers[stream].finish()
-            if tail is not None:
-                self._seq += 1
-                frames.append((self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1))
-                nbytes += len(tail)
-        tail = self._framers[STDERR].finish()
-        if tail is not None:
-            self._err_seq += 1
-            errs.append((self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1))
-            nbytes += len(tail)
-        self._writer.backlog.drained(0, nbytes)
-        if frames or errs:
-            self._writer.add(frames, errs, nbytes)
+    def _send(self, buffers: list[bytes]) -> None:
+        """Write whole buffers (blocking: a full pipe means the recorder is behind, and the
+        queue, not the wire, takes up the slack)."""
+        if self._fd is None:
+            self._lost += sum(map(len, buffers))
+            return
+        first = 0
+        try:
+            while first < len(buffers):
+                written = os.writev(self._fd, buffers[first:first + IOV_MAX])
+                while first < len(buffers) and written >= len(buffers[first]):
+                    written -= len(buffers[first])
+                    first += 1
+                if written:
+                    buffers[first] = buffers[first][written:]
+        except OSError:  # the recorder process is gone: count what it missed, keep the wire going
+            self._fd = None
+            self._lost += sum(map(len, buffers[first:]))
 
 
 def record(argv: list[str], db_path: str, label: str | None = None) -> int:

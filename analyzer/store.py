@@ -58,6 +58,20 @@ def stored_raw(raw: bytes) -> str | bytes:
         return raw
 
 
+def stored_raws(lines: list[bytes]) -> list[str | bytes]:
+    """`stored_raw` of each line, decoding the lot at once when it is all UTF-8 without NUL
+    (the common case, several times faster than line by line)."""
+    if not lines:
+        return []
+    joined = b"\n".join(lines)
+    if b"\x00" not in joined:
+        try:
+            return joined.decode("utf-8").split("\n")  # a line holds no newline: one part each
+        except UnicodeDecodeError:
+            pass
+    return [stored_raw(line) for line in lines]
+
+
 def _create_private(path: str) -> None:
     """Create the database file readable by its owner only, before SQLite opens it."""
     if path == ":memory:" or os.path.exists(path):

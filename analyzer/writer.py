@@ -2,9 +2,9 @@
 
 A recorder hands over rows in their final form with `add()`, which never waits for the database.
 A thread of this writer commits what has gathered every FLUSH_INTERVAL_S, in one transaction.
-`Backlog` counts the bytes that passed the wire but are in neither the database nor a spool; the
-capture's pumps call `Backlog.wait_for_room()`, so a database that is slower than the wire paces
-it (the server's writes wait a moment, as on any pipe) and memory stays bounded. When the
+`Backlog` counts the bytes of frames added but in neither the database nor a spool; the recorder
+calls `Backlog.wait_for_room()` before it cuts more frames, so memory stays bounded (the capture
+keeps what waits behind that in its own queue, addons/chunkqueue.py, never pacing the wire). When the
 database cannot be opened, stays locked past its busy timeout, fails, or makes no room for
 STALL_S, the rest of the session goes to a spool file (frame-log JSONL, framelog.py) beside the
 database, a one-line warning goes to stderr, and `mcptap import` of the spool later brings every
@@ -26,13 +26,14 @@ FLUSH_INTERVAL_S = 0.05
 """How often gathered frames are committed: the most a kill -9 of the recorder can lose."""
 
 HIGH_WATER_BYTES = 8 << 20
-"""Bytes in flight (passed, not yet stored) at which the pumps wait for the store."""
+"""Bytes of frames waiting for the database at which the recorder stops cutting more frames."""
 
 LOW_WATER_BYTES = 4 << 20
-"""Bytes in flight below which waiting pumps go on."""
+"""Bytes of frames waiting below which a waiting recorder goes on."""
 
-STALL_S = 1.0
-"""How long the pumps wait for the database to make room before the session goes to the spool."""
+STALL_S = 2 * store.BUSY_TIMEOUT_S
+"""How long the recorder waits for the database to make room before the session goes to the
+spool: longer than the busy timeout, so that a lock is reported as the lock it is."""
 
 
 def warn_stderr(message: str) -> None:
@@ -44,42 +45,29 @@ def warn_stderr(message: str) -> None:
 
 
 class Backlog:
-    """Bytes that passed the wire and are not stored yet: bytes queued by the pumps and not yet
-    cut into frames, plus frames handed to the writer and not yet committed or spooled. Bytes of
-    a line still being received are not counted: no store could take them before the newline.
-
-    Each pump adds to its own counter and the recorder to its own, so the hot path takes no
-    lock; only `stored()`, called once per batch from whichever thread stores, takes one."""
+    """Bytes of frames handed to the writer and not yet committed or spooled. The recorder waits
+    for room before it cuts more frames (`wait_for_room`), so the writer's memory stays bounded.
+    `added()` is called by the one thread that adds, `stored()` by whichever thread stores."""
 
     def __init__(self, high: int = HIGH_WATER_BYTES, low: int = LOW_WATER_BYTES):
         self._high, self._low = high, low
-        self._produced: dict[str, int] = {}
-        self._drained = 0  # chunk bytes the recorder took off the queue
-        self._rows_added = 0  # bytes of the frames it made of them, handed to the writer
-        self._rows_stored = 0
+        self._added = 0
+        self._stored = 0
         self._lock = threading.Lock()
         self._room = threading.Event()
         self._room.set()
 
-    def produced(self, producer: str, nbytes: int) -> None:
-        self._produced[producer] = self._produced.get(producer, 0) + nbytes
+    def added(self, nbytes: int) -> None:
+        self._added += nbytes
 
-    def drained(self, chunk_bytes: int, row_bytes: int) -> None:
-        self._drained += chunk_bytes
-        self._rows_added += row_bytes
-        self._check_room()
-
-    def stored(self, row_bytes: int) -> None:
+    def stored(self, nbytes: int) -> None:
         with self._lock:
-            self._rows_stored += row_bytes
-        self._check_room()
-
-    def pending(self) -> int:
-        return sum(self._produced.values()) - self._drained + self._rows_added - self._rows_stored
-
-    def _check_room(self) -> None:
+            self._stored += nbytes
         if self.pending() <= self._low:
             self._room.set()
+
+    def pending(self) -> int:
+        return self._added - self._stored
 
     def wait_for_room(self, timeout: float) -> bool:
         """True at once while below the high-water mark; else wait until the store is back under
@@ -87,7 +75,7 @@ class Backlog:
         if self.pending() <= self._high:
             return True
         self._room.clear()
-        if self.pending() <= self._low:  # drained between the check and the clear
+        if self.pending() <= self._low:  # stored between the check and the clear
             self._room.set()
             return True
         return self._room.wait(timeout)
@@ -176,6 +164,7 @@ class SessionWriter:
 
     def add(self, frames: list[FrameDbRow], stderr: list[StderrDbRow], nbytes: int) -> None:
         """Rows to store; `nbytes` is what they took on the wire (for the backlog)."""
+        self.backlog.added(nbytes)
         with self._lock:
             if self.spool is None:
                 self._frames.extend(frames)
@@ -187,7 +176,7 @@ class SessionWriter:
         self.backlog.stored(nbytes)
 
     def stalled(self) -> None:
-        """The pumps waited STALL_S for room: give up on the database for this session."""
+        """The recorder waited STALL_S for room: give up on the database for this session."""
         with self._lock:
             self._start_spool(f"it made no room for {STALL_S:g} s")
 

@@ -19,15 +19,13 @@ the children and the tee (`python -m analyzer record --db <tmp> -- CMD`):
    tee is run once). Targets: forwarding
    at least 300k lines/s with every frame in the database; peak RSS under 150 MB.
 
-   Peak RSS comes from os.wait4() on the tee. Linux fills wait4's rusage with
-   getrusage(RUSAGE_BOTH) of the reaped process, so ru_maxrss is max(the tee's own peak, the
-   peak of any child the tee reaped), i.e. it also covers the generator. The generator
-   therefore reports its own peak RSS (and CPU time) through a file; when its peak is below
-   wait4's figure, that figure is exactly the tee's own peak. (Linux also folds into ru_maxrss
-   the peak of the memory a process had before exec, i.e. the forked copy of its parent: for
-   the generator that is the tee's size at spawn, for the tee the driver's size, which is
-   printed to show that it stays below. CPU time from wait4 is a sum over
-   both, so the generator's own CPU time is subtracted to give the tee's.)
+   The tee is two processes: the tee itself (pumps) and its recorder process (framing and
+   SQLite, addons/stdio_recorder.py). Their peak RSS (VmHWM) is sampled from /proc every 10 ms
+   while they run, and the target applies to the sum of the two peaks. os.wait4() on the tee is
+   printed beside it as a cross-check: Linux fills its rusage with getrusage(RUSAGE_BOTH) of the
+   reaped process, so its ru_maxrss is the largest peak among the tee and every child it reaped
+   (recorder and generator; the generator reports its own peak and CPU time through a file),
+   and its CPU time is the sum over all of them, from which the generator's own is subtracted.
 
 Times run from the first byte the driver reads, so interpreter start-up (reported separately)
 does not count as forwarding. Rates are computed over N frames.
@@ -46,6 +44,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -275,6 +274,60 @@ def drain(proc: subprocess.Popen, expected: int, t_spawn: float) -> dict:
             "t_all": t_all if t_all is not None else t_eof, "t_eof": t_eof}
 
 
+class PeakSampler(threading.Thread):
+    """Peak RSS (VmHWM, which only grows) of a process and of each process under it, read from
+    /proc every SAMPLE_S until stopped. The tee's recorder process shows up as a child whose
+    command line names addons.stdio_recorder; the server (the generator) is left out, it reports
+    its own figures."""
+
+    SAMPLE_S = 0.01
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root = pid
+        self.peaks_kb: dict[str, int] = {}
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.SAMPLE_S):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+    def sample(self) -> None:
+        for pid, role in self._tree():
+            try:
+                with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+                    hwm = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
+            except (OSError, ValueError):
+                continue
+            self.peaks_kb[role] = max(self.peaks_kb.get(role, 0), hwm)
+
+    def _tree(self) -> list[tuple[int, str]]:
+        found = [(self.root, "tee")]
+        try:
+            tasks = os.listdir(f"/proc/{self.root}/task")
+        except OSError:
+            return found
+        for tid in tasks:
+            try:
+                with open(f"/proc/{self.root}/task/{tid}/children", encoding="utf-8") as fh:
+                    children = [int(c) for c in fh.read().split()]
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    with open(f"/proc/{child}/cmdline", "rb") as fh:
+                        cmdline = fh.read()
+                except OSError:
+                    continue
+                if b"addons.stdio_recorder" in cmdline:
+                    found.append((child, "recorder"))
+        return found
+
+
 def read_stats(path: str) -> tuple[int, float]:
     with open(path) as fh:
         maxrss, cpu = fh.read().split()
@@ -291,17 +344,23 @@ def bench_throughput(tmp: str, name: str, n: int) -> dict:
     with open(err, "wb") as err_fh:
         t_spawn = time.perf_counter()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err_fh, bufsize=0)
+        sampler = PeakSampler(proc.pid)
+        sampler.start()
         try:
             r = drain(proc, expected, t_spawn)
         finally:
             proc.stdout.close()
             status, usage = wait_rusage(proc)
+            sampler.stop()
     r["t_exit"] = time.perf_counter()
     r.update(name=name, n=n, expected=expected, status=status, stderr=stderr_text(err))
     gen_rss_kb, gen_cpu = read_stats(stats)
     r["gen_rss_mb"] = gen_rss_kb / 1024
     r["gen_cpu_s"] = gen_cpu
     r["wait4_rss_mb"] = usage.ru_maxrss / 1024  # max(process, its reaped children): see docstring
+    r["tee_rss_mb"] = sampler.peaks_kb.get("tee", 0) / 1024
+    r["recorder_rss_mb"] = sampler.peaks_kb.get("recorder", 0) / 1024
+    r["total_rss_mb"] = r["tee_rss_mb"] + r["recorder_rss_mb"]
     r["cpu_s"] = usage.ru_utime + usage.ru_stime - gen_cpu
     t0 = r["t_first"] if r["t_first"] is not None else t_spawn
     r["startup_s"] = t0 - t_spawn
@@ -384,9 +443,12 @@ def main(argv: list[str] | None = None) -> int:
               f"rows in frames: {d['count']:,} (s2c {d['s2c']:,}, {d['bytes']:,} bytes, max seq {d['max_seq']}); "
               f"database {t['db_mb']:.0f} MB")
         driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"    tee: peak RSS {t['wait4_rss_mb']:.1f} MB (wait4; generator's own peak {t['gen_rss_mb']:.1f} MB"
-              f"{', so this is the tee' if t['gen_rss_mb'] < t['wait4_rss_mb'] else ', so the tee peak is at most this'})"
-              f", CPU {t['cpu_s']:.2f} s ({t['cpu_s'] / frames_n * 1e6:.2f} us/frame); driver peak RSS {driver_mb:.1f} MB")
+        print(f"    tee: peak RSS {t['total_rss_mb']:.1f} MB = tee process {t['tee_rss_mb']:.1f} MB + recorder process "
+              f"{t['recorder_rss_mb']:.1f} MB (VmHWM sampled every {PeakSampler.SAMPLE_S * 1e3:.0f} ms; wait4 says "
+              f"{t['wait4_rss_mb']:.1f} MB for the largest of them and the generator, whose own peak is "
+              f"{t['gen_rss_mb']:.1f} MB)")
+        print(f"    tee: CPU {t['cpu_s']:.2f} s ({t['cpu_s'] / frames_n * 1e6:.2f} us/frame, tee and recorder processes); "
+              f"driver peak RSS {driver_mb:.1f} MB")
         for path, lines in t["spools"]:
             print(f"    tee spooled to {os.path.basename(path)}: {lines:,} lines")
         if t["stderr"]:
@@ -402,8 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("tee frames/s to exit" + (" (db+spool)" if t["spools"] else ""), f"{t['exit_rate']:,.0f}",
                      "(info)", ""))
         rows.append(("tee frames in database", f"{d['count']:,}/{frames_n:,}", "all", verdict(all_stored)))
-        rows.append(("tee peak RSS", f"{t['wait4_rss_mb']:.1f} MB", f"< {TARGET_PEAK_RSS_MB:.0f} MB",
-                     verdict(t["wait4_rss_mb"] < TARGET_PEAK_RSS_MB)))
+        rows.append(("tee peak RSS (both processes)", f"{t['total_rss_mb']:.1f} MB", f"< {TARGET_PEAK_RSS_MB:.0f} MB",
+                     verdict(0 < t["total_rss_mb"] < TARGET_PEAK_RSS_MB)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

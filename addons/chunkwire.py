@@ -1,0 +1,60 @@
+"""Chunks as records on a byte stream: the tee's overflow file and its pipe to the recorder
+process (addons/stdio_recorder.py). A record is a header (kind, time, length) followed by that
+many bytes. Kinds 0, 1, 2 are the streams a chunk passed on (STREAMS); SESSION and END carry a
+JSON object (the session row; its end time and exit status)."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Callable, Iterator
+
+STREAMS = ("c2s", "s2c", "stderr")
+STREAM_INDEX = {stream: i for i, stream in enumerate(STREAMS)}
+SESSION, END = 254, 255
+
+HEADER = struct.Struct("<BdI")  # kind, Unix time, payload length (little-endian, no padding)
+
+READ_SIZE = 1 << 20
+
+
+def chunk_header(stream: str, ts: float, size: int) -> bytes:
+    return HEADER.pack(STREAM_INDEX[stream], ts, size)
+
+
+def json_record(kind: int, value: dict) -> bytes:
+    payload = json.dumps(value).encode()
+    return HEADER.pack(kind, 0.0, len(payload)) + payload
+
+
+class RecordReader:
+    """Iterates (kind, time, payload) for each whole record on `fd` until EOF; a torn last
+    record (the writer died mid-way) is dropped. `before_read()`, when set, is called before
+    each read from `fd` (the reader's pacing); it may be set while iterating."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.before_read: Callable[[], None] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, float, bytes]]:
+        buf = bytearray()
+        start = 0
+        while True:
+            if self.before_read is not None:
+                self.before_read()
+            data = os.read(self.fd, READ_SIZE)
+            if not data:
+                return
+            buf += data
+            end = len(buf)
+            while end - start >= HEADER.size:
+                kind, ts, size = HEADER.unpack_from(buf, start)
+                stop = start + HEADER.size + size
+                if stop > end:
+                    break
+                yield kind, ts, bytes(buf[start + HEADER.size:stop])
+                start = stop
+            if start:
+                del buf[:start]
+                start = 0

@@ -1,0 +1,137 @@
+"""The recorder process of `mcptap record`: everything the stdio tee records is stored from here,
+in a process of its own, so that framing and SQLite never hold the tee's interpreter lock while a
+chunk waits to be forwarded.
+
+The tee (addons/stdio_tee.py) starts it as `python -P -m addons.stdio_recorder DB` and writes
+records (addons/chunkwire.py) to its stdin: first the session row, then every chunk in the order
+the chunks passed, then the session's end. Here lines are cut out of the chunks (each line a
+frame, stamped with the arrival time of the chunk holding its last byte) and handed, as final
+store rows, to a SessionWriter (analyzer/writer.py), which commits in batches or spools. When the
+writer falls behind, this process stops reading: the pipe fills and the tee's queue takes the
+rest (in memory, then on disk), never the wire. If the tee dies, EOF comes early: what arrived is
+still stored and the session is closed without an exit status.
+
+Its stdout is not the host's (the tee gives it /dev/null); its warnings go to the shared stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from itertools import repeat
+
+from addons.chunkwire import END, SESSION, STREAMS, RecordReader
+from addons.framing import LineFramer
+from analyzer.store import stored_raw, stored_raws
+from analyzer.writer import STALL_S, SessionWriter
+
+C2S, S2C, STDERR = STREAMS
+
+
+class Recorder:
+    """Cuts frames out of chunks, in the order they passed, and hands them to the writer."""
+
+    def __init__(self, writer: SessionWriter):
+        self._sid = writer.session["id"]
+        self._writer = writer
+        self._framers = {C2S: LineFramer(), S2C: LineFramer(), STDERR: LineFramer()}
+        self._last_ts = {C2S: 0.0, S2C: 0.0, STDERR: 0.0}
+        self._seq = 0
+        self._err_seq = 0
+
+    def chunk(self, stream: str, ts: float, chunk: bytes) -> None:
+        """Rows for every line the chunk completes, in their final form (store rows)."""
+        self._last_ts[stream] = ts
+        lines = self._framers[stream].feed(chunk)
+        if not lines:
+            return
+        n, sid = len(lines), self._sid
+        nbytes = sum(map(len, lines)) + n
+        if stream == STDERR:
+            seq = self._err_seq
+            rows = zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), stored_raws(lines), repeat(0, n))
+            self._err_seq = seq + n
+            self._writer.add([], list(rows), nbytes)
+        else:
+            seq = self._seq
+            rows = zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), repeat(stream, n),
+                       stored_raws(lines), map(len, lines), repeat(0, n))
+            self._seq = seq + n
+            self._writer.add(list(rows), [], nbytes)
+
+    def finish(self) -> None:
+        """Record what followed the last newline of each stream (an incomplete line)."""
+        frames, errs, nbytes = [], [], 0
+        for ts, stream in sorted((self._last_ts[s], s) for s in (C2S, S2C)):
+            tail = self._framers[stream].finish()
+            if tail is not None:
+                self._seq += 1
+                frames.append((self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1))
+                nbytes += len(tail)
+        tail = self._framers[STDERR].finish()
+        if tail is not None:
+            self._err_seq += 1
+            errs.append((self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1))
+            nbytes += len(tail)
+        if frames or errs:
+            self._writer.add(frames, errs, nbytes)
+
+
+def record_from(fd: int, db_path: str) -> int:
+    """Store the session the records on `fd` carry; 0, or 2 when no session record came."""
+    reader = RecordReader(fd)
+    records = iter(reader)
+    first = next(records, None)
+    if first is None or first[0] != SESSION:
+        sys.stderr.write("mcptap: error: the recorder got no session to record\n")
+        return 2
+    writer = SessionWriter(db_path, json.loads(first[2]))
+    room = writer.backlog.wait_for_room
+
+    def pace() -> None:  # read no further than the writer can take: the tee's queue holds the rest
+        if not room(STALL_S):
+            writer.stalled()
+
+    reader.before_read = pace
+    writer.start()
+    recorder = Recorder(writer)
+    end = {"ended_at": None, "exit_status": None}
+    last_ts = None
+    for kind, ts, payload in records:
+        if kind == END:
+            end = json.loads(payload)
+            break
+        recorder.chunk(STREAMS[kind], ts, payload)
+        last_ts = ts
+    else:  # EOF without an end: the tee died; close the session at the last thing seen
+        end["ended_at"] = last_ts
+    recorder.finish()
+    writer.close(end["ended_at"], end["exit_status"])
+    return 0
+
+
+def main() -> None:
+    # sqlite-utils (needed only to apply a pending migration) imports pandas and numpy when it
+    # can, and takes their absence in its stride: this process has no use for them (45 MB).
+    for optional in ("pandas", "numpy"):
+        sys.modules.setdefault(optional, None)
+    try:  # recording is background work: a process of the session that wakes up runs first
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    for signum in (signal.SIGINT, signal.SIGHUP):  # the tee decides when recording ends (EOF)
+        signal.signal(signum, signal.SIG_IGN)
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: python -m addons.stdio_recorder DB < records\n")
+        sys.exit(2)
+    try:
+        status = record_from(sys.stdin.fileno(), sys.argv[1])
+    except Exception as exc:  # a bug: one line (the tee adds what it could not hand over)
+        sys.stderr.write(f"mcptap: error: the recorder failed: {type(exc).__name__}: {exc}\n")
+        status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
