@@ -65,20 +65,21 @@ def test_a_flood_passes_in_full_while_the_database_is_locked_and_is_stored_after
     assert frames(db, "s2c") == [LINE] * count
 
 
+def echo(proc, line: bytes) -> None:
+    """Send a line through a tee in front of `cat` and see it come back."""
+    proc.stdin.write(line + b"\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == line + b"\n"
+
+
 def test_a_recorder_process_that_dies_leaves_the_session_working_and_says_so_in_one_line(db):
     proc = subprocess.Popen(tee(db, "cat"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with proc:
-        proc.stdin.write(b"before\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline() == b"before\n"
+        echo(proc, b"before")
         (recorder,) = wait_for(lambda: recorder_pids(db), 30, "the recorder process")
         os.kill(recorder, signal.SIGKILL)
         wait_for(lambda: not recorder_pids(db), 30, "the recorder process to die")
-        for _ in range(3):  # the next shipment finds the recorder gone
-            proc.stdin.write(b"after\n")
-            proc.stdin.flush()
-            assert proc.stdout.readline() == b"after\n"
-            time.sleep(0.1)  # not synchronisation: spreads the lines over several shipments
+        echo(proc, b"after")
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
         err = proc.stderr.read()
@@ -88,9 +89,7 @@ def test_a_recorder_process_that_dies_leaves_the_session_working_and_says_so_in_
 def test_killing_the_tee_lets_its_recorder_store_what_it_got_and_end(db):
     proc = subprocess.Popen(tee(db, "cat"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with proc:
-        proc.stdin.write(b"one\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline() == b"one\n"
+        echo(proc, b"one")
         wait_for(lambda: stored(db) == 2, 30, "both frames stored")
         (recorder,) = recorder_pids(db)
         proc.kill()
