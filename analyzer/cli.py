@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import sys
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -217,6 +218,77 @@ def import_cmd(
             for s in imported:
                 verb = "merged into" if s.merged else "imported"
                 typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")
+
+
+class ReportFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    sarif = "sarif"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
+@app.command()
+def analyze(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
+                                                   help="Only this session (id, id prefix or label).")] = None,
+    revision: Annotated[Optional[str], typer.Option(
+        "--revision", metavar="R",
+        help="MCP revision to judge by where a session's own cannot be established (e.g. 2025-06-18).")] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Report format.")] = ReportFormat.table,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
+                       ] = FailOn.error,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODE",
+                                                        help="Silence a finding code (repeatable).")] = None,
+    severity: Annotated[Optional[list[str]], typer.Option(
+        "--severity", metavar="CODE=LEVEL", help="Report a code at another severity (repeatable).")] = None,
+    config: Annotated[Optional[str], typer.Option(
+        "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
+                                                  help="Write the report here instead of stdout.")] = None,
+) -> None:
+    """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
+    requests and responses both ways, run every rule, print the report, and store the
+    `messages`, `findings` and `analyses` tables. Exit 0 when no finding reaches --fail-on,
+    1 when one does, 2 on bad usage or unreadable input.
+
+    Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
+    """
+    from analyzer import engine, mcp, policy, report, store
+
+    with one_line_errors():
+        if revision is not None and revision not in mcp.KNOWN_REVISIONS:
+            raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")
+        rules_policy = policy.build(ignore or (), severity or (), config)
+        conn = store.open_existing(db)
+        ids = [store.resolve_session(conn, session)] if session else None
+        total = store.count_frames(conn, ids)
+        conn.close()
+        with progress_bar("analyzing", total) as update:
+            done = [0]
+
+            def advance(n: int) -> None:
+                done[0] += n
+                update(done[0])
+
+            result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
+                                    progress=advance)
+        fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
+        if not result.stored:
+            sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
+        if output is None:
+            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty())
+            sys.stdout.flush()
+        else:
+            with open(output, "w", encoding="utf-8") as fh:
+                report.write(result, fmt, fh)
+        raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
 @app.command()

@@ -3,6 +3,7 @@ migrations, and the only SQL that writes or reads the recorded tables (see spec/
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -216,6 +217,60 @@ def end_session(conn: sqlite3.Connection, session_id: str, ended_at: float | Non
         "UPDATE sessions SET ended_at = coalesce(ended_at, ?), exit_status = coalesce(exit_status, ?) WHERE id = ?",
         (ended_at, exit_status, session_id),
     )
+
+
+# -- derived tables (written by analyze, never the recorded ones) ----------------------------
+
+_INSERT_MESSAGE = ("INSERT INTO messages (session_id, frame_seq, idx, direction, kind, id, method, paired_frame, "
+                   "latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_FINDING = ("INSERT INTO findings (session_id, frame_seq, idx, code, severity, message, related_frame) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
+def clear_analysis(conn: sqlite3.Connection, session_id: str) -> None:
+    for table in ("messages", "findings", "analyses"):
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+
+def insert_analysis_rows(conn: sqlite3.Connection, messages: Sequence[Sequence], findings: Sequence[Sequence]) -> None:
+    if messages:
+        conn.executemany(_INSERT_MESSAGE, messages)
+    if findings:
+        conn.executemany(_INSERT_FINDING, findings)
+
+
+def insert_analysis_summary(conn: sqlite3.Connection, summary: dict, analyzed_at: float, analyzer: str) -> None:
+    counts = summary["findings"]
+    conn.execute(
+        "INSERT OR REPLACE INTO analyses (session_id, revision, revision_source, frames, kinds, errors, warnings, "
+        "infos, analyzed_at, analyzer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (summary["id"], summary["revision"], summary["revision_source"], summary["frames"],
+         json.dumps(summary["kinds"], sort_keys=True), counts["error"], counts["warning"], counts["info"],
+         analyzed_at, analyzer),
+    )
+
+
+def analysis_summaries(conn: sqlite3.Connection) -> dict[str, dict]:
+    """Stored analysis summaries by session id ({} when nothing was analysed yet)."""
+    if not has_table(conn, "analyses"):
+        return {}
+    conn.row_factory = sqlite3.Row
+    try:
+        return {r["session_id"]: dict(r) for r in conn.execute("SELECT * FROM analyses")}
+    finally:
+        conn.row_factory = None
+
+
+def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, "str | bytes"]]:
+    """(seq, ts, direction, raw as stored: str for UTF-8 text, bytes otherwise), in seq order."""
+    return conn.execute("SELECT seq, ts, direction, raw FROM frames WHERE session_id = ? ORDER BY seq", (session_id,))
+
+
+def count_frames(conn: sqlite3.Connection, session_ids: Sequence[str] | None = None) -> int:
+    if session_ids is None:
+        return conn.execute("SELECT count(*) FROM frames").fetchone()[0]
+    return sum(conn.execute("SELECT count(*) FROM frames WHERE session_id = ?", (s,)).fetchone()[0]
+               for s in session_ids)
 
 
 # -- reads ------------------------------------------------------------------------------------

@@ -1,0 +1,229 @@
+"""JSON as the wire said it (RFC 8259; spec/mcp-reference.md sections 2.5 and 2.6): a parse that
+keeps what ordinary parsers erase, and never raises on bad input.
+
+- Duplicate member names are reported (the value kept is the last, as most parsers do).
+- Numbers written with a fraction or exponent (`1.0`, `1e0`, `1.5`) stay `NumberText`, not
+  float: `1`, `1.0` and `1e0` remain distinguishable, and nothing is rounded. Integers stay
+  int, however big.
+- Bytes that are not UTF-8, text that is not JSON, and nesting too deep for the C scanner are
+  results (`Parsed.error`), not exceptions. Deep nesting is parsed by an iterative fallback."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_INT_DIGITS = 4300  # CPython's default limit on int(str); longer literals stay NumberText
+
+
+class NumberText:
+    """A JSON number kept as written, for literals with a fraction or exponent (and integers
+    too long for int()). Equal to another NumberText with the same text, never to an int."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @property
+    def is_integer_literal(self) -> bool:
+        """Written as an integer (no fraction, no exponent): only integers too long for int()."""
+        return not any(c in self.text for c in ".eE")
+
+    @property
+    def is_integral(self) -> bool:
+        """True for `1.0`, `1e0`, `-2.00E+1`: no fractional part, written as if it had one."""
+        try:
+            value = float(self.text)
+        except OverflowError:  # pragma: no cover - float() of a JSON literal gives inf, not this
+            return False
+        return value == value and value not in (float("inf"), float("-inf")) and value.is_integer()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is NumberText and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(("NumberText", self.text))
+
+    def __repr__(self) -> str:
+        return f"NumberText({self.text!r})"
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What one frame turned out to be. `error` is None when `value` holds the JSON value."""
+
+    value: Any = None
+    error: str | None = None
+    duplicate_keys: list[str] = field(default_factory=list)
+
+
+class _Scanner:
+    """One decoder with the hooks, reused for every frame (not thread-safe: one per thread)."""
+
+    def __init__(self) -> None:
+        self.duplicates: list[str] = []
+        dups = self.duplicates
+
+        def object_pairs(pairs: list[tuple[str, Any]]) -> dict:
+            obj = dict(pairs)
+            if len(obj) != len(pairs):
+                seen: set[str] = set()
+                for key, _ in pairs:
+                    if key in seen:
+                        dups.append(key)
+                    seen.add(key)
+            return obj
+
+        self.object_pairs = object_pairs
+        self.decoder = json.JSONDecoder(object_pairs_hook=object_pairs, parse_float=NumberText)
+        self.long_decoder = json.JSONDecoder(object_pairs_hook=object_pairs, parse_float=NumberText,
+                                             parse_int=_int_or_text)
+
+    def parse_text(self, text: str) -> Parsed:
+        dups = self.duplicates
+        dups.clear()
+        try:
+            value = self.decoder.decode(text)
+        except json.JSONDecodeError as exc:
+            return Parsed(error=f"not JSON: {exc.msg} at character {exc.pos}")
+        except ValueError:  # an integer literal too long for int(): keep it as text
+            dups.clear()
+            try:
+                value = self.long_decoder.decode(text)
+            except RecursionError:
+                return self._deep(text)
+            except ValueError as exc:
+                return Parsed(error=f"not JSON: {exc}")
+        except RecursionError:
+            return self._deep(text)
+        return Parsed(value, None, list(dups) if dups else [])
+
+    def _deep(self, text: str) -> Parsed:
+        self.duplicates.clear()
+        try:
+            value = _parse_iteratively(text, self.object_pairs)
+        except ValueError as exc:
+            return Parsed(error=f"not JSON: {exc}")
+        return Parsed(value, None, list(self.duplicates))
+
+
+def _int_or_text(text: str) -> int | NumberText:
+    digits = len(text) - (text[0] == "-")
+    return int(text) if digits <= MAX_INT_DIGITS else NumberText(text)
+
+
+_scanner = _Scanner()
+
+
+def parse(raw: str | bytes) -> Parsed:
+    """Parse one frame. Bytes must be UTF-8 (MCP: "JSON-RPC messages MUST be UTF-8 encoded")."""
+    if type(raw) is not str:
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Parsed(error=f"not UTF-8: invalid byte 0x{exc.object[exc.start]:02x} at byte {exc.start}")
+    return _scanner.parse_text(raw)
+
+
+# -- the iterative fallback, for nesting deeper than the C scanner's recursion limit -----------
+
+_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\n\r]+)
+  | (?P<punct>[{}\[\]:,])
+  | (?P<string>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")
+  | (?P<number>-?(?:0|[1-9][0-9]*)(?P<frac>\.[0-9]+)?(?P<exp>[eE][-+]?[0-9]+)?)
+  | (?P<literal>true|false|null)
+""", re.VERBOSE)
+
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+def _parse_iteratively(text: str, object_pairs) -> Any:
+    """A strict JSON parser with an explicit stack (no recursion), giving the scanner's values."""
+    stack: list[list] = []  # [items or (key, value) pairs, is_object, the member name pending]
+    state = "value"  # value | value_or_close | key | key_or_close | colon | comma_or_close | done
+    result: Any = None
+    pos, end = 0, len(text)
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if pos >= end and state == "done":
+                return result
+            raise ValueError(f"unexpected character at {pos}" if pos < end else "unexpected end of text")
+        pos = m.end()
+        if m.group("ws"):
+            continue
+        tok, at = m.group(), m.start()
+        if state == "done":
+            raise ValueError(f"extra data at {at}")
+        closing = tok in "]}" and m.group("punct") is not None
+        if closing and state in ("value_or_close", "key_or_close", "comma_or_close"):
+            items, is_object, _ = stack[-1]
+            if (tok == "}") != is_object:
+                raise ValueError(f"mismatched {tok!r} at {at}")
+            stack.pop()
+            value = object_pairs(items) if is_object else items
+        elif state in ("key", "key_or_close"):
+            if m.group("string") is None:
+                raise ValueError(f"expected a member name at {at}")
+            stack[-1][2], state = json.loads(tok), "colon"
+            continue
+        elif state == "colon":
+            if tok != ":":
+                raise ValueError(f"expected ':' at {at}")
+            state = "value"
+            continue
+        elif state == "comma_or_close":
+            if tok != ",":
+                raise ValueError(f"expected ',' or a closing bracket at {at}")
+            state = "key" if stack[-1][1] else "value"
+            continue
+        elif tok == "{":
+            stack.append([[], True, None])
+            state = "key_or_close"
+            continue
+        elif tok == "[":
+            stack.append([[], False, None])
+            state = "value_or_close"
+            continue
+        elif m.group("string") is not None:
+            value = json.loads(tok)
+        elif m.group("number") is not None:
+            value = NumberText(tok) if (m.group("frac") or m.group("exp")) else _int_or_text(tok)
+        elif m.group("literal") is not None:
+            value = _LITERALS[tok]
+        else:
+            raise ValueError(f"expected a value at {at}")
+        if not stack:
+            result, state = value, "done"
+        elif stack[-1][1]:
+            stack[-1][0].append((stack[-1][2], value))
+            state = "comma_or_close"
+        else:
+            stack[-1][0].append(value)
+            state = "comma_or_close"
+
+
+def to_json(value: Any) -> str:
+    """JSON text of a parsed value, numbers as they were written; for ids and short values
+    (a value nested too deep to write back is summarised)."""
+    try:
+        return _to_json(value)
+    except RecursionError:
+        return json.dumps(f"<{type(value).__name__} nested too deep to show>")
+
+
+def _to_json(value: Any) -> str:
+    if type(value) is NumberText:
+        return value.text
+    if type(value) is list:
+        return "[" + ",".join(map(_to_json, value)) + "]"
+    if type(value) is dict:
+        return "{" + ",".join(f"{json.dumps(k)}:{_to_json(v)}" for k, v in value.items()) + "}"
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return json.dumps(repr(value))

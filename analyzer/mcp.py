@@ -1,0 +1,130 @@
+"""What each MCP revision allows, as lookup tables (spec/mcp-reference.md sections 5 and 10).
+
+Method, direction and kind come from `mcp_types.methods` (the SDK's own per-version maps) and
+revisions from `mcp_types.version`; this module only reshapes them into sets keyed by
+(revision, direction) and adds what mcp-types leaves out on purpose (the experimental
+2025-11-25 tasks methods, which the spec's unions do contain)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from mcp_types import methods as _methods
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+C2S, S2C = "c2s", "s2c"
+OTHER = {C2S: S2C, S2C: C2S}
+
+KNOWN_REVISIONS: tuple[str, ...] = KNOWN_PROTOCOL_VERSIONS
+HANDSHAKE_REVISIONS: frozenset[str] = frozenset(HANDSHAKE_PROTOCOL_VERSIONS)
+STATELESS_REVISIONS: frozenset[str] = frozenset(MODERN_PROTOCOL_VERSIONS)
+BATCH_REVISIONS = frozenset({"2025-03-26"})
+"""Revisions that permit JSON-RPC batches (2025-03-26 "MUST support receiving"; removed 2025-06-18)."""
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+MODERN_REQUIRED_META = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
+"""2026-07-28: fields every request's params._meta must carry (S/2026-07-28/basic/index §_meta)."""
+
+RESULT_TYPES = frozenset({"complete", "input_required"})
+"""2026-07-28 `resultType` values (S/2026-07-28/basic/index §ResultType)."""
+
+# 2025-11-25 tasks (experimental): in both ClientRequest and ServerRequest and both notification
+# unions of T/2025-11-25 (spec/mcp-reference.md 5.2); mcp-types leaves them out deliberately.
+_TASK_REQUESTS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+_TASK_NOTIFICATIONS = ("notifications/tasks/status",)
+
+
+def _by_revision(*maps_and_extras) -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {rev: set() for rev in KNOWN_REVISIONS}
+    for source in maps_and_extras:
+        for method, rev in source:
+            table.setdefault(rev, set()).add(method)
+    return {rev: frozenset(names) for rev, names in table.items()}
+
+
+_TASKS_2025 = [(m, "2025-11-25") for m in _TASK_REQUESTS]
+_TASK_NOTES_2025 = [(m, "2025-11-25") for m in _TASK_NOTIFICATIONS]
+
+REQUESTS: dict[tuple[str, str], frozenset[str]] = {}
+NOTIFICATIONS: dict[tuple[str, str], frozenset[str]] = {}
+for _direction, _requests, _notes in (
+    (C2S, _by_revision(_methods.CLIENT_REQUESTS, _TASKS_2025), _by_revision(_methods.CLIENT_NOTIFICATIONS, _TASK_NOTES_2025)),
+    (S2C, _by_revision(_methods.SERVER_REQUESTS, _TASKS_2025), _by_revision(_methods.SERVER_NOTIFICATIONS, _TASK_NOTES_2025)),
+):
+    for _rev in KNOWN_REVISIONS:
+        REQUESTS[(_rev, _direction)] = _requests[_rev]
+        NOTIFICATIONS[(_rev, _direction)] = _notes[_rev]
+
+
+def is_extension_method(method: str) -> bool:
+    """A method namespaced as an extension: its first segment is a dotted (reverse-DNS) name,
+    e.g. `io.modelcontextprotocol/tasks/get` or `com.example/reindex`."""
+    head, slash, _ = method.partition("/")
+    return bool(slash) and "." in head
+
+
+@lru_cache(maxsize=4096)
+def method_verdict(revision: str, direction: str, method: str, is_request: bool) -> str | None:
+    """None when the revision allows `method` in this direction as this kind; else the finding
+    code: unknown-method, wrong-direction, notification-as-request or request-as-notification."""
+    if is_request and direction == S2C and revision in STATELESS_REVISIONS:
+        return "wrong-direction"  # 2026-07-28: servers MUST NOT send requests, whatever the method
+    same, other = (REQUESTS, NOTIFICATIONS) if is_request else (NOTIFICATIONS, REQUESTS)
+    if method in same[(revision, direction)]:
+        return None
+    if method in same[(revision, OTHER[direction])]:
+        return "wrong-direction"
+    if method in other[(revision, direction)] or method in other[(revision, OTHER[direction])]:
+        return "notification-as-request" if is_request else "request-as-notification"
+    if is_extension_method(method):
+        return None
+    return "unknown-method"
+
+
+# -- capabilities (handshake era): which declared capability gates a method ---------------------
+# (side that must have declared it, path in its capabilities object, first revision it applies)
+# spec/mcp-reference.md 5.1 and 5.2; "present" means the key exists, flags must be true.
+
+CAPABILITY_GATES: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "resources/list": ("server", ("resources",), "2024-11-05"),
+    "resources/templates/list": ("server", ("resources",), "2024-11-05"),
+    "resources/read": ("server", ("resources",), "2024-11-05"),
+    "resources/subscribe": ("server", ("resources", "subscribe"), "2024-11-05"),
+    "resources/unsubscribe": ("server", ("resources", "subscribe"), "2024-11-05"),
+    "notifications/resources/updated": ("server", ("resources", "subscribe"), "2024-11-05"),
+    "notifications/resources/list_changed": ("server", ("resources", "listChanged"), "2024-11-05"),
+    "prompts/list": ("server", ("prompts",), "2024-11-05"),
+    "prompts/get": ("server", ("prompts",), "2024-11-05"),
+    "notifications/prompts/list_changed": ("server", ("prompts", "listChanged"), "2024-11-05"),
+    "tools/list": ("server", ("tools",), "2024-11-05"),
+    "tools/call": ("server", ("tools",), "2024-11-05"),
+    "notifications/tools/list_changed": ("server", ("tools", "listChanged"), "2024-11-05"),
+    "logging/setLevel": ("server", ("logging",), "2024-11-05"),
+    "notifications/message": ("server", ("logging",), "2024-11-05"),
+    "completion/complete": ("server", ("completions",), "2025-03-26"),
+    "sampling/createMessage": ("client", ("sampling",), "2024-11-05"),
+    "roots/list": ("client", ("roots",), "2024-11-05"),
+    "notifications/roots/list_changed": ("client", ("roots", "listChanged"), "2024-11-05"),
+    "elicitation/create": ("client", ("elicitation",), "2025-06-18"),
+}
+
+
+def revision_at_least(revision: str | None, minimum: str) -> bool:
+    if revision not in KNOWN_REVISIONS:
+        return False
+    return KNOWN_REVISIONS.index(revision) >= KNOWN_REVISIONS.index(minimum)
+
+
+def declared(capabilities: object, path: tuple[str, ...]) -> bool:
+    """Whether `capabilities` declares `path`: objects by key presence, the last step of a
+    longer path (a flag such as `listChanged`) by being true."""
+    node = capabilities
+    for i, key in enumerate(path):
+        if type(node) is not dict or key not in node:
+            return False
+        node = node[key]
+        if i == len(path) - 1 and len(path) > 1:
+            return node is True
+    return True

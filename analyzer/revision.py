@@ -1,0 +1,66 @@
+"""Which MCP revision governs a session (spec/mcp-reference.md section 1; section 10 for
+2026-07-28): the InitializeResult's protocolVersion in the handshake era, else the per-request
+`_meta` protocol version of 2026-07-28, else the HTTP `MCP-Protocol-Version` header (when HTTP
+metadata exists), else the user's `--revision`. A quick scan that parses only frames that can
+carry a signal, and stops at the first decisive one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from analyzer import jsonwire, mcp
+
+INITIALIZE, META, HEADER, OPTION, UNKNOWN = "initialize", "meta", "header", "option", "unknown"
+_INITIALIZE_MARK = '"initialize"'
+_META_MARK = mcp.META_PROTOCOL_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    revision: str | None  # as the session said it (may be a string no revision has)
+    source: str
+
+
+def _text(raw: str | bytes) -> str | None:
+    if type(raw) is str:
+        return raw
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str | None = None) -> Revision:
+    """Scan (seq, ts, direction, raw) in order for the session's revision."""
+    init_id = None
+    proposed = None
+    for _seq, _ts, direction, raw in frames:
+        text = _text(raw)
+        if text is None:
+            continue
+        if direction == mcp.C2S:
+            if init_id is None and _INITIALIZE_MARK in text:
+                value = jsonwire.parse(text).value
+                if type(value) is dict and value.get("method") == "initialize" and "id" in value:
+                    params = value.get("params")
+                    init_id = value["id"]
+                    proposed = params.get("protocolVersion") if type(params) is dict else None
+                    continue
+            if init_id is None and _META_MARK in text:
+                value = jsonwire.parse(text).value
+                params = value.get("params") if type(value) is dict else None
+                meta = params.get("_meta") if type(params) is dict else None
+                if type(meta) is dict and type(meta.get(_META_MARK)) is str and "id" in value:
+                    return Revision(meta[_META_MARK], META)
+        elif init_id is not None and '"protocolVersion"' in text:
+            value = jsonwire.parse(text).value
+            if type(value) is dict and "id" in value and value["id"] == init_id and type(value["id"]) is type(init_id):
+                result = value.get("result")
+                if type(result) is dict and type(result.get("protocolVersion")) is str:
+                    return Revision(result["protocolVersion"], INITIALIZE)
+    if init_id is not None and type(proposed) is str:
+        return Revision(proposed, INITIALIZE)  # initialize never answered: what the client proposed
+    if fallback is not None:
+        return Revision(fallback, OPTION)
+    return Revision(None, UNKNOWN)

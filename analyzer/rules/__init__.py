@@ -1,0 +1,85 @@
+"""The registry of finding rules (spec/findings.md). One rule is one small unit: a stable code,
+a group, a severity per profile, the spec reference it rests on, a one-line summary, the
+events it listens to, and a pure check that returns findings. Rules never touch SQLite, files
+or the network: they get a message and the session's state (analyzer/session.py).
+
+Events: `envelope` (a structural signature, analyzer/classify.py; the check returns the text
+of the finding or None, and is evaluated once per distinct signature), `frame` (every frame as
+a whole), `request`, `notification`, `response` (results and errors), `end` (the session is
+over). Layer `mcp` rules run only when the session's MCP revision is known."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "end"})
+GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """What a check found. `seq`/`idx` default to the message being checked; `related` is the
+    other frame involved (the request a response answers, ...); `severity` overrides the rule's
+    where the spec makes it depend on the case."""
+
+    message: str
+    seq: int | None = None
+    idx: int | None = None
+    related: int | None = None
+    severity: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    group: str
+    severity: str | dict[str, str]
+    """One severity, or one per profile: 'jsonrpc' (no MCP revision known), 'mcp' (any known
+    revision) or a revision string (wins over 'mcp')."""
+    ref: str
+    summary: str
+    on: tuple[str, ...]
+    layer: str
+    check: Callable[..., Any]
+    methods: frozenset[str] | None = None
+    """For message events: only messages with one of these methods reach the check."""
+
+    def severity_for(self, revision: str | None) -> str:
+        sev = self.severity
+        if isinstance(sev, str):
+            return sev
+        if revision is None:
+            return sev.get("jsonrpc", sev.get("mcp", "error"))
+        return sev.get(revision, sev.get("mcp", sev.get("jsonrpc", "error")))
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, *, group: str, severity: str | dict[str, str], ref: str, summary: str,
+         on: Iterable[str], layer: str = "jsonrpc", methods: Iterable[str] | None = None) -> Callable:
+    """Register a check under a finding code (codes are a contract: never renamed)."""
+    events = tuple(on)
+    unknown = set(events) - EVENTS
+    if unknown or group not in GROUPS or layer not in ("jsonrpc", "mcp"):
+        raise ValueError(f"rule {code}: bad events {unknown}, group {group!r} or layer {layer!r}")
+
+    def register(check: Callable) -> Callable:
+        if code in RULES:
+            raise ValueError(f"finding code {code} registered twice")
+        RULES[code] = Rule(code, group, severity, ref, summary, events, layer, check,
+                           frozenset(methods) if methods is not None else None)
+        return check
+
+    return register
+
+
+def load() -> dict[str, Rule]:
+    """Import every rule module (registration happens on import) and return the registry."""
+    from analyzer.rules import envelope, lifecycle, methods, pairing, progress  # noqa: F401
+
+    return RULES

@@ -1,0 +1,93 @@
+"""Method rules: which methods a revision defines, in which direction, as which kind, behind
+which capability (spec/mcp-reference.md sections 5 and 10; tables in analyzer/mcp.py)."""
+
+from __future__ import annotations
+
+from analyzer import mcp
+from analyzer.rules import Hit, rule
+
+METHODS = "MCP T/<rev> ClientRequest, ServerRequest, ClientNotification, ServerNotification (via mcp-types)"
+_DIRECTION_NAMES = {mcp.C2S: "client to server", mcp.S2C: "server to client"}
+
+
+def _verdict(msg, s) -> str | None:
+    return mcp.method_verdict(s.revision, msg.direction, msg.method, msg.kind == "request")
+
+
+@rule("unknown-method", group="methods", severity="warning", on=["request", "notification"], layer="mcp",
+      ref=METHODS, summary="a method the negotiated revision does not define (and not namespaced as an extension)")
+def unknown_method(msg, s):
+    if _verdict(msg, s) == "unknown-method":
+        return Hit(f"{msg.method} is not a method of MCP {s.revision}")
+
+
+@rule("wrong-direction", group="methods", severity="error", on=["request", "notification"], layer="mcp",
+      ref=f"{METHODS}; 2026-07-28 basic/transports: servers MUST NOT send requests",
+      summary="a method sent in a direction the revision does not allow")
+def wrong_direction(msg, s):
+    if _verdict(msg, s) == "wrong-direction":
+        if msg.kind == "request" and msg.direction == mcp.S2C and s.stateless:
+            return Hit(f"the server sent a request ({msg.method}); in {s.revision} servers MUST NOT send requests")
+        return Hit(f"{msg.method} is not sent {_DIRECTION_NAMES[msg.direction]} in MCP {s.revision}")
+
+
+@rule("notification-as-request", group="methods", severity="error", on=["request"], layer="mcp",
+      ref=f'{METHODS}; MCP basic §Notifications: "Notifications MUST NOT include an ID."',
+      summary="a notification method sent with an id")
+def notification_as_request(msg, s):
+    if _verdict(msg, s) == "notification-as-request":
+        return Hit(f"{msg.method} is a notification but was sent with an id")
+
+
+@rule("request-as-notification", group="methods", severity="error", on=["notification"], layer="mcp",
+      ref=f"{METHODS}; MCP basic §Requests: requests MUST include an id",
+      summary="a request method sent without an id")
+def request_as_notification(msg, s):
+    if _verdict(msg, s) == "request-as-notification":
+        return Hit(f"{msg.method} is a request but was sent without an id (it cannot be answered)")
+
+
+@rule("capability-not-negotiated", group="methods", severity="warning", on=["request", "notification"], layer="mcp",
+      ref='MCP basic/lifecycle §Operation: "Only use capabilities that were successfully negotiated"; '
+          "2026-07-28: log notifications answer a request that set _meta logLevel",
+      summary="a method used though the capability that gates it was not declared")
+def capability_not_negotiated(msg, s):
+    if s.stateless:
+        if msg.method == "notifications/message" and msg.direction == mcp.S2C and not any(
+                r.log_level for r in s.outstanding.values() if r.direction == mcp.C2S):
+            return Hit("a log notification, but no request in progress set _meta "
+                       f"{mcp.META_LOG_LEVEL!r}")
+        return None
+    gate = mcp.CAPABILITY_GATES.get(msg.method)
+    if gate is None or not mcp.revision_at_least(s.revision, gate[2]):
+        return None
+    side, path, _ = gate
+    caps = s.server_caps if side == "server" else s.client_caps
+    if caps is None:  # not negotiated yet, or the handshake was not captured
+        return None
+    if not mcp.declared(caps, path):
+        return Hit(f"{msg.method} needs the {side} capability {'.'.join(path)}, which the {side} did not declare "
+                   "at initialize")
+
+
+@rule("modern-meta-missing", group="methods", severity="error", on=["request"], layer="mcp",
+      ref="MCP 2026-07-28 basic §_meta: every request carries io.modelcontextprotocol/protocolVersion and "
+          "io.modelcontextprotocol/clientCapabilities",
+      summary="2026-07-28: a request lacks the required per-request _meta protocol fields")
+def modern_meta_missing(msg, s):
+    if s.stateless and msg.direction == mcp.C2S:
+        meta = msg.meta()
+        missing = [k for k in mcp.MODERN_REQUIRED_META if k not in meta]
+        if missing:
+            return Hit(f"{msg.method} lacks params._meta {', '.join(missing)}")
+
+
+@rule("result-type-invalid", group="methods", severity="error", on=["response"], layer="mcp",
+      ref='MCP 2026-07-28 basic §ResultType: "resultType" is "complete" or "input_required"; an unknown value '
+          "MUST be treated as invalid",
+      summary="2026-07-28: a result's resultType is present but not a known value")
+def result_type_invalid(msg, s):
+    if s.stateless and msg.kind == "response":
+        result = msg.value.get("result")
+        if type(result) is dict and "resultType" in result and result["resultType"] not in mcp.RESULT_TYPES:
+            return Hit(f"resultType {result['resultType']!r} is not one of {sorted(mcp.RESULT_TYPES)}")

@@ -1,0 +1,519 @@
+"""One session's analysis, frame by frame in observed order: parse, classify, pair requests and
+responses in both directions, follow the lifecycle, cancellation and progress, and run every
+registered rule (analyzer/rules). Pure: frames in, message rows and findings out; nothing here
+touches SQLite (analyzer/engine.py does).
+
+The state held grows with outstanding requests and with the ids a session has used (a
+handshake-era id may never be reused), never with frames: a request's row waits here only until
+its response comes (then both rows are emitted with the pair and the latency)."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzer import jsonwire, mcp, rules
+from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, Signature,
+                               kind_of, signature)
+from analyzer.jsonwire import NumberText
+from analyzer.rules import Hit, Rule
+
+C2S, S2C = mcp.C2S, mcp.S2C
+OTHER = mcp.OTHER
+_MISSING = object()
+
+# messages row: session_id, frame_seq, idx, direction, kind, id (JSON), method, paired_frame, latency_s
+MessageRow = list
+# findings row: session_id, frame_seq, idx, code, severity, message, related_frame
+FindingRow = tuple
+
+
+@dataclass(slots=True)
+class Req:
+    """A request seen on the wire, waiting for (or given) its response."""
+
+    seq: int
+    idx: int | None
+    ts: float
+    direction: str
+    method: str
+    row: MessageRow | None
+    id_json: str | None = None
+    cancelled: int | None = None  # seq of the notifications/cancelled naming it
+    rejected: bool = False  # its batch was refused as a whole (where batches are forbidden)
+    token: Any = None  # progress token key it carried
+    log_level: bool = False  # 2026-07-28: it set _meta logLevel
+    batch: "Frame | None" = None
+
+
+@dataclass(slots=True)
+class Msg:
+    """One JSON-RPC message: a whole frame, or one element of a batch."""
+
+    seq: int
+    idx: int | None
+    ts: float
+    direction: str
+    value: Any
+    sig: Signature
+    kind: str
+    method: str | None = None
+    id: Any = _MISSING
+    row: MessageRow | None = None
+    # facts the session core works out, for the rules
+    pairing: str | None = None
+    request: Req | None = None
+    related: int | None = None
+    fact: str | None = None
+    frame: "Frame | None" = None
+
+    @property
+    def has_id(self) -> bool:
+        return self.id is not _MISSING
+
+    @property
+    def params(self) -> Any:
+        return self.value.get("params") if type(self.value) is dict else None
+
+    def meta(self) -> dict:
+        params = self.params
+        meta = params.get("_meta") if type(params) is dict else None
+        return meta if type(meta) is dict else {}
+
+
+@dataclass(slots=True)
+class Frame:
+    seq: int
+    ts: float
+    direction: str
+    parsed: jsonwire.Parsed
+    value: Any
+    sig: Signature
+    kind: str
+    elements: list[Msg] = field(default_factory=list)
+
+
+def id_key(value: Any) -> tuple:
+    """Exact identity of an id for pairing: type and value as written (7, "7" and 7.0 differ)."""
+    if type(value) is NumberText:
+        return ("t", value.text)
+    if type(value) is int:
+        return ("n", value)
+    if type(value) is str:
+        return ("s", value)
+    return ("x", jsonwire.to_json(value))
+
+
+def loose_key(value: Any) -> str | None:
+    """Identity across types, to catch `7` answered as `"7"` or `7.0`."""
+    if type(value) is str:
+        return value
+    if type(value) is int:
+        return str(value)
+    if type(value) is NumberText:
+        if value.is_integer_literal:
+            return value.text
+        if value.is_integral:
+            return str(int(float(value.text)))
+        return value.text
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if type(value) is int:
+        return float(value)
+    if type(value) is NumberText:
+        try:
+            return float(value.text)
+        except ValueError:
+            return None
+    return None
+
+
+class SessionAnalysis:
+    """Feed frames with `frame()` in seq order, then `end()`. Rows come out of `take_rows()`
+    and `take_findings()` as they are ready."""
+
+    def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
+                 ended: bool, policy=None):
+        self.session_id = session_id
+        self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
+        self.declared_revision = revision
+        self.revision_source = revision_source
+        self.handshake = self.revision in mcp.HANDSHAKE_REVISIONS
+        self.stateless = self.revision in mcp.STATELESS_REVISIONS
+        self.stdio = stdio
+        self.ended = ended
+        self.policy = policy
+        self.frames = 0
+        self.kinds: dict[str, int] = {}
+        self.severities = {"error": 0, "warning": 0, "info": 0}
+        self._rows: list[MessageRow] = []
+        self._findings: list[FindingRow] = []
+        # pairing
+        self.outstanding: dict[tuple, Req] = {}
+        self.loose: dict[tuple, tuple] = {}  # (direction, loose key) -> exact key, for outstanding ids
+        self.answered: dict[tuple, tuple[int, int]] = {}  # key -> (request seq, response seq)
+        self.last_sent: dict[str, Msg | Frame] = {}
+        # lifecycle (handshake era)
+        self.client_requests = 0
+        self.init_request: Req | None = None
+        self.init_requested_version: Any = None
+        self.init_result_seq: int | None = None
+        self.server_version: Any = None
+        self.client_caps: Any = None
+        self.server_caps: Any = None
+        self.initialized_seq: int | None = None
+        self.once: set[str] = set()
+        # progress
+        self.tokens: dict[tuple, list] = {}  # (request direction, token key) -> [Req, last value]
+        self.done_tokens: dict[tuple, int] = {}  # token of an answered request -> response seq
+        # service response time per method (Wireshark's SRT): calls, errors, unanswered, latencies
+        self.method_stats: dict[str, dict] = {}
+        self._dispatch = _Dispatch.for_revision(self.revision)
+        if self.revision is None:
+            self.hit_once("revision-unknown", None, Hit(
+                "the MCP revision could not be established (no initialize exchange and no per-request "
+                "protocol version): judged by base JSON-RPC 2.0 only"
+                + (f" (the session named {revision!r}, which is not a known revision)" if revision else "")))
+
+    # -- output ------------------------------------------------------------------------------
+
+    def take_rows(self) -> list[MessageRow]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def take_findings(self) -> list[FindingRow]:
+        found, self._findings = self._findings, []
+        return found
+
+    def add(self, rule: Rule, hit: Hit, seq: int | None, idx: int | None) -> None:
+        severity = hit.severity or rule.severity_for(self.revision)
+        if self.policy is not None:
+            severity = self.policy.severity(rule.code, severity)
+            if severity is None:
+                return
+        self.severities[severity] += 1
+        self._findings.append((self.session_id, hit.seq if hit.seq is not None else seq,
+                               hit.idx if hit.seq is not None else idx, rule.code, severity, hit.message, hit.related))
+
+    def first(self, what: str) -> bool:
+        """True the first time a rule asks about `what` in this session (for once-only findings)."""
+        if what in self.once:
+            return False
+        self.once.add(what)
+        return True
+
+    def hit_once(self, code: str, seq: int | None, hit: Hit) -> None:
+        if code not in self.once:
+            self.once.add(code)
+            self.add(rules.RULES[code], hit, seq, None)
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
+        self.frames += 1
+        parsed = jsonwire.parse(raw)
+        if parsed.error is not None:
+            frame = Frame(seq, ts, direction, parsed, None, Signature("scalar"), UNPARSEABLE)
+            self._emit_frame_row(frame, None)
+        elif type(parsed.value) is list and parsed.value:
+            frame = Frame(seq, ts, direction, parsed, parsed.value, Signature("array"), BATCH)
+            self._emit_frame_row(frame, None)
+            frame.elements = [self._message(frame, i, element) for i, element in enumerate(parsed.value)]
+            for msg in frame.elements:
+                self._observe(msg)
+        else:
+            value = parsed.value
+            sig = signature(value)
+            frame = Frame(seq, ts, direction, parsed, value, sig, kind_of(sig) if type(value) is not list else INVALID)
+            msg = self._message(frame, None, value)
+            frame.elements = [msg]
+            self._observe(msg)
+        self.kinds[frame.kind] = self.kinds.get(frame.kind, 0) + 1
+        for rule in self._dispatch.frame:
+            hit = rule.check(frame, self)
+            if hit is not None:
+                self.add(rule, hit, seq, None)
+        self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) else frame.elements[0]
+
+    def _message(self, frame: Frame, idx: int | None, value: Any) -> Msg:
+        sig = signature(value) if idx is not None else frame.sig
+        kind = kind_of(sig)
+        msg = Msg(frame.seq, idx, frame.ts, frame.direction, value, sig, kind, frame=frame)
+        if type(value) is dict:
+            method = value.get("method")
+            if type(method) is str:
+                msg.method = method
+            if "id" in value:
+                msg.id = value["id"]
+        for rule, hit in self._dispatch.envelope(sig):
+            self.add(rule, hit, frame.seq, idx)
+        row = [self.session_id, frame.seq, idx, frame.direction, kind,
+               jsonwire.to_json(msg.id) if msg.has_id else None, _storable(msg.method), None, None]
+        msg.row = row
+        if kind != REQUEST:  # a request's row waits for its response (the pair and the latency)
+            self._rows.append(row)
+        return msg
+
+    def _emit_frame_row(self, frame: Frame, _msg) -> None:
+        self._rows.append([self.session_id, frame.seq, None, frame.direction, frame.kind, None, None, None, None])
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def _observe(self, msg: Msg) -> None:
+        kind = msg.kind
+        if kind == REQUEST:
+            self._request(msg)
+            event = "request"
+        elif kind == NOTIFICATION:
+            self._notification(msg)
+            event = "notification"
+        elif kind in (RESPONSE, ERROR):
+            self._response(msg)
+            event = "response"
+        else:
+            return
+        for rule in self._dispatch.rules(event, msg.method):
+            hit = rule.check(msg, self)
+            if hit is not None:
+                self.add(rule, hit, msg.seq, msg.idx)
+        if kind == REQUEST and msg.method == "initialize" and msg.direction == C2S and self.init_request is None:
+            params = msg.params if type(msg.params) is dict else {}
+            self.init_request = msg.request
+            self.init_requested_version = params.get("protocolVersion")
+            self.client_caps = params.get("capabilities")
+        elif kind == NOTIFICATION and msg.method == "notifications/initialized" and msg.direction == C2S:
+            if self.initialized_seq is None:
+                self.initialized_seq = msg.seq
+        elif (kind == RESPONSE and msg.direction == S2C and msg.request is not None
+              and msg.request is self.init_request and self.init_result_seq is None):
+            result = msg.value.get("result")
+            result = result if type(result) is dict else {}
+            self.init_result_seq = msg.seq
+            self.server_version = result.get("protocolVersion")
+            self.server_caps = result.get("capabilities")
+        if msg.direction == C2S and kind == REQUEST:
+            self.client_requests += 1
+
+    def _request(self, msg: Msg) -> None:
+        key = (msg.direction, id_key(msg.id))
+        req = Req(msg.seq, msg.idx, msg.ts, msg.direction, msg.method, msg.row, msg.row[5],
+                  batch=msg.frame if msg.idx is not None else None)
+        msg.request = req
+        meta = msg.meta()
+        earlier = self.outstanding.get(key)
+        if earlier is not None:
+            msg.pairing, msg.related = "duplicate-outstanding", earlier.seq
+            self._rows.append(msg.row)  # the earlier one keeps the id; this one is not awaited
+            return
+        used = self.answered.get(key)
+        if used is not None:
+            msg.pairing, msg.related = "reused", used[0]
+        else:
+            msg.pairing = "new"
+        self.outstanding[key] = req
+        self._stats(msg.method)["calls"] += 1
+        loose = loose_key(msg.id)
+        if loose is not None:
+            self.loose[(msg.direction, loose)] = key
+        token = meta.get("progressToken", _MISSING)
+        if token is not _MISSING and type(token) in (str, int, NumberText):
+            req.token = (msg.direction, id_key(token))
+            self.tokens[req.token] = [req, None]
+        if mcp.META_LOG_LEVEL in meta:
+            req.log_level = True
+
+    def _response(self, msg: Msg) -> None:
+        request_direction = OTHER[msg.direction]
+        if msg.id is None:
+            key = (request_direction, id_key(None))
+            if key not in self.outstanding:
+                self._null_id_response(msg)
+                return
+        else:
+            key = (request_direction, id_key(msg.id))
+        req = self.outstanding.pop(key, None)
+        if req is not None:
+            self._answer(msg, key, req, "matched")
+            return
+        done = self.answered.get(key)
+        if done is not None:
+            msg.pairing, msg.related = "duplicate", done[1]
+            return
+        loose = loose_key(msg.id)
+        exact = self.loose.get((request_direction, loose)) if loose is not None else None
+        if exact is not None and exact in self.outstanding:
+            req = self.outstanding.pop(exact)
+            self._answer(msg, exact, req, "type-mismatch")
+            return
+        msg.pairing = "unknown"
+
+    def _answer(self, msg: Msg, key: tuple, req: Req, how: str) -> None:
+        msg.pairing, msg.request, msg.related = how, req, req.seq
+        self.answered[key] = (req.seq, msg.seq)
+        latency = msg.ts - req.ts
+        msg.row[6], msg.row[7], msg.row[8] = req.method, req.seq, latency  # a response row names its method
+        stats = self._stats(req.method)
+        stats["latencies"].append(latency)
+        if msg.kind == ERROR:
+            stats["errors"] += 1
+        if req.row is not None:
+            req.row[7], req.row[8] = msg.seq, latency
+            self._rows.append(req.row)
+            req.row = None
+        if req.token is not None:
+            self.tokens.pop(req.token, None)
+            self.done_tokens[req.token] = msg.seq
+
+    def _null_id_response(self, msg: Msg) -> None:
+        """A response with "id": null: right after input whose id could not be read (or after a
+        batch refused whole), else it answers a notification or hides a readable id."""
+        last = self.last_sent.get(OTHER[msg.direction])
+        if last is None:
+            msg.pairing = "unknown"
+        elif isinstance(last, Frame):  # unparseable, or a batch
+            if last.kind == BATCH:
+                msg.pairing, msg.related = "batch-refused", last.seq
+                for element in last.elements:
+                    if element.request is not None and element.kind == REQUEST:
+                        element.request.rejected = True
+            else:
+                msg.pairing, msg.related = "unreadable", last.seq
+        elif last.kind == NOTIFICATION or (last.kind == INVALID and last.method is not None and not last.has_id):
+            msg.pairing, msg.related = "notification", last.seq
+        elif last.has_id and last.sig.id not in ("bool", "container") and last.kind in (REQUEST, INVALID):
+            msg.pairing, msg.related = "null-with-known-id", last.seq
+            if last.kind == REQUEST and last.request is not None:
+                key = (last.direction, id_key(last.id))
+                if self.outstanding.get(key) is last.request:
+                    del self.outstanding[key]
+                    self._answer(msg, key, last.request, "null-with-known-id")
+                    msg.pairing = "null-with-known-id"
+        elif last.kind == INVALID:
+            msg.pairing, msg.related = "unreadable", last.seq
+        else:
+            msg.pairing = "unknown"
+
+    def _notification(self, msg: Msg) -> None:
+        params = msg.params if type(msg.params) is dict else {}
+        if msg.method == "notifications/cancelled":
+            target = params.get("requestId", _MISSING)
+            if target is _MISSING:
+                msg.fact = "no-request-id"
+                return
+            key = (msg.direction, id_key(target))
+            req = self.outstanding.get(key)
+            if req is not None:
+                msg.fact, msg.request, msg.related = "ok", req, req.seq
+                if req.cancelled is None:
+                    req.cancelled = msg.seq
+            elif key in self.answered:
+                msg.fact, msg.related = "answered", self.answered[key][1]
+            elif (OTHER[msg.direction], id_key(target)) in self.outstanding or (OTHER[msg.direction], id_key(target)) in self.answered:
+                msg.fact = "other-side"
+            else:
+                msg.fact = "unknown"
+        elif msg.method == "notifications/progress":
+            token = params.get("progressToken", _MISSING)
+            if token is _MISSING:
+                msg.fact = "no-token"
+                return
+            key = (OTHER[msg.direction], id_key(token))
+            entry = self.tokens.get(key)
+            if entry is None:
+                done = self.done_tokens.get(key)
+                msg.fact, msg.related = ("after-completion", done) if done is not None else ("unknown", None)
+                return
+            req, last = entry
+            msg.request, msg.related = req, req.seq
+            value = _number(params.get("progress"))
+            if value is not None and last is not None and value <= last:
+                msg.fact = "not-increasing"
+            else:
+                msg.fact = "ok"
+            if value is not None:
+                entry[1] = value if last is None else max(value, last)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def end(self) -> None:
+        for rule in self._dispatch.end:
+            for hit in rule.check(self) or ():
+                self.add(rule, hit, hit.seq, hit.idx)
+        for req in self.outstanding.values():
+            if req.row is not None:
+                self._rows.append(req.row)
+                req.row = None
+            if req.cancelled is None and not req.rejected:
+                self._stats(req.method)["unanswered"] += 1
+
+    def _stats(self, method: str) -> dict:
+        stats = self.method_stats.get(method)
+        if stats is None:
+            stats = self.method_stats[method] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": array("d")}
+        return stats
+
+    def summary(self) -> dict:
+        return {"id": self.session_id, "revision": self.revision or self.declared_revision,
+                "revision_source": self.revision_source, "frames": self.frames, "kinds": dict(self.kinds),
+                "findings": dict(self.severities)}
+
+
+def _storable(text: str | None) -> str | None:
+    """Text SQLite can store: lone surrogates (legal in JSON escapes) are written escaped."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class _Dispatch:
+    """Which rules run on which event, for one revision (computed once per revision)."""
+
+    _cache: dict[str | None, "_Dispatch"] = {}
+
+    def __init__(self, revision: str | None):
+        registry = rules.load()
+        active = [r for r in registry.values() if r.layer == "jsonrpc" or revision is not None]
+        self.revision = revision
+        self.frame = [r for r in active if "frame" in r.on]
+        self.end = [r for r in active if "end" in r.on]
+        self._envelope_rules = [r for r in active if "envelope" in r.on]
+        self._by_event = {e: [r for r in active if e in r.on] for e in ("request", "notification", "response")}
+        self._envelope: dict[Signature, list[tuple[Rule, Hit]]] = {}
+        self._methods: dict[tuple[str, str | None], list[Rule]] = {}
+
+    @classmethod
+    def for_revision(cls, revision: str | None) -> "_Dispatch":
+        dispatch = cls._cache.get(revision)
+        if dispatch is None:
+            dispatch = cls._cache[revision] = cls(revision)
+        return dispatch
+
+    def envelope(self, sig: Signature) -> list[tuple[Rule, Hit]]:
+        found = self._envelope.get(sig)
+        if found is None:
+            found = []
+            for rule in self._envelope_rules:
+                result = rule.check(sig)
+                if result is not None:
+                    found.append((rule, result if isinstance(result, Hit) else Hit(result)))
+            self._envelope[sig] = found
+        return found
+
+    def rules(self, event: str, method: str | None) -> list[Rule]:
+        key = (event, method)
+        found = self._methods.get(key)
+        if found is None:
+            found = [r for r in self._by_event[event] if _wants(r, method)]
+            self._methods[key] = found
+        return found
+
+
+def _wants(rule: Rule, method: str | None) -> bool:
+    return rule.methods is None or method in rule.methods
