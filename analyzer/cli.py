@@ -118,7 +118,8 @@ def sessions(
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session, for scripts.")] = False,
 ) -> None:
-    """List the recorded sessions: id, label, transport, start, duration, frames, exit status.
+    """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
+    counts (revision and counts once `mcptap analyze` has run), exit status.
 
     Example:  mcptap sessions --db ~/mcp.db
     """
@@ -130,7 +131,8 @@ def sessions(
             for row in rows:
                 typer.echo(json.dumps(row))
             return
-        columns = ["id", "label", "transport", "started", "duration", "frames", "exit"]
+        columns = ["id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
+                   "exit"]
         table = [columns] + [[str(r[c]) for c in columns] for r in rows]
         widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
         for line in table:
@@ -146,8 +148,9 @@ def show(
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
 ) -> None:
-    """Print a session's transcript: each frame in order with time, direction, size, and the
-    JSON-RPC method and id, with the server's stderr lines in between.
+    """Print a session's transcript: each frame in order with time, direction, size, kind,
+    method and id, the frame it pairs with and the latency, its findings beneath it, and the
+    server's stderr lines in between.
 
     Example:  mcptap show --db ~/mcp.db 0193b2
     """

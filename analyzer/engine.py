@@ -72,6 +72,20 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
     return report
 
 
+def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
+                    policy=None) -> tuple[dict, list, list]:
+    """One session analysed in memory, nothing stored: (summary, message rows, finding rows)."""
+    meta = store.get_session(reader, session_id)
+    rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision)
+    analysis = SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
+                               stdio=meta["transport"] == "stdio",
+                               ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy)
+    for seq, ts, direction, raw in store.iter_raw_frames(reader, session_id):
+        analysis.frame(seq, ts, direction, raw)
+    analysis.end()
+    return analysis.summary(), analysis.take_rows(), analysis.take_findings()
+
+
 def _writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
     try:
         return store.connect(db_path), None

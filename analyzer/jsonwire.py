@@ -78,9 +78,10 @@ class _Scanner:
             return obj
 
         self.object_pairs = object_pairs
-        self.decoder = json.JSONDecoder(object_pairs_hook=object_pairs, parse_float=NumberText)
+        self.decoder = json.JSONDecoder(object_pairs_hook=object_pairs, parse_float=NumberText,
+                                        parse_constant=_not_json)
         self.long_decoder = json.JSONDecoder(object_pairs_hook=object_pairs, parse_float=NumberText,
-                                             parse_int=_int_or_text)
+                                             parse_int=_int_or_text, parse_constant=_not_json)
 
     def parse_text(self, text: str) -> Parsed:
         dups = self.duplicates
@@ -108,6 +109,10 @@ class _Scanner:
         except ValueError as exc:
             return Parsed(error=f"not JSON: {exc}")
         return Parsed(value, None, list(self.duplicates))
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not a JSON value (RFC 8259 has no NaN or Infinity)")
 
 
 def _int_or_text(text: str) -> int | NumberText:

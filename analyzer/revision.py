@@ -32,9 +32,15 @@ def _text(raw: str | bytes) -> str | None:
 
 
 def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str | None = None) -> Revision:
-    """Scan (seq, ts, direction, raw) in order for the session's revision."""
+    """Scan (seq, ts, direction, raw) in order for the session's revision.
+
+    An initialize request selects the handshake era even after a 2026-07-28 request: a dual-era
+    client may probe with `server/discover` and fall back to initialize when the server answers
+    with an error (S/2026-07-28/basic/versioning §Backward Compatibility). A 2026-07-28 request
+    that the server answers with a result settles the stateless era at once."""
     init_id = None
     proposed = None
+    modern: tuple[str, object] | None = None  # (version, id) of the first request carrying it
     for _seq, _ts, direction, raw in frames:
         text = _text(raw)
         if text is None:
@@ -47,20 +53,30 @@ def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str 
                     init_id = value["id"]
                     proposed = params.get("protocolVersion") if type(params) is dict else None
                     continue
-            if init_id is None and _META_MARK in text:
+            if init_id is None and modern is None and _META_MARK in text:
                 value = jsonwire.parse(text).value
                 params = value.get("params") if type(value) is dict else None
                 meta = params.get("_meta") if type(params) is dict else None
                 if type(meta) is dict and type(meta.get(_META_MARK)) is str and "id" in value:
-                    return Revision(meta[_META_MARK], META)
+                    modern = (meta[_META_MARK], value["id"])
         elif init_id is not None and '"protocolVersion"' in text:
             value = jsonwire.parse(text).value
-            if type(value) is dict and "id" in value and value["id"] == init_id and type(value["id"]) is type(init_id):
+            if type(value) is dict and "id" in value and _same_id(value["id"], init_id):
                 result = value.get("result")
                 if type(result) is dict and type(result.get("protocolVersion")) is str:
                     return Revision(result["protocolVersion"], INITIALIZE)
+        elif init_id is None and modern is not None and '"result"' in text:
+            value = jsonwire.parse(text).value
+            if type(value) is dict and "result" in value and "id" in value and _same_id(value["id"], modern[1]):
+                return Revision(modern[0], META)  # the server took the 2026-07-28 request
     if init_id is not None and type(proposed) is str:
         return Revision(proposed, INITIALIZE)  # initialize never answered: what the client proposed
+    if modern is not None:
+        return Revision(modern[0], META)
     if fallback is not None:
         return Revision(fallback, OPTION)
     return Revision(None, UNKNOWN)
+
+
+def _same_id(a, b) -> bool:
+    return type(a) is type(b) and a == b

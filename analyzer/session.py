@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer import jsonwire, mcp, rules
-from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, Signature,
-                               kind_of, signature)
+from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
+                               Signature, kind_of, signature)
 from analyzer.jsonwire import NumberText
 from analyzer.rules import Hit, Rule
 
@@ -66,6 +66,7 @@ class Msg:
     request: Req | None = None
     related: int | None = None
     fact: str | None = None
+    probe: bool = False  # a 2026-07-28 request sent before initialize by a dual-era client
     frame: "Frame | None" = None
 
     @property
@@ -218,8 +219,8 @@ class SessionAnalysis:
         if parsed.error is not None:
             frame = Frame(seq, ts, direction, parsed, None, Signature("scalar"), UNPARSEABLE)
             self._emit_frame_row(frame, None)
-        elif type(parsed.value) is list and parsed.value:
-            frame = Frame(seq, ts, direction, parsed, parsed.value, Signature("array"), BATCH)
+        elif type(parsed.value) is list:
+            frame = Frame(seq, ts, direction, parsed, parsed.value, Signature("array"), BATCH if parsed.value else INVALID)
             self._emit_frame_row(frame, None)
             frame.elements = [self._message(frame, i, element) for i, element in enumerate(parsed.value)]
             for msg in frame.elements:
@@ -227,7 +228,7 @@ class SessionAnalysis:
         else:
             value = parsed.value
             sig = signature(value)
-            frame = Frame(seq, ts, direction, parsed, value, sig, kind_of(sig) if type(value) is not list else INVALID)
+            frame = Frame(seq, ts, direction, parsed, value, sig, kind_of(sig))
             msg = self._message(frame, None, value)
             frame.elements = [msg]
             self._observe(msg)
@@ -236,7 +237,7 @@ class SessionAnalysis:
             hit = rule.check(frame, self)
             if hit is not None:
                 self.add(rule, hit, seq, None)
-        self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) else frame.elements[0]
+        self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) or not frame.elements else frame.elements[0]
 
     def _message(self, frame: Frame, idx: int | None, value: Any) -> Msg:
         sig = signature(value) if idx is not None else frame.sig
@@ -270,8 +271,8 @@ class SessionAnalysis:
         elif kind == NOTIFICATION:
             self._notification(msg)
             event = "notification"
-        elif kind in (RESPONSE, ERROR):
-            self._response(msg)
+        elif kind in (RESPONSE, ERROR) or (kind == INVALID and msg.sig.method == "absent" and msg.sig.id in VALID_ID):
+            self._response(msg)  # a malformed response with a readable id still answers its request
             event = "response"
         else:
             return
@@ -294,7 +295,7 @@ class SessionAnalysis:
             self.init_result_seq = msg.seq
             self.server_version = result.get("protocolVersion")
             self.server_caps = result.get("capabilities")
-        if msg.direction == C2S and kind == REQUEST:
+        if msg.direction == C2S and kind == REQUEST and not msg.probe:
             self.client_requests += 1
 
     def _request(self, msg: Msg) -> None:
@@ -303,6 +304,8 @@ class SessionAnalysis:
                   batch=msg.frame if msg.idx is not None else None)
         msg.request = req
         meta = msg.meta()
+        if self.handshake and msg.direction == C2S and self.init_request is None and mcp.META_PROTOCOL_VERSION in meta:
+            msg.probe = True
         earlier = self.outstanding.get(key)
         if earlier is not None:
             msg.pairing, msg.related = "duplicate-outstanding", earlier.seq

@@ -1,8 +1,9 @@
 """What `mcptap show` and `mcptap sessions` print: a session's frames (and its server's stderr)
 as a readable transcript, and the session list. Text only; the CLI decides where it goes.
 
-Until the analyzer classifies frames (spec/findings.md), a transcript line peeks at the frame:
-the JSON-RPC method and id when the line is a JSON object, a note when it is not."""
+The transcript analyses the session in memory (analyzer/engine.py; nothing is stored): each
+frame's line has its kind, method and id, the frame it pairs with and the latency, and its
+findings follow it, indented."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ PEEK_LIMIT = 1 << 20
 """Frames larger than this are not parsed for the transcript's method/id column."""
 
 
-def peek(raw: bytes) -> str:
+def peek(raw: bytes) -> str:  # used where no analysis runs (import progress, quick looks)
     """A short description of a frame: `request tools/call id=3`, `response id=3`, `not JSON`..."""
     if len(raw) > PEEK_LIMIT:
         return "(large frame)"
@@ -60,10 +61,45 @@ def preview(raw: bytes, width: int) -> str:
     return text if len(text) <= width and len(raw) <= width * 4 + 16 else text[: max(width - 1, 0)] + "…"
 
 
+def describe(row: list | None, elements: int = 0) -> str:
+    """`request tools/call id=3`, `response id=3`, `batch of 2`, `unparseable`..."""
+    if row is None:
+        return ""
+    kind, ident, method = row[4], row[5], row[6]
+    if kind == "batch":
+        return f"batch of {elements}"
+    parts = [kind]
+    if method and kind in ("request", "notification", "invalid"):
+        parts.append(method)
+    if ident is not None:
+        parts.append(f"id={ident}")
+    return " ".join(parts)
+
+
+def pairing(row: list | None) -> str:
+    if row is None or row[7] is None:
+        return ""
+    return f"#{row[7]} {row[8] * 1e3:.1f}ms" if row[8] is not None else f"#{row[7]}"
+
+
 def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, full: bool = False,
-               stderr: bool = True) -> Iterator[str]:
-    """The session header, then one line per frame (and stderr line) in time order."""
+               stderr: bool = True, policy=None) -> Iterator[str]:
+    """The session header, then one line per frame (and stderr line) in time order, each frame
+    followed by its findings."""
+    from analyzer.engine import analyze_session
+
     s = store.get_session(conn, session_id)
+    summary, rows, findings = analyze_session(conn, session_id, policy=policy)
+    frame_rows: dict[int, list] = {}
+    elements: dict[int, int] = {}
+    for row in rows:
+        if row[2] is None:
+            frame_rows[row[1]] = row
+        else:
+            elements[row[1]] = elements.get(row[1], 0) + 1
+    by_frame: dict[int | None, list] = {}
+    for f in findings:
+        by_frame.setdefault(f[1], []).append(f)
     what = s.get("command") or s.get("upstream") or s.get("source") or ""
     if s.get("command"):
         try:
@@ -71,8 +107,11 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
         except (ValueError, TypeError):
             pass
     yield f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip()
-    yield f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}"
-    yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<40}  frame"
+    yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
+           f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
+    for f in by_frame.pop(None, []):
+        yield f"        {f[4]}: {f[3]}: {f[5]}"
+    yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
     t0 = s["started_at"]
     frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete)
               for f in store.iter_frames(conn, session_id))
@@ -80,12 +119,18 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
         if stderr else iter(())
     for ts, is_err, seq, direction, raw, incomplete in heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2])):
         number = "" if is_err else str(seq)
-        what = "" if is_err else peek(raw) + (" (no newline)" if incomplete else "")
-        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<40}  "
+        row = None if is_err else frame_rows.get(seq)
+        what = describe(row, elements.get(seq, 0)) + (" (no newline)" if incomplete else "")
+        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
         if full:
             yield head + raw.decode("utf-8", "backslashreplace")
         else:
             yield head + preview(raw, max(width - len(head), 20))
+        if not is_err:
+            for f in by_frame.get(seq, ()):
+                where = f"[{f[2]}] " if f[2] is not None else ""
+                related = f" (see #{f[6]})" if f[6] is not None else ""
+                yield f"{'':>6}  {'':>10}  {where}{f[4]}: {f[3]}: {f[5]}{related}"
 
 
 def _blank(value) -> str:
@@ -93,9 +138,11 @@ def _blank(value) -> str:
 
 
 def session_rows(conn: sqlite3.Connection) -> list[dict]:
-    """The rows of `mcptap sessions`."""
+    """The rows of `mcptap sessions` (revision and finding counts once `mcptap analyze` ran)."""
     rows = []
+    analysed = store.analysis_summaries(conn)
     for s in store.list_sessions(conn):
+        a = analysed.get(s["id"])
         end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
         rows.append({
             "id": s["id"],
@@ -107,5 +154,8 @@ def session_rows(conn: sqlite3.Connection) -> list[dict]:
             "c2s": s["c2s"],
             "s2c": s["s2c"],
             "exit": _blank(s["exit_status"]),
+            "revision": (a["revision"] or "unknown") if a else "-",
+            "errors": a["errors"] if a else "-",
+            "warnings": a["warnings"] if a else "-",
         })
     return rows

@@ -5,6 +5,7 @@ spec/contract.md). The side environment is created once and cached between runs.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sqlite3
 import subprocess
@@ -13,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["npm_servers"]
 
 TOOLS = Path(__file__).parent / "tools"
 SDK_PACKAGES = ("mcp==2.3.0", "mcp-server-time==2026.10.19")
@@ -87,3 +90,18 @@ def sdk_python() -> str:
 @pytest.fixture(scope="session")
 def time_server(sdk_python: str) -> list[str]:
     return [str(Path(sdk_python).parent / "mcp-server-time")]
+
+
+def analyze_json(db: Path | str, *args: str) -> tuple[int, dict]:
+    """`mcptap analyze --format json` of a database: (exit status, the report)."""
+    result = run(mcptap("analyze", "--db", str(db), "--format", "json", *args))
+    assert result.returncode in (0, 1), result.stderr.decode(errors="replace")
+    return result.returncode, json.loads(result.stdout)
+
+
+def assert_no_false_findings(db: Path | str) -> dict:
+    """Real, conformant traffic: no error and no warning (info is allowed), exit 0 at --fail-on warning."""
+    status, report = analyze_json(db, "--fail-on", "warning")
+    loud = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
+    assert loud == [] and status == 0, loud
+    return report

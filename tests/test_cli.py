@@ -9,7 +9,7 @@ import pytest
 from conftest import frames, mcptap, run, tee, tool
 
 COMMANDS = ["record", "proxy", "import", "export", "sessions", "show", "analyze", "demo"]
-IMPLEMENTED = ["record", "import", "export", "sessions", "show", "demo"]
+IMPLEMENTED = ["record", "import", "export", "sessions", "show", "analyze", "demo"]
 
 
 def one_line_error(result) -> bool:

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from analyzer import store
+from analyzer import schema, store
 from analyzer.errors import NotADatabase, SessionNotFound
 from analyzer.ids import new_session_id
 
@@ -21,8 +21,8 @@ def test_migrations_can_be_run_again_and_are_recorded_once(db):
     conn.close()
     conn = store.connect(db)
     names = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'mcptap'").fetchall()
-    assert names == [("0001_recorded_tables",)]
-    assert {"sessions", "frames", "stderr_lines"} <= {r[0] for r in conn.execute(
+    assert names == [(name,) for name, _ in schema.MIGRATIONS]
+    assert {"sessions", "frames", "stderr_lines", "messages", "findings", "analyses"} <= {r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 

@@ -1,11 +1,12 @@
 """`mcptap demo`: the main job on an embedded default. The bundled client drives the bundled
-server through `mcptap record`, then the session list and the transcript are printed."""
+server through `mcptap record`; then the session list, the transcript with its findings, and the
+analysis report (stored in the database as `mcptap analyze` stores it) are printed."""
 
 from __future__ import annotations
 
 import sys
 
-from analyzer import store, transcript
+from analyzer import engine, report, store, transcript
 from analyzer.demo.client import run_session
 
 
@@ -28,6 +29,9 @@ def run_demo(db: str, out=None) -> int:
     out.write("\nTranscript of the demo session:\n")
     for line in transcript.transcript(conn, sid, width=150):
         out.write(line + "\n")
-    out.write(f"\nThe server exited with {status}. Look again with: mcptap show --db {db} {sid[:13]}\n")
+    out.write("\nAnalysis of the demo session (mcptap analyze):\n")
+    report.write(engine.analyze(db, session=sid), "table", out)
+    out.write(f"\nThe server exited with {status}. Look again with: mcptap show --db {db} {sid[:13]}, "
+              f"or: mcptap analyze --db {db}\n")
     out.flush()
     return 0 if status == 0 else 1

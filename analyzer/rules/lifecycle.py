@@ -21,7 +21,7 @@ def revision_unknown(*_):  # raised once per session by the session core
       ref=f'{LIFECYCLE}: "The initialization phase MUST be the first interaction between client and server."',
       summary="a handshake-era session whose first client request is not initialize")
 def initialize_not_first(msg, s):
-    if s.handshake and msg.direction == C2S and s.client_requests == 0 and msg.method != "initialize":
+    if s.handshake and msg.direction == C2S and s.client_requests == 0 and msg.method != "initialize" and not msg.probe:
         return Hit(f"the client's first request is {msg.method}, not initialize")
 
 
@@ -31,7 +31,7 @@ def initialize_not_first(msg, s):
           'before receiving the initialized notification."',
       summary="a request other than ping before the handshake allows it")
 def request_before_initialize(msg, s):
-    if not s.handshake or msg.method == "ping":
+    if not s.handshake or msg.method == "ping" or msg.probe or (msg.method == "initialize" and s.init_request is None):
         return None
     if msg.direction == C2S and s.client_requests > 0 and s.init_result_seq is None:
         return Hit(f"{msg.method} sent before the server answered initialize")
@@ -59,6 +59,7 @@ def protocol_version_unsupported(msg, s):
         result = msg.value.get("result")
         version = result.get("protocolVersion") if type(result) is dict else None
         if version not in KNOWN_REVISIONS:
+            s.first("version-went-on")  # one finding says it: not also "the client went on"
             return Hit(f"the server answered protocolVersion {version!r}, which is not a known MCP revision")
         return None
     if (msg.direction == C2S and s.init_result_seq is not None and msg.seq > s.init_result_seq

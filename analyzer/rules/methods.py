@@ -11,6 +11,8 @@ _DIRECTION_NAMES = {mcp.C2S: "client to server", mcp.S2C: "server to client"}
 
 
 def _verdict(msg, s) -> str | None:
+    if msg.probe:  # a dual-era client's 2026-07-28 probe before initialize: judged as what it is
+        return mcp.method_verdict("2026-07-28", msg.direction, msg.method, True)
     return mcp.method_verdict(s.revision, msg.direction, msg.method, msg.kind == "request")
 
 

@@ -1,0 +1,124 @@
+"""Every finding code (analyzer/rules): a session that fires it and a near neighbour that must
+not. The table is checked against the registry, so a new code without cases fails here."""
+
+import pytest
+
+from analyzer.rules import load
+from analysis import codes, err, handshake, modern, note, ok, req
+
+H = handshake()
+H0325 = handshake("2025-03-26")
+D = {"resultType": "complete"}
+TOKEN = {"name": "slow", "_meta": {"progressToken": "t"}}
+
+
+def progress(value, token="t"):
+    return note("notifications/progress", {"progressToken": token, "progress": value})
+
+
+def cancel(target):
+    return note("notifications/cancelled", {"requestId": target})
+
+
+# code: (frames that fire it, a near neighbour that must not)
+CASES = {
+    # envelope
+    "parse-error": (H + [("s2c", "server ready")], H + [("s2c", note("notifications/tools/list_changed"))]),
+    "stdout-noise": (H + [("s2c", "server ready")], H + [("c2s", "client junk")]),
+    "duplicate-key": (H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"a":2}}'), ("s2c", ok(1))],
+                      H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"b":2}}'), ("s2c", ok(1))]),
+    "not-an-object": (H + [("c2s", "42")], H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "batch-used": (H + [("c2s", f"[{req(1, 'ping')}]"), ("s2c", err(None))], H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "empty-batch": (H + [("c2s", "[]")], H + [("c2s", "[[]]")]),
+    "bad-jsonrpc-version": (H + [("c2s", '{"jsonrpc":"1.0","id":1,"method":"ping"}')],
+                            H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping"}'), ("s2c", ok(1))]),
+    "method-not-string": (H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":5}')], H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "params-not-structured": (H + [("c2s", req(1, "ping", "x"))], H + [("c2s", req(1, "ping", {})), ("s2c", ok(1))]),
+    "params-not-object": (H + [("c2s", req(1, "tools/list", [1])), ("s2c", ok(1, {"tools": []}))],
+                          H + [("c2s", req(1, "tools/list", {})), ("s2c", ok(1, {"tools": []}))]),
+    "id-invalid-type": (H + [("c2s", req(True, "ping"))], H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "id-null": (H + [("c2s", req(None, "ping")), ("s2c", ok(None))], H + [("c2s", req(0, "ping")), ("s2c", ok(0))]),
+    "id-fractional": (H + [("c2s", '{"jsonrpc":"2.0","id":1.5,"method":"ping"}'), ("s2c", '{"jsonrpc":"2.0","id":1.5,"result":{}}')],
+                      H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "result-and-error": (H + [("c2s", req(1, "ping")), ("s2c", '{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}')],
+                         H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "no-result-or-error": (H + [("c2s", req(1, "ping")), ("s2c", '{"jsonrpc":"2.0","id":1}')],
+                           H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "response-without-id": (H + [("c2s", req(1, "ping")), ("s2c", '{"jsonrpc":"2.0","result":{}}')],
+                            H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "error-object-invalid": (H + [("c2s", req(1, "ping")), ("s2c", '{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}')],
+                             H + [("c2s", req(1, "ping")), ("s2c", err(1))]),
+    # pairing
+    "unknown-response-id": (H + [("s2c", ok(42))], H + [("c2s", req(42, "ping")), ("s2c", ok(42))]),
+    "id-type-mismatch": (H + [("c2s", req(7, "ping")), ("s2c", ok("7"))], H + [("c2s", req(7, "ping")), ("s2c", ok(7))]),
+    "duplicate-response": (H + [("c2s", req(1, "ping")), ("s2c", ok(1)), ("s2c", ok(1))],
+                           H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),
+    "missing-response": (H + [("c2s", req(1, "tools/list"))], H + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]),
+    "duplicate-request-id": (H + [("c2s", req(1, "ping")), ("c2s", req(1, "ping")), ("s2c", ok(1))],
+                             H + [("c2s", req(1, "ping")), ("c2s", req(2, "ping")), ("s2c", ok(1)), ("s2c", ok(2))]),
+    "request-id-reused": (H + [("c2s", req(1, "ping")), ("s2c", ok(1)), ("c2s", req(1, "ping")), ("s2c", ok(1))],
+                          [("c2s", modern(1, "tools/list")), ("s2c", ok(1, {"tools": [], **D})),
+                           ("c2s", modern(1, "tools/list")), ("s2c", ok(1, {"tools": [], **D}))]),
+    "error-id-null-with-known-id": (H + [("c2s", req(5, "tools/call", {"name": 3})), ("s2c", err(None, -32602))],
+                                    H + [("c2s", "not json"), ("s2c", err(None, -32700))]),
+    "response-to-notification": (H + [("c2s", note("notifications/roots/list_changed")), ("s2c", err(None, -32601))],
+                                 H + [("c2s", note("notifications/roots/list_changed"))]),
+    "batch-response-shape": (H0325 + [("c2s", f"[{req(1, 'ping')},{req(2, 'ping')}]"), ("s2c", ok(1)), ("s2c", ok(2))],
+                             H0325 + [("c2s", f"[{req(1, 'ping')},{req(2, 'ping')}]"), ("s2c", f"[{ok(2)},{ok(1)}]")]),
+    # lifecycle
+    "initialize-not-first": ([("c2s", req(9, "ping")), ("s2c", ok(9))] + H, H + [("c2s", req(9, "ping")), ("s2c", ok(9))]),
+    "request-before-initialize": ([H[0], ("c2s", req(1, "tools/list")), H[1], H[2], ("s2c", ok(1, {"tools": []}))],
+                                  [H[0], ("c2s", req(1, "ping")), H[1], H[2], ("s2c", ok(1))]),
+    "initialized-missing": (H[:2] + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))],
+                            H + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]),
+    "protocol-version-unsupported": ([H[0], ("s2c", ok(0, {"protocolVersion": "2099-01-01", "capabilities": {},
+                                                          "serverInfo": {"name": "s", "version": "1"}})), H[2]], H),
+    "initialize-cancelled": ([H[0], ("c2s", cancel(0)), H[1], H[2]],
+                             H + [("c2s", req(1, "tools/call", {"name": "x"})), ("c2s", cancel(1))]),
+    "revision-unknown": ([("c2s", req(1, "ping")), ("s2c", ok(1))], H),
+    "modern-meta-missing": ([("c2s", modern(1, "server/discover")), ("s2c", ok(1, D)),
+                             ("c2s", req(2, "tools/list", {})), ("s2c", ok(2, {"tools": [], **D}))],
+                            [("c2s", modern(1, "server/discover")), ("s2c", ok(1, D)),
+                             ("c2s", modern(2, "tools/list")), ("s2c", ok(2, {"tools": [], **D}))]),
+    "result-type-invalid": ([("c2s", modern(1, "tools/list")), ("s2c", ok(1, {"tools": [], "resultType": "partial"}))],
+                            [("c2s", modern(1, "tools/list")), ("s2c", ok(1, {"tools": [], "resultType": "input_required"}))]),
+    # methods
+    "unknown-method": (H + [("c2s", req(1, "tools/frobnicate")), ("s2c", err(1, -32601))],
+                       H + [("c2s", req(1, "com.example/frobnicate")), ("s2c", err(1, -32601))]),
+    "wrong-direction": (H + [("s2c", req(1, "tools/list")), ("c2s", err(1, -32601))],
+                        H + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]),
+    "notification-as-request": (H + [("c2s", req(1, "notifications/roots/list_changed")), ("s2c", err(1, -32601))],
+                                H + [("c2s", note("notifications/roots/list_changed"))]),
+    "request-as-notification": (H + [("c2s", note("tools/list"))], H + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]),
+    "capability-not-negotiated": (handshake(server_caps={"tools": {}}) + [("c2s", req(1, "prompts/list")), ("s2c", ok(1, {"prompts": []}))],
+                                  handshake(server_caps={"prompts": {}}) + [("c2s", req(1, "prompts/list")), ("s2c", ok(1, {"prompts": []}))]),
+    "cancel-unknown-request": (H + [("c2s", cancel(77))], H + [("c2s", req(77, "tools/call", {"name": "x"})), ("c2s", cancel(77))]),
+    "response-after-cancel": (H + [("c2s", req(5, "tools/call", {"name": "x"})), ("c2s", cancel(5)), ("s2c", ok(5, {"content": []}))],
+                              H + [("c2s", req(5, "tools/call", {"name": "x"})), ("s2c", ok(5, {"content": []})), ("c2s", cancel(5))]),
+    "progress-unknown-token": (H + [("s2c", progress(1))],
+                               H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", ok(1, {"content": []}))]),
+    "progress-not-increasing": (H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(2)), ("s2c", progress(2)),
+                                     ("s2c", ok(1, {"content": []}))],
+                                H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", progress(2)),
+                                     ("s2c", ok(1, {"content": []}))]),
+}
+
+
+def test_every_registered_finding_code_has_a_firing_case_and_a_neighbour():
+    assert set(load()) == set(CASES)
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_each_finding_code_fires_on_its_example(code):
+    assert code in codes(CASES[code][0])
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_each_finding_codes_near_neighbour_does_not_fire_it(code):
+    assert code not in codes(CASES[code][1])
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_every_rule_names_its_spec_reference_and_summary(code):
+    rule = load()[code]
+    assert rule.ref and rule.summary and rule.group
