@@ -2,4 +2,5 @@
 
 from analyzer.cli import app
 
-app(prog_name="mcptap")
+if __name__ == "__main__":  # not when a worker process (multiprocessing spawn) imports it
+    app(prog_name="mcptap")

@@ -42,6 +42,8 @@ def id_shape(value: Any) -> str:
     shape = _ID_SHAPE.get(type(value))
     if shape is not None:
         return shape
+    if type(value) is float:  # from the fast parser: written exactly as repr-shortest (1.5, 1.0)
+        return "integral" if value.is_integer() else "fraction"
     if type(value) is NumberText:
         if value.is_integer_literal:
             return "int"
@@ -59,22 +61,41 @@ def _error_shape(error: Any) -> str:
 
 def signature(value: Any) -> Signature:
     """The envelope's shape; `value` is one message (a top-level object or a batch element)."""
+    return classify(value)[0]
+
+
+def classify(value: Any) -> tuple[Signature, str]:
+    """(signature, kind) of one message: the shape key is a plain tuple, looked up in a memo."""
     if type(value) is not dict:
-        return _ARRAY if type(value) is list else _SCALAR
-    version = value.get("jsonrpc", _ABSENT)
-    method = value.get("method", _ABSENT)
-    return Signature(
-        "object",
+        return _SHAPES[(_ARRAY if type(value) is list else _SCALAR,)]
+    get = value.get
+    version = get("jsonrpc", _ABSENT)
+    method = get("method", _ABSENT)
+    ident = get("id", _ABSENT)
+    params = get("params", _ABSENT)
+    error = get("error", _ABSENT)
+    key = (
         "ok" if version == "2.0" and type(version) is str else ("absent" if version is _ABSENT else "bad"),
         "absent" if method is _ABSENT else ("str" if type(method) is str else "bad"),
-        id_shape(value["id"]) if "id" in value else "absent",
-        _PARAMS_SHAPE.get(type(value["params"]), "bad") if "params" in value else "absent",
+        "absent" if ident is _ABSENT else id_shape(ident),
+        "absent" if params is _ABSENT else _PARAMS_SHAPE.get(type(params), "bad"),
         "result" in value,
-        _error_shape(value["error"]) if "error" in value else "absent",
+        "absent" if error is _ABSENT else _error_shape(error),
     )
+    found = _SHAPES.get(key)
+    if found is None:
+        sig = Signature("object", *key)
+        found = _SHAPES[key] = (sig, kind_of(sig))
+    return found
 
 
 _ABSENT = object()
+_SHAPES: dict[tuple, tuple[Signature, str]] = {}  # the few hundred distinct shapes ever seen
+
+
+def _init_shapes() -> None:
+    for sig in (_SCALAR, _ARRAY):
+        _SHAPES[(sig,)] = (sig, "invalid")
 
 
 @lru_cache(maxsize=None)
@@ -95,3 +116,6 @@ def kind_of(sig: Signature) -> str:
     if sig.error == "ok" and not sig.result:
         return ERROR
     return INVALID
+
+
+_init_shapes()

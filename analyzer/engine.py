@@ -1,85 +1,194 @@
 """`mcptap analyze` as a library: read each session's frames from the store in order, feed them
 to a SessionAnalysis (analyzer/session.py), and write the derived `messages`, `findings` and
-`analyses` tables, one transaction per session (recorders writing the same file wait at most
-that long). Recorded tables are never changed. A database that cannot be written still gets
-its report: `Report.stored` says whether results were stored, and why not."""
+`analyses` tables. Recorded tables are never changed.
+
+Sessions are independent, so a large database is analysed by worker processes, one session at
+a time each (PARALLEL_MIN_FRAMES, `workers`). A session's rows are written in short
+transactions of at most FLUSH_FRAMES frames, so other writers (a recorder, another worker) wait
+milliseconds, not the length of an analysis. A database that cannot be written still gets its
+report: `Report.stored` says whether results were stored, and why not."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 
 from analyzer import __version__, revision, store
-from analyzer.errors import MCPTapError
+from analyzer.latency import LatencySketch
 from analyzer.session import SessionAnalysis
 
 FLUSH_FRAMES = 20_000
-"""Frames analysed between writes of their rows (bounds memory on long sessions)."""
+"""Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""
+
+PARALLEL_MIN_FRAMES = 50_000
+"""Below this many frames, or with a single session, everything runs in this process."""
 
 
 @dataclass
 class Report:
     sessions: list[dict] = field(default_factory=list)
     findings: list[tuple] = field(default_factory=list)
-    methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, unanswered, latencies
+    methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, unanswered, latencies (a LatencySketch)
     stored: bool = False
     not_stored_reason: str | None = None
     db_path: str = ""
 
 
+@dataclass
+class SessionResult:
+    summary: dict
+    findings: list[tuple]
+    methods: dict[str, dict]
+    frames: int
+    not_stored_reason: str | None = None
+
+
 def analyze(db_path: str, *, session: str | None = None, fallback_revision: str | None = None, policy=None,
-            store_results: bool = True, progress: Callable[[int], None] | None = None) -> Report:
+            store_results: bool = True, progress: Callable[[int], None] | None = None,
+            workers: int | None = None) -> Report:
     reader = store.open_existing(db_path)
-    report = Report(db_path=db_path)
     try:
-        ids = [store.resolve_session(reader, session)] if session else [s["id"] for s in store.list_sessions(reader)]
-        writer, report.not_stored_reason = _writer(db_path) if store_results else (None, "not asked to")
-        try:
-            for sid in ids:
-                meta = store.get_session(reader, sid)
-                rev = revision.detect(store.iter_raw_frames(reader, sid), fallback_revision)
-                analysis = SessionAnalysis(
-                    sid, revision=rev.revision, revision_source=rev.source, stdio=meta["transport"] == "stdio",
-                    ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy)
-                if writer is not None:
-                    writer = _write(writer, report, lambda c: store.clear_analysis(c, sid), begin=True)
-                count = 0
-                for seq, ts, direction, raw in store.iter_raw_frames(reader, sid):
-                    analysis.frame(seq, ts, direction, raw)
-                    count += 1
-                    if count % FLUSH_FRAMES == 0:
-                        writer = _flush(writer, report, analysis)
-                        if progress is not None:
-                            progress(FLUSH_FRAMES)
-                analysis.end()
-                writer = _flush(writer, report, analysis)
-                summary = analysis.summary()
-                if writer is not None:
-                    writer = _write(writer, report, lambda c: store.insert_analysis_summary(
-                        c, summary, time.time(), f"mcptap {__version__}"), commit=True)
-                report.sessions.append(summary)
-                _merge_methods(report.methods, analysis.method_stats)
-                if progress is not None:
-                    progress(count % FLUSH_FRAMES)
-        finally:
-            if writer is not None:
-                writer.close()
-        report.stored = store_results and report.not_stored_reason is None
+        if session:
+            ids = [store.resolve_session(reader, session)]
+        else:
+            ids = [s["id"] for s in store.list_sessions(reader)]
+        sizes = {sid: store.count_frames(reader, [sid]) for sid in ids}
     finally:
         reader.close()
+    report = Report(db_path=db_path)
+    if store_results:
+        writer, report.not_stored_reason = _writer(db_path)  # schema up to date before any worker writes
+        if writer is not None:
+            writer.close()
+    else:
+        report.not_stored_reason = "not asked to"
+    store_it = report.not_stored_reason is None
+    n = _worker_count(workers, ids, sizes)
+    results: dict[str, SessionResult] = {}
+    if n <= 1:
+        job = _Job(db_path, fallback_revision, policy, store_it, progress)
+        try:
+            for sid in ids:
+                results[sid] = job.run(sid)
+        finally:
+            job.close()
+    else:
+        with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
+            futures = {pool.submit(_run_in_worker, db_path, sid, fallback_revision, policy, store_it): sid
+                       for sid in sorted(ids, key=lambda s: -sizes[s])}
+            for future in as_completed(futures):
+                result = results[futures[future]] = future.result()
+                if progress is not None:
+                    progress(result.frames)
+    for sid in ids:
+        result = results[sid]
+        report.sessions.append(result.summary)
+        report.findings.extend(result.findings)
+        _merge_methods(report.methods, result.methods)
+        if result.not_stored_reason and report.not_stored_reason is None:
+            report.not_stored_reason = result.not_stored_reason
+    report.stored = report.not_stored_reason is None
     return report
+
+
+def _worker_count(workers: int | None, ids: list[str], sizes: dict[str, int]) -> int:
+    if workers is not None:
+        return max(1, min(workers, len(ids)))
+    if len(ids) < 2 or sum(sizes.values()) < PARALLEL_MIN_FRAMES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, len(ids)))
+
+
+def _run_in_worker(db_path: str, sid: str, fallback_revision, policy, store_it: bool) -> SessionResult:
+    job = _Job(db_path, fallback_revision, policy, store_it, None)
+    try:
+        return job.run(sid)
+    finally:
+        job.close()
+
+
+class _Job:
+    """Analyses sessions one at a time over one reader and (when storing) one writer connection."""
+
+    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress):
+        self.db_path = db_path
+        self.fallback_revision = fallback_revision
+        self.policy = policy
+        self.progress = progress
+        self.reader = store.open_existing(db_path)
+        self.writer: sqlite3.Connection | None = None
+        self.reason: str | None = None
+        if store_it:
+            self.writer, self.reason = _writer(db_path)
+
+    def close(self) -> None:
+        self.reader.close()
+        if self.writer is not None:
+            self.writer.close()
+
+    def run(self, sid: str) -> SessionResult:
+        analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)
+        findings: list[tuple] = []
+        first = True
+        count = 0
+        for seq, ts, direction, raw in store.iter_raw_frames(self.reader, sid):
+            analysis.frame(seq, ts, direction, raw)
+            count += 1
+            if count % FLUSH_FRAMES == 0:
+                self._flush(sid, analysis, findings, first=first, last=False)
+                first = False
+                if self.progress is not None:
+                    self.progress(FLUSH_FRAMES)
+        analysis.end()
+        self._flush(sid, analysis, findings, first=first, last=True)
+        if self.progress is not None:
+            self.progress(count % FLUSH_FRAMES)
+        return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
+
+    def _flush(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
+        rows, found = analysis.take_rows(), analysis.take_findings()
+        findings.extend(found)
+        if self.writer is None:
+            return
+        conn = self.writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if first:
+                store.clear_analysis(conn, sid)
+            store.insert_analysis_rows(conn, rows, found)
+            if last:
+                store.insert_analysis_summary(conn, analysis.summary(), time.time(), f"mcptap {__version__}")
+            conn.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            self.reason = _why(exc)
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                conn.close()
+            except sqlite3.Error:
+                pass
+            self.writer = None
+
+
+def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision: str | None = None,
+                 policy=None) -> SessionAnalysis:
+    """A SessionAnalysis set up for a stored session: its revision, transport and whether it ended."""
+    meta = store.get_session(reader, session_id)
+    rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision)
+    return SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
+                           stdio=meta["transport"] == "stdio",
+                           ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy)
 
 
 def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
                     policy=None) -> tuple[dict, list, list]:
     """One session analysed in memory, nothing stored: (summary, message rows, finding rows)."""
-    meta = store.get_session(reader, session_id)
-    rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision)
-    analysis = SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
-                               stdio=meta["transport"] == "stdio",
-                               ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy)
+    analysis = new_analysis(reader, session_id, fallback_revision, policy)
     for seq, ts, direction, raw in store.iter_raw_frames(reader, session_id):
         analysis.frame(seq, ts, direction, raw)
     analysis.end()
@@ -93,46 +202,14 @@ def _writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
         return None, _why(exc)
 
 
-def _write(conn, report: Report, fn, *, begin: bool = False, commit: bool = False):
-    """Run a write; on failure keep analysing without storing, and say why once."""
-    try:
-        if begin:
-            conn.execute("BEGIN IMMEDIATE")
-        fn(conn)
-        if commit:
-            conn.execute("COMMIT")
-        return conn
-    except (sqlite3.Error, OSError) as exc:
-        report.not_stored_reason = _why(exc)
-        try:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
-        except sqlite3.Error:
-            pass
-        return None
-
-
-def _flush(writer, report: Report, analysis: SessionAnalysis):
-    rows, found = analysis.take_rows(), analysis.take_findings()
-    report.findings.extend(found)
-    if writer is not None and (rows or found):
-        writer = _write(writer, report, lambda c: store.insert_analysis_rows(c, rows, found))
-    return writer
-
-
 def _merge_methods(total: dict, stats: dict) -> None:
     for method, s in stats.items():
-        t = total.setdefault(method, {"calls": 0, "errors": 0, "unanswered": 0, "latencies": []})
+        t = total.setdefault(method, {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()})
         t["calls"] += s["calls"]
         t["errors"] += s["errors"]
         t["unanswered"] += s["unanswered"]
-        t["latencies"].extend(s["latencies"])
+        t["latencies"].merge(s["latencies"])
 
 
 def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
-
-
-class AnalyzeError(MCPTapError):
-    pass

@@ -5,6 +5,11 @@ keeps what ordinary parsers erase, and never raises on bad input.
 - Numbers written with a fraction or exponent (`1.0`, `1e0`, `1.5`) stay `NumberText`, not
   float: `1`, `1.0` and `1e0` remain distinguishable, and nothing is rounded. Integers stay
   int, however big.
+- Fast path: orjson parses the frame, and writing the value back must give the frame's exact
+  bytes. When it does, the frame has no duplicate names and every number is written the way
+  orjson writes a float or an int, so plain floats carry no ambiguity (their text is
+  `to_json(value)`). When it does not (whitespace, escapes, number forms, duplicates, integers
+  beyond 64 bits), the exact slow path above decides.
 - Bytes that are not UTF-8, text that is not JSON, and nesting too deep for the C scanner are
   results (`Parsed.error`), not exceptions. Deep nesting is parsed by an iterative fallback."""
 
@@ -12,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 MAX_INT_DIGITS = 4300  # CPython's default limit on int(str); longer literals stay NumberText
 
@@ -57,7 +64,7 @@ class Parsed:
 
     value: Any = None
     error: str | None = None
-    duplicate_keys: list[str] = field(default_factory=list)
+    duplicate_keys: list[str] | tuple[str, ...] = ()
 
 
 class _Scanner:
@@ -123,8 +130,27 @@ def _int_or_text(text: str) -> int | NumberText:
 _scanner = _Scanner()
 
 
+_NO_DUPLICATES: tuple[str, ...] = ()
+_loads, _dumps, _JSONDecodeError = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+
+
 def parse(raw: str | bytes) -> Parsed:
     """Parse one frame. Bytes must be UTF-8 (MCP: "JSON-RPC messages MUST be UTF-8 encoded")."""
+    try:
+        value = _loads(raw)
+    except _JSONDecodeError:
+        value = _NOT_FAST
+    if value is not _NOT_FAST:
+        written = _dumps(value)
+        if written == raw or (type(raw) is str and written == raw.encode("utf-8", "surrogatepass")):
+            return Parsed(value, None, _NO_DUPLICATES)
+    return _parse_exactly(raw)
+
+
+_NOT_FAST = object()
+
+
+def _parse_exactly(raw: str | bytes) -> Parsed:
     if type(raw) is not str:
         try:
             raw = bytes(raw).decode("utf-8")
@@ -222,7 +248,15 @@ def to_json(value: Any) -> str:
 
 
 def _to_json(value: Any) -> str:
-    if type(value) is NumberText:
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str or kind is float:
+        try:
+            return _dumps(value).decode()
+        except TypeError:  # a lone surrogate (legal in a JSON escape, not in UTF-8)
+            return json.dumps(value)
+    if kind is NumberText:
         return value.text
     if type(value) is list:
         return "[" + ",".join(map(_to_json, value)) + "]"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from statistics import quantiles
 from typing import IO
 
 from analyzer import __version__, rules
@@ -82,21 +81,11 @@ def method_rows(report: Report) -> list[tuple]:
     """(method, calls, errors, unanswered, p50 ms, p95 ms, max ms) per request method."""
     rows = []
     for method, s in sorted(report.methods.items()):
-        lat = sorted(s["latencies"])
-        if lat:
-            p50 = _percentile(lat, 50) * 1e3
-            p95 = _percentile(lat, 95) * 1e3
-            top = lat[-1] * 1e3
-        else:
-            p50 = p95 = top = None
-        rows.append((method, s["calls"], s["errors"], s["unanswered"], p50, p95, top))
+        sketch = s["latencies"]
+        p50, p95, top = sketch.quantile(0.5), sketch.quantile(0.95), sketch.max
+        rows.append((method, s["calls"], s["errors"], s["unanswered"],
+                     *(None if v is None else v * 1e3 for v in (p50, p95, top))))
     return rows
-
-
-def _percentile(sorted_values, p: float) -> float:
-    if len(sorted_values) == 1:
-        return sorted_values[0]
-    return quantiles(sorted_values, n=100, method="inclusive")[int(p) - 1]
 
 
 def write_table(report: Report, out: IO[str], *, color: bool = False) -> None:

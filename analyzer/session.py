@@ -9,19 +9,20 @@ its response comes (then both rows are emitted with the pair and the latency).""
 
 from __future__ import annotations
 
-from array import array
-from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer import jsonwire, mcp, rules
 from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
-                               Signature, kind_of, signature)
+                               Signature, classify, kind_of, signature)
 from analyzer.jsonwire import NumberText
+from analyzer.latency import LatencySketch
 from analyzer.rules import Hit, Rule
 
 C2S, S2C = mcp.C2S, mcp.S2C
 OTHER = mcp.OTHER
 _MISSING = object()
+_SCALAR, _ARRAY = Signature("scalar"), Signature("array")
+_NO_META: dict = {}
 
 # messages row: session_id, frame_seq, idx, direction, kind, id (JSON), method, paired_frame, latency_s
 MessageRow = list
@@ -29,45 +30,32 @@ MessageRow = list
 FindingRow = tuple
 
 
-@dataclass(slots=True)
-class Req:
-    """A request seen on the wire, waiting for (or given) its response."""
-
-    seq: int
-    idx: int | None
-    ts: float
-    direction: str
-    method: str
-    row: MessageRow | None
-    id_json: str | None = None
-    cancelled: int | None = None  # seq of the notifications/cancelled naming it
-    rejected: bool = False  # its batch was refused as a whole (where batches are forbidden)
-    token: Any = None  # progress token key it carried
-    log_level: bool = False  # 2026-07-28: it set _meta logLevel
-    batch: "Frame | None" = None
-
-
-@dataclass(slots=True)
 class Msg:
-    """One JSON-RPC message: a whole frame, or one element of a batch."""
+    """One JSON-RPC message: a whole frame, or one element of a batch. A request is also its own
+    record of pairing (its response, cancellation, progress token). A plain class with defaults
+    on the class: a message sets only what it has, which keeps a million of them cheap."""
 
-    seq: int
-    idx: int | None
-    ts: float
-    direction: str
-    value: Any
-    sig: Signature
-    kind: str
     method: str | None = None
     id: Any = _MISSING
     row: MessageRow | None = None
     # facts the session core works out, for the rules
     pairing: str | None = None
-    request: Req | None = None
+    request: "Msg | None" = None  # for a response: the request it answers; for a request: itself
     related: int | None = None
     fact: str | None = None
     probe: bool = False  # a 2026-07-28 request sent before initialize by a dual-era client
-    frame: "Frame | None" = None
+    # a request's own record
+    id_json: str | None = None
+    cancelled: int | None = None  # seq of the notifications/cancelled naming it
+    rejected: bool = False  # its batch was refused as a whole (where batches are forbidden)
+    token: Any = None  # progress token key it carried
+    log_level: bool = False  # 2026-07-28: it set _meta logLevel
+    batch: "Frame | None" = None  # the batch it came in
+
+    def __init__(self, seq: int, idx: int | None, ts: float, direction: str, value: Any, sig: Signature, kind: str,
+                 frame: "Frame"):
+        self.seq, self.idx, self.ts, self.direction = seq, idx, ts, direction
+        self.value, self.sig, self.kind, self.frame = value, sig, kind, frame
 
     @property
     def has_id(self) -> bool:
@@ -83,26 +71,29 @@ class Msg:
         return meta if type(meta) is dict else {}
 
 
-@dataclass(slots=True)
+Req = Msg  # a request, in its role as the record its response is paired with
+
+
 class Frame:
-    seq: int
-    ts: float
-    direction: str
-    parsed: jsonwire.Parsed
-    value: Any
-    sig: Signature
-    kind: str
-    elements: list[Msg] = field(default_factory=list)
+    """One frame: its parse, and its messages (one, or a batch's elements)."""
+
+    __slots__ = ("seq", "ts", "direction", "parsed", "value", "sig", "kind", "elements")
+
+    def __init__(self, seq, ts, direction, parsed, value, sig, kind):
+        self.seq, self.ts, self.direction, self.parsed = seq, ts, direction, parsed
+        self.value, self.sig, self.kind = value, sig, kind
+        self.elements: list[Msg] = []
 
 
 def id_key(value: Any) -> tuple:
     """Exact identity of an id for pairing: type and value as written (7, "7" and 7.0 differ)."""
-    if type(value) is NumberText:
-        return ("t", value.text)
-    if type(value) is int:
+    kind = type(value)
+    if kind is int:
         return ("n", value)
-    if type(value) is str:
+    if kind is str:
         return ("s", value)
+    if kind is NumberText or kind is float:
+        return ("t", jsonwire.to_json(value))
     return ("x", jsonwire.to_json(value))
 
 
@@ -112,6 +103,8 @@ def loose_key(value: Any) -> str | None:
         return value
     if type(value) is int:
         return str(value)
+    if type(value) is float:
+        return str(int(value)) if value.is_integer() else jsonwire.to_json(value)
     if type(value) is NumberText:
         if value.is_integer_literal:
             return value.text
@@ -122,7 +115,7 @@ def loose_key(value: Any) -> str | None:
 
 
 def _number(value: Any) -> float | None:
-    if type(value) is int:
+    if type(value) is int or type(value) is float:
         return float(value)
     if type(value) is NumberText:
         try:
@@ -154,7 +147,6 @@ class SessionAnalysis:
         self._findings: list[FindingRow] = []
         # pairing
         self.outstanding: dict[tuple, Req] = {}
-        self.loose: dict[tuple, tuple] = {}  # (direction, loose key) -> exact key, for outstanding ids
         self.answered: dict[tuple, tuple[int, int]] = {}  # key -> (request seq, response seq)
         self.last_sent: dict[str, Msg | Frame] = {}
         # lifecycle (handshake era)
@@ -216,71 +208,106 @@ class SessionAnalysis:
     def frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         self.frames += 1
         parsed = jsonwire.parse(raw)
+        value = parsed.value
         if parsed.error is not None:
-            frame = Frame(seq, ts, direction, parsed, None, Signature("scalar"), UNPARSEABLE)
-            self._emit_frame_row(frame, None)
-        elif type(parsed.value) is list:
-            frame = Frame(seq, ts, direction, parsed, parsed.value, Signature("array"), BATCH if parsed.value else INVALID)
-            self._emit_frame_row(frame, None)
-            frame.elements = [self._message(frame, i, element) for i, element in enumerate(parsed.value)]
+            frame = Frame(seq, ts, direction, parsed, None, _SCALAR, UNPARSEABLE)
+            self._rows.append([self.session_id, seq, None, direction, UNPARSEABLE, None, None, None, None])
+            tags = [UNPARSEABLE]
+        elif type(value) is list:
+            kind = BATCH if value else INVALID
+            frame = Frame(seq, ts, direction, parsed, value, _ARRAY, kind)
+            self._rows.append([self.session_id, seq, None, direction, kind, None, None, None, None])
+            frame.elements = [self._message(frame, i, element, None) for i, element in enumerate(value)]
             for msg in frame.elements:
                 self._observe(msg)
+            tags = [kind]
+            if any(m.pairing == "batch-refused" or (m.request is not None and m.request.batch is not None
+                                                     and m.kind != REQUEST) for m in frame.elements):
+                tags.append("answers-batch")
         else:
-            value = parsed.value
-            sig = signature(value)
-            frame = Frame(seq, ts, direction, parsed, value, sig, kind_of(sig))
-            msg = self._message(frame, None, value)
+            sig, kind = classify(value)
+            frame = Frame(seq, ts, direction, parsed, value, sig, kind)
+            msg = self._message(frame, None, value, sig, kind)
             frame.elements = [msg]
             self._observe(msg)
-        self.kinds[frame.kind] = self.kinds.get(frame.kind, 0) + 1
-        for rule in self._dispatch.frame:
-            hit = rule.check(frame, self)
-            if hit is not None:
-                self.add(rule, hit, seq, None)
+            tags = [kind] if kind == INVALID else []
+            if msg.pairing == "batch-refused" or (msg.request is not None and msg.request.batch is not None
+                                                  and kind != REQUEST):
+                tags.append("answers-batch")
+        if parsed.duplicate_keys:
+            tags.append("duplicates")
+        kinds = self.kinds
+        kinds[frame.kind] = kinds.get(frame.kind, 0) + 1
+        if tags:
+            for rule in self._dispatch.frame_rules(tuple(tags)):
+                hit = rule.check(frame, self)
+                if hit is not None:
+                    self.add(rule, hit, seq, None)
         self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) or not frame.elements else frame.elements[0]
 
-    def _message(self, frame: Frame, idx: int | None, value: Any) -> Msg:
-        sig = signature(value) if idx is not None else frame.sig
-        kind = kind_of(sig)
-        msg = Msg(frame.seq, idx, frame.ts, frame.direction, value, sig, kind, frame=frame)
+    def _message(self, frame: Frame, idx: int | None, value: Any, sig: Signature | None,
+                 kind: str | None = None) -> Msg:
+        if sig is None:
+            sig, kind = classify(value)
+        msg = Msg(frame.seq, idx, frame.ts, frame.direction, value, sig, kind, frame)
+        ident = None
         if type(value) is dict:
             method = value.get("method")
             if type(method) is str:
                 msg.method = method
             if "id" in value:
-                msg.id = value["id"]
-        for rule, hit in self._dispatch.envelope(sig):
-            self.add(rule, hit, frame.seq, idx)
-        row = [self.session_id, frame.seq, idx, frame.direction, kind,
-               jsonwire.to_json(msg.id) if msg.has_id else None, _storable(msg.method), None, None]
+                ident = value["id"]
+                msg.id = ident
+                ident = str(ident) if type(ident) is int else jsonwire.to_json(ident)
+        found = self._dispatch.envelope(sig)
+        if found:
+            for rule, hit in found:
+                self.add(rule, hit, frame.seq, idx)
+        row = [self.session_id, frame.seq, idx, frame.direction, kind, ident,
+               _storable(msg.method) if msg.method is not None else None, None, None]
         msg.row = row
         if kind != REQUEST:  # a request's row waits for its response (the pair and the latency)
             self._rows.append(row)
         return msg
 
-    def _emit_frame_row(self, frame: Frame, _msg) -> None:
-        self._rows.append([self.session_id, frame.seq, None, frame.direction, frame.kind, None, None, None, None])
-
     # -- messages ----------------------------------------------------------------------------
 
     def _observe(self, msg: Msg) -> None:
         kind = msg.kind
+        facts: list[str] = []
         if kind == REQUEST:
             self._request(msg)
             event = "request"
+            if msg.pairing != "new":
+                facts.append(msg.pairing)
+            self._method_facts(msg, True, facts)
         elif kind == NOTIFICATION:
             self._notification(msg)
             event = "notification"
+            if msg.fact is not None:
+                facts.append(msg.fact)
+            self._method_facts(msg, False, facts)
         elif kind in (RESPONSE, ERROR) or (kind == INVALID and msg.sig.method == "absent" and msg.sig.id in VALID_ID):
             self._response(msg)  # a malformed response with a readable id still answers its request
             event = "response"
+            if msg.pairing != "matched":
+                facts.append(msg.pairing)
+            req = msg.request
+            if req is not None:
+                if req.cancelled is not None and req.cancelled < msg.seq:
+                    facts.append("after-cancel")
+                if req is self.init_request:
+                    facts.append("init-response")
+            if self.stateless and kind == RESPONSE:
+                facts.append("stateless")
         else:
             return
-        for rule in self._dispatch.rules(event, msg.method):
-            hit = rule.check(msg, self)
-            if hit is not None:
-                self.add(rule, hit, msg.seq, msg.idx)
-        if kind == REQUEST and msg.method == "initialize" and msg.direction == C2S and self.init_request is None:
+        if facts:
+            for rule in self._dispatch.rules(event, tuple(facts)):
+                hit = rule.check(msg, self)
+                if hit is not None:
+                    self.add(rule, hit, msg.seq, msg.idx)
+        if msg.method == "initialize" and kind == REQUEST and msg.direction == C2S and self.init_request is None:
             params = msg.params if type(msg.params) is dict else {}
             self.init_request = msg.request
             self.init_requested_version = params.get("protocolVersion")
@@ -298,12 +325,38 @@ class SessionAnalysis:
         if msg.direction == C2S and kind == REQUEST and not msg.probe:
             self.client_requests += 1
 
+    def _method_facts(self, msg: Msg, is_request: bool, facts: list[str]) -> None:
+        """Facts about a request's or notification's method, for the MCP layer's rules."""
+        if self.revision is None:
+            return
+        method, direction = msg.method, msg.direction
+        verdict = mcp.method_verdict("2026-07-28" if msg.probe else self.revision, direction, method, is_request)
+        if verdict is not None:
+            facts.append(verdict)
+        if self.handshake:
+            if self.init_result_seq is None or self.initialized_seq is None:
+                facts.append("early")
+            elif (direction == C2S and self.server_version != self.init_requested_version
+                  and "version-went-on" not in self.once):
+                facts.append("version-mismatch")
+            if method in mcp.CAPABILITY_GATES:
+                facts.append("gated")
+        elif self.stateless:
+            if is_request and direction == C2S:
+                facts.append("stateless")
+            elif method == "notifications/message":
+                facts.append("gated")
+
     def _request(self, msg: Msg) -> None:
         key = (msg.direction, id_key(msg.id))
-        req = Req(msg.seq, msg.idx, msg.ts, msg.direction, msg.method, msg.row, msg.row[5],
-                  batch=msg.frame if msg.idx is not None else None)
-        msg.request = req
-        meta = msg.meta()
+        req = msg.request = msg
+        msg.id_json = msg.row[5]
+        if msg.idx is not None:
+            msg.batch = msg.frame
+        params = msg.value.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        if type(meta) is not dict:
+            meta = _NO_META
         if self.handshake and msg.direction == C2S and self.init_request is None and mcp.META_PROTOCOL_VERSION in meta:
             msg.probe = True
         earlier = self.outstanding.get(key)
@@ -318,11 +371,10 @@ class SessionAnalysis:
             msg.pairing = "new"
         self.outstanding[key] = req
         self._stats(msg.method)["calls"] += 1
-        loose = loose_key(msg.id)
-        if loose is not None:
-            self.loose[(msg.direction, loose)] = key
+        if not meta:
+            return
         token = meta.get("progressToken", _MISSING)
-        if token is not _MISSING and type(token) in (str, int, NumberText):
+        if token is not _MISSING and type(token) in (str, int, float, NumberText):
             req.token = (msg.direction, id_key(token))
             self.tokens[req.token] = [req, None]
         if mcp.META_LOG_LEVEL in meta:
@@ -346,11 +398,12 @@ class SessionAnalysis:
             msg.pairing, msg.related = "duplicate", done[1]
             return
         loose = loose_key(msg.id)
-        exact = self.loose.get((request_direction, loose)) if loose is not None else None
-        if exact is not None and exact in self.outstanding:
-            req = self.outstanding.pop(exact)
-            self._answer(msg, exact, req, "type-mismatch")
-            return
+        if loose is not None:  # rare: look for the same id written as another type
+            for other_key, req in self.outstanding.items():
+                if other_key[0] == request_direction and loose_key(req.id) == loose:
+                    del self.outstanding[other_key]
+                    self._answer(msg, other_key, req, "type-mismatch")
+                    return
         msg.pairing = "unknown"
 
     def _answer(self, msg: Msg, key: tuple, req: Req, how: str) -> None:
@@ -359,7 +412,7 @@ class SessionAnalysis:
         latency = msg.ts - req.ts
         msg.row[6], msg.row[7], msg.row[8] = req.method, req.seq, latency  # a response row names its method
         stats = self._stats(req.method)
-        stats["latencies"].append(latency)
+        stats["latencies"].add(latency)
         if msg.kind == ERROR:
             stats["errors"] += 1
         if req.row is not None:
@@ -404,38 +457,38 @@ class SessionAnalysis:
         if msg.method == "notifications/cancelled":
             target = params.get("requestId", _MISSING)
             if target is _MISSING:
-                msg.fact = "no-request-id"
+                msg.fact = "cancel:no-request-id"
                 return
             key = (msg.direction, id_key(target))
             req = self.outstanding.get(key)
             if req is not None:
-                msg.fact, msg.request, msg.related = "ok", req, req.seq
+                msg.fact, msg.request, msg.related = "cancel:ok", req, req.seq
                 if req.cancelled is None:
                     req.cancelled = msg.seq
             elif key in self.answered:
-                msg.fact, msg.related = "answered", self.answered[key][1]
+                msg.fact, msg.related = "cancel:answered", self.answered[key][1]
             elif (OTHER[msg.direction], id_key(target)) in self.outstanding or (OTHER[msg.direction], id_key(target)) in self.answered:
-                msg.fact = "other-side"
+                msg.fact = "cancel:other-side"
             else:
-                msg.fact = "unknown"
+                msg.fact = "cancel:unknown"
         elif msg.method == "notifications/progress":
             token = params.get("progressToken", _MISSING)
             if token is _MISSING:
-                msg.fact = "no-token"
+                msg.fact = "progress:no-token"
                 return
             key = (OTHER[msg.direction], id_key(token))
             entry = self.tokens.get(key)
             if entry is None:
                 done = self.done_tokens.get(key)
-                msg.fact, msg.related = ("after-completion", done) if done is not None else ("unknown", None)
+                msg.fact, msg.related = ("progress:after-completion", done) if done is not None else ("progress:unknown", None)
                 return
             req, last = entry
             msg.request, msg.related = req, req.seq
             value = _number(params.get("progress"))
             if value is not None and last is not None and value <= last:
-                msg.fact = "not-increasing"
+                msg.fact = "progress:not-increasing"
             else:
-                msg.fact = "ok"
+                msg.fact = "progress:ok"
             if value is not None:
                 entry[1] = value if last is None else max(value, last)
 
@@ -455,7 +508,7 @@ class SessionAnalysis:
     def _stats(self, method: str) -> dict:
         stats = self.method_stats.get(method)
         if stats is None:
-            stats = self.method_stats[method] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": array("d")}
+            stats = self.method_stats[method] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()}
         return stats
 
     def summary(self) -> dict:
@@ -464,10 +517,21 @@ class SessionAnalysis:
                 "findings": dict(self.severities)}
 
 
-def _storable(text: str | None) -> str | None:
+_STORABLE: dict[str, str] = {}
+
+
+def _storable(text: str) -> str:
     """Text SQLite can store: lone surrogates (legal in JSON escapes) are written escaped."""
-    if text is None:
-        return None
+    known = _STORABLE.get(text)
+    if known is not None:
+        return known
+    if len(_STORABLE) < 10_000:
+        known = _STORABLE[text] = _storable_uncached(text)
+        return known
+    return _storable_uncached(text)
+
+
+def _storable_uncached(text: str) -> str:
     try:
         text.encode("utf-8")
         return text
@@ -476,7 +540,8 @@ def _storable(text: str | None) -> str | None:
 
 
 class _Dispatch:
-    """Which rules run on which event, for one revision (computed once per revision)."""
+    """Which rules run for which facts, for one revision (computed once per revision; the
+    lists for each combination of facts are cached, so a frame costs a dictionary lookup)."""
 
     _cache: dict[str | None, "_Dispatch"] = {}
 
@@ -484,12 +549,12 @@ class _Dispatch:
         registry = rules.load()
         active = [r for r in registry.values() if r.layer == "jsonrpc" or revision is not None]
         self.revision = revision
-        self.frame = [r for r in active if "frame" in r.on]
         self.end = [r for r in active if "end" in r.on]
+        self._frame = [r for r in active if "frame" in r.on]
         self._envelope_rules = [r for r in active if "envelope" in r.on]
         self._by_event = {e: [r for r in active if e in r.on] for e in ("request", "notification", "response")}
         self._envelope: dict[Signature, list[tuple[Rule, Hit]]] = {}
-        self._methods: dict[tuple[str, str | None], list[Rule]] = {}
+        self._lists: dict[tuple, list[Rule]] = {}
 
     @classmethod
     def for_revision(cls, revision: str | None) -> "_Dispatch":
@@ -509,14 +574,20 @@ class _Dispatch:
             self._envelope[sig] = found
         return found
 
-    def rules(self, event: str, method: str | None) -> list[Rule]:
-        key = (event, method)
-        found = self._methods.get(key)
+    def rules(self, event: str, facts: tuple[str, ...]) -> list[Rule]:
+        key = (event, facts)
+        found = self._lists.get(key)
         if found is None:
-            found = [r for r in self._by_event[event] if _wants(r, method)]
-            self._methods[key] = found
+            found = self._lists[key] = [r for r in self._by_event[event] if _wants(r, facts)]
+        return found
+
+    def frame_rules(self, tags: tuple[str, ...]) -> list[Rule]:
+        key = ("frame", tags)
+        found = self._lists.get(key)
+        if found is None:
+            found = self._lists[key] = [r for r in self._frame if _wants(r, tags)]
         return found
 
 
-def _wants(rule: Rule, method: str | None) -> bool:
-    return rule.methods is None or method in rule.methods
+def _wants(rule: Rule, facts: tuple[str, ...]) -> bool:
+    return rule.when is None or any(f in rule.when for f in facts)

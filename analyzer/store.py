@@ -261,9 +261,10 @@ def analysis_summaries(conn: sqlite3.Connection) -> dict[str, dict]:
         conn.row_factory = None
 
 
-def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, "str | bytes"]]:
-    """(seq, ts, direction, raw as stored: str for UTF-8 text, bytes otherwise), in seq order."""
-    return conn.execute("SELECT seq, ts, direction, raw FROM frames WHERE session_id = ? ORDER BY seq", (session_id,))
+def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, bytes]]:
+    """(seq, ts, direction, raw bytes), in seq order (bytes: no decoding on the way)."""
+    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB) FROM frames WHERE session_id = ? ORDER BY seq",
+                        (session_id,))
 
 
 def count_frames(conn: sqlite3.Connection, session_ids: Sequence[str] | None = None) -> int:

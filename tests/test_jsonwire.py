@@ -3,6 +3,7 @@ bad bytes and bad text as results, deep nesting parsed without recursion."""
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ def test_duplicate_member_names_are_reported_at_any_depth():
 
 
 def test_no_duplicates_means_an_empty_list():
-    assert parse('{"a":1,"b":[{"a":2}]}').duplicate_keys == []
+    assert not parse('{"a":1,"b":[{"a":2}]}').duplicate_keys
 
 
 def test_integer_fraction_and_exponent_forms_stay_distinguishable():
@@ -95,3 +96,27 @@ def test_the_iterative_parser_accepts_exactly_what_the_scanner_accepts(text):
 def test_nan_and_infinity_are_not_json():
     for text in ("NaN", "[Infinity]", '{"a":-Infinity}'):
         assert parse(text).error is not None, text
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1,"a":2}', '{"id":1e0}', '{"a": 1}', '{"s":"\\u00e9"}', '{"n":123456789012345678901234}',
+    '{"x":1.50}', '{"s":"\\/"}',
+])
+def test_frames_the_fast_parser_would_write_differently_take_the_exact_path(text):
+    parsed = parse(text)
+    assert parsed.value == _exact(text)
+    assert bool(parsed.duplicate_keys) == (text == '{"a":1,"a":2}')
+
+
+def test_a_compact_frame_with_floats_keeps_their_text_and_form():
+    from analyzer.classify import id_shape
+
+    parsed = parse('{"id":1.5,"p":{"progress":0.25},"one":1.0}')
+    assert to_json(parsed.value["id"]) == "1.5" and parsed.duplicate_keys == ()
+    assert [id_shape(parse(t).value) for t in ("1.0", "1e0", "1.5", "1")] == ["integral", "integral", "fraction", "int"]
+
+
+def _exact(text):
+    from analyzer.jsonwire import _parse_exactly
+
+    return _parse_exactly(text).value

@@ -45,8 +45,11 @@ class Rule:
     on: tuple[str, ...]
     layer: str
     check: Callable[..., Any]
-    methods: frozenset[str] | None = None
-    """For message events: only messages with one of these methods reach the check."""
+    when: frozenset[str] | None = None
+    """Facts that must be present for the check to run (any of them); None: always. The session
+    core works out each message's facts (its pairing, its method's verdict, lifecycle phase...)
+    and each frame's tags (its kind, `duplicates`, ...), so that a conformant frame reaches no
+    check at all."""
 
     def severity_for(self, revision: str | None) -> str:
         sev = self.severity
@@ -61,7 +64,7 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(code: str, *, group: str, severity: str | dict[str, str], ref: str, summary: str,
-         on: Iterable[str], layer: str = "jsonrpc", methods: Iterable[str] | None = None) -> Callable:
+         on: Iterable[str], layer: str = "jsonrpc", when: Iterable[str] | None = None) -> Callable:
     """Register a check under a finding code (codes are a contract: never renamed)."""
     events = tuple(on)
     unknown = set(events) - EVENTS
@@ -72,7 +75,7 @@ def rule(code: str, *, group: str, severity: str | dict[str, str], ref: str, sum
         if code in RULES:
             raise ValueError(f"finding code {code} registered twice")
         RULES[code] = Rule(code, group, severity, ref, summary, events, layer, check,
-                           frozenset(methods) if methods is not None else None)
+                           frozenset(when) if when is not None else None)
         return check
 
     return register

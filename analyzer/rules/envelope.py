@@ -16,7 +16,8 @@ MCP_MESSAGES = "MCP basic (messages) §Requests/§Responses: T/<rev> and J/<rev>
 
 @rule("parse-error", group="envelope", severity="error", on=["frame"],
       ref="JSON-RPC 2.0 §5.1 (-32700 Parse error); MCP basic/transports: messages MUST be UTF-8 JSON",
-      summary="the frame is not valid JSON, or not UTF-8")
+      summary="the frame is not valid JSON, or not UTF-8",
+      when=['unparseable'])
 def parse_error(frame, s):
     if frame.parsed.error is not None:
         return Hit(frame.parsed.error)
@@ -24,7 +25,8 @@ def parse_error(frame, s):
 
 @rule("stdout-noise", group="envelope", severity="error", on=["frame"],
       ref='MCP basic/transports §stdio: "The server MUST NOT write anything to its stdout that is not a valid MCP message."',
-      summary="stdio: the server wrote a line on stdout that is not a JSON-RPC message (logs belong on stderr)")
+      summary="stdio: the server wrote a line on stdout that is not a JSON-RPC message (logs belong on stderr)",
+      when=['unparseable', 'invalid'])
 def stdout_noise(frame, s):
     if not s.stdio or frame.direction != "s2c":
         return None
@@ -37,7 +39,8 @@ def stdout_noise(frame, s):
 
 @rule("duplicate-key", group="envelope", severity="warning", on=["frame"],
       ref='RFC 8259 §4: "The names within an object SHOULD be unique" (MCP and JSON-RPC are silent)',
-      summary="an object in the frame repeats a member name; parsers disagree on which value wins")
+      summary="an object in the frame repeats a member name; parsers disagree on which value wins",
+      when=['duplicates'])
 def duplicate_key(frame, s):
     dups = frame.parsed.duplicate_keys
     if dups:
@@ -48,7 +51,8 @@ def duplicate_key(frame, s):
 @rule("batch-used", group="envelope", severity={"jsonrpc": "info", "mcp": "error", "2025-03-26": "info"},
       on=["frame"],
       ref="JSON-RPC 2.0 §6 Batch; MCP 2025-03-26 basic §Batching (MAY send, MUST receive); removed in 2025-06-18 (changelog, PR #416)",
-      summary="a top-level array (a batch): permitted in 2025-03-26 and base JSON-RPC, not in other MCP revisions")
+      summary="a top-level array (a batch): permitted in 2025-03-26 and base JSON-RPC, not in other MCP revisions",
+      when=['batch'])
 def batch_used(frame, s):
     if frame.kind != "batch":
         return None
@@ -70,7 +74,8 @@ def batch_used(frame, s):
 
 @rule("empty-batch", group="envelope", severity="error", on=["frame"],
       ref='JSON-RPC 2.0 §6: an empty array is an Invalid Request; MCP 2025-03-26: "one or more"',
-      summary="a top-level empty array")
+      summary="a top-level empty array",
+      when=['invalid'])
 def empty_batch(frame, s):
     if frame.kind == "invalid" and frame.sig.shape == "array":
         return Hit("an empty array: not a batch, an Invalid Request")

@@ -19,7 +19,8 @@ def revision_unknown(*_):  # raised once per session by the session core
 
 @rule("initialize-not-first", group="lifecycle", severity="error", on=["request"], layer="mcp",
       ref=f'{LIFECYCLE}: "The initialization phase MUST be the first interaction between client and server."',
-      summary="a handshake-era session whose first client request is not initialize")
+      summary="a handshake-era session whose first client request is not initialize",
+      when=['early'])
 def initialize_not_first(msg, s):
     if s.handshake and msg.direction == C2S and s.client_requests == 0 and msg.method != "initialize" and not msg.probe:
         return Hit(f"the client's first request is {msg.method}, not initialize")
@@ -29,7 +30,8 @@ def initialize_not_first(msg, s):
       ref=f'{LIFECYCLE}: "The client SHOULD NOT send requests other than pings before the server has responded '
           'to the initialize request." / "The server SHOULD NOT send requests other than pings and logging '
           'before receiving the initialized notification."',
-      summary="a request other than ping before the handshake allows it")
+      summary="a request other than ping before the handshake allows it",
+      when=['early'])
 def request_before_initialize(msg, s):
     if not s.handshake or msg.method == "ping" or msg.probe or (msg.method == "initialize" and s.init_request is None):
         return None
@@ -41,7 +43,8 @@ def request_before_initialize(msg, s):
 
 @rule("initialized-missing", group="lifecycle", severity="error", on=["request"], layer="mcp",
       ref=f'{LIFECYCLE}: "After successful initialization, the client MUST send an initialized notification"',
-      summary="the client sent requests after InitializeResult without notifications/initialized first")
+      summary="the client sent requests after InitializeResult without notifications/initialized first",
+      when=['early'])
 def initialized_missing(msg, s):
     if (s.handshake and msg.direction == C2S and msg.method != "ping" and s.init_result_seq is not None
             and s.initialized_seq is None and s.first("initialized-missing")):
@@ -53,7 +56,8 @@ def initialized_missing(msg, s):
       ref='MCP basic/lifecycle §Version Negotiation: "If the client does not support the version in the server\'s '
           'response, it SHOULD disconnect."',
       summary="the negotiated protocolVersion is not a known revision, or the server answered a version the "
-              "client did not ask for and the session went on")
+              "client did not ask for and the session went on",
+      when=['init-response', 'version-mismatch'])
 def protocol_version_unsupported(msg, s):
     if msg.kind == "response" and msg.request is not None and msg.request.method == "initialize" and msg.direction == S2C:
         result = msg.value.get("result")
@@ -69,9 +73,9 @@ def protocol_version_unsupported(msg, s):
 
 
 @rule("initialize-cancelled", group="lifecycle", severity="error", on=["notification"],
-      methods=["notifications/cancelled"],
       ref='MCP basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients"',
-      summary="notifications/cancelled targets the initialize request")
+      summary="notifications/cancelled targets the initialize request",
+      when=['cancel:ok'])
 def initialize_cancelled(msg, s):
-    if msg.fact == "ok" and msg.request is not None and msg.request.method == "initialize":
+    if msg.fact == "cancel:ok" and msg.request is not None and msg.request.method == "initialize":
         return Hit(f"cancels the initialize request at frame {msg.related}", related=msg.related)

@@ -17,7 +17,8 @@ def _verdict(msg, s) -> str | None:
 
 
 @rule("unknown-method", group="methods", severity="warning", on=["request", "notification"], layer="mcp",
-      ref=METHODS, summary="a method the negotiated revision does not define (and not namespaced as an extension)")
+      ref=METHODS, summary="a method the negotiated revision does not define (and not namespaced as an extension)",
+      when=['unknown-method'])
 def unknown_method(msg, s):
     if _verdict(msg, s) == "unknown-method":
         return Hit(f"{msg.method} is not a method of MCP {s.revision}")
@@ -25,7 +26,8 @@ def unknown_method(msg, s):
 
 @rule("wrong-direction", group="methods", severity="error", on=["request", "notification"], layer="mcp",
       ref=f"{METHODS}; 2026-07-28 basic/transports: servers MUST NOT send requests",
-      summary="a method sent in a direction the revision does not allow")
+      summary="a method sent in a direction the revision does not allow",
+      when=['wrong-direction'])
 def wrong_direction(msg, s):
     if _verdict(msg, s) == "wrong-direction":
         if msg.kind == "request" and msg.direction == mcp.S2C and s.stateless:
@@ -35,7 +37,8 @@ def wrong_direction(msg, s):
 
 @rule("notification-as-request", group="methods", severity="error", on=["request"], layer="mcp",
       ref=f'{METHODS}; MCP basic §Notifications: "Notifications MUST NOT include an ID."',
-      summary="a notification method sent with an id")
+      summary="a notification method sent with an id",
+      when=['notification-as-request'])
 def notification_as_request(msg, s):
     if _verdict(msg, s) == "notification-as-request":
         return Hit(f"{msg.method} is a notification but was sent with an id")
@@ -43,7 +46,8 @@ def notification_as_request(msg, s):
 
 @rule("request-as-notification", group="methods", severity="error", on=["notification"], layer="mcp",
       ref=f"{METHODS}; MCP basic §Requests: requests MUST include an id",
-      summary="a request method sent without an id")
+      summary="a request method sent without an id",
+      when=['request-as-notification'])
 def request_as_notification(msg, s):
     if _verdict(msg, s) == "request-as-notification":
         return Hit(f"{msg.method} is a request but was sent without an id (it cannot be answered)")
@@ -52,7 +56,8 @@ def request_as_notification(msg, s):
 @rule("capability-not-negotiated", group="methods", severity="warning", on=["request", "notification"], layer="mcp",
       ref='MCP basic/lifecycle §Operation: "Only use capabilities that were successfully negotiated"; '
           "2026-07-28: log notifications answer a request that set _meta logLevel",
-      summary="a method used though the capability that gates it was not declared")
+      summary="a method used though the capability that gates it was not declared",
+      when=['gated'])
 def capability_not_negotiated(msg, s):
     if s.stateless:
         if msg.method == "notifications/message" and msg.direction == mcp.S2C and not any(
@@ -75,7 +80,8 @@ def capability_not_negotiated(msg, s):
 @rule("modern-meta-missing", group="methods", severity="error", on=["request"], layer="mcp",
       ref="MCP 2026-07-28 basic §_meta: every request carries io.modelcontextprotocol/protocolVersion and "
           "io.modelcontextprotocol/clientCapabilities",
-      summary="2026-07-28: a request lacks the required per-request _meta protocol fields")
+      summary="2026-07-28: a request lacks the required per-request _meta protocol fields",
+      when=['stateless'])
 def modern_meta_missing(msg, s):
     if s.stateless and msg.direction == mcp.C2S:
         meta = msg.meta()
@@ -87,7 +93,8 @@ def modern_meta_missing(msg, s):
 @rule("result-type-invalid", group="methods", severity="error", on=["response"], layer="mcp",
       ref='MCP 2026-07-28 basic §ResultType: "resultType" is "complete" or "input_required"; an unknown value '
           "MUST be treated as invalid",
-      summary="2026-07-28: a result's resultType is present but not a known value")
+      summary="2026-07-28: a result's resultType is present but not a known value",
+      when=['stateless'])
 def result_type_invalid(msg, s):
     if s.stateless and msg.kind == "response":
         result = msg.value.get("result")

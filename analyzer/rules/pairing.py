@@ -12,7 +12,8 @@ RESPONSES = "JSON-RPC 2.0 §5; MCP basic §Responses: \"Responses MUST include t
 
 
 @rule("unknown-response-id", group="pairing", severity="error", on=["response"], ref=RESPONSES,
-      summary="a response whose id matches no request sent the other way in this session")
+      summary="a response whose id matches no request sent the other way in this session",
+      when=['unknown'])
 def unknown_response_id(msg, s):
     if msg.pairing == "unknown":
         shown = "null" if msg.id is None else msg.row[5]
@@ -20,7 +21,8 @@ def unknown_response_id(msg, s):
 
 
 @rule("id-type-mismatch", group="pairing", severity="error", on=["response"], ref=RESPONSES,
-      summary="a response id equal to a request id only across types (7 and \"7\")")
+      summary="a response id equal to a request id only across types (7 and \"7\")",
+      when=['type-mismatch'])
 def id_type_mismatch(msg, s):
     if msg.pairing == "type-mismatch":
         return Hit(f"answers the request at frame {msg.related} but writes its id as {msg.row[5]}, "
@@ -29,7 +31,8 @@ def id_type_mismatch(msg, s):
 
 
 @rule("duplicate-response", group="pairing", severity="error", on=["response"], ref=RESPONSES,
-      summary="a second response for a request already answered")
+      summary="a second response for a request already answered",
+      when=['duplicate'])
 def duplicate_response(msg, s):
     if msg.pairing == "duplicate":
         return Hit(f"a second response to a request already answered at frame {msg.related}", related=msg.related)
@@ -37,7 +40,8 @@ def duplicate_response(msg, s):
 
 @rule("duplicate-request-id", group="pairing", severity="error", on=["request"],
       ref="JSON-RPC 2.0 §4 (the id correlates the response); MCP basic §Requests",
-      summary="a sender reuses an id while its earlier request with that id is unanswered")
+      summary="a sender reuses an id while its earlier request with that id is unanswered",
+      when=['duplicate-outstanding'])
 def duplicate_request_id(msg, s):
     if msg.pairing == "duplicate-outstanding":
         return Hit(f"id {msg.row[5]} is still awaiting its response (request at frame {msg.related})",
@@ -47,7 +51,8 @@ def duplicate_request_id(msg, s):
 @rule("request-id-reused", group="pairing", severity="error", on=["request"], layer="mcp",
       ref='MCP basic §Requests (2024-11-05 to 2025-11-25): "The request ID MUST NOT have been previously used by '
           'the requestor within the same session." (2026-07-28 allows reuse after the response)',
-      summary="a sender reuses an id it already used in the session")
+      summary="a sender reuses an id it already used in the session",
+      when=['reused'])
 def request_id_reused(msg, s):
     if msg.pairing == "reused" and s.revision not in STATELESS_REVISIONS:
         return Hit(f"id {msg.row[5]} was already used by this side at frame {msg.related}", related=msg.related)
@@ -56,7 +61,8 @@ def request_id_reused(msg, s):
 @rule("error-id-null-with-known-id", group="pairing", severity="error", on=["response"],
       ref='JSON-RPC 2.0 §5: id is Null only "if there was an error in detecting the id in the Request object"; '
           "MCP 2025-11-25 basic §Error Responses",
-      summary="an error with id null though the offending request's id could be read")
+      summary="an error with id null though the offending request's id could be read",
+      when=['null-with-known-id'])
 def error_id_null_with_known_id(msg, s):
     if msg.pairing == "null-with-known-id":
         return Hit(f"answers with id null, but the message at frame {msg.related} had a readable id",
@@ -66,7 +72,8 @@ def error_id_null_with_known_id(msg, s):
 @rule("response-to-notification", group="pairing", severity="error", on=["response"],
       ref='JSON-RPC 2.0 §4.1: "The Server MUST NOT reply to a Notification"; MCP basic §Notifications: '
           '"The receiver MUST NOT send a response."',
-      summary="a response or error that answers a notification")
+      summary="a response or error that answers a notification",
+      when=['notification'])
 def response_to_notification(msg, s):
     if msg.pairing == "notification":
         return Hit(f"answers the notification at frame {msg.related}; notifications get no response",
@@ -91,7 +98,8 @@ def missing_response(s):
 @rule("batch-response-shape", group="pairing", severity="error", on=["frame"], layer="mcp",
       ref="MCP 2025-03-26 basic §Batching and T/2025-03-26 JSONRPCBatchResponse: a batch of requests is answered "
           "by an array of their responses",
-      summary="2025-03-26: the answer to a batch is not an array of responses for its requests")
+      summary="2025-03-26: the answer to a batch is not an array of responses for its requests",
+      when=['batch', 'answers-batch', 'batch-refused'])
 def batch_response_shape(frame, s):
     if s.revision not in BATCH_REVISIONS:
         return None

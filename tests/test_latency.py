@@ -1,0 +1,38 @@
+"""Latency quantiles in bounded memory (analyzer/latency.py)."""
+
+import random
+
+from analyzer.latency import RELATIVE_ERROR, LatencySketch
+
+
+def test_quantiles_stay_within_the_relative_error_of_the_exact_ones():
+    rng = random.Random(7)
+    values = [rng.lognormvariate(-5, 1.5) for _ in range(20_000)]
+    sketch = LatencySketch()
+    for v in values:
+        sketch.add(v)
+    values.sort()
+    for q in (0.5, 0.95, 0.99):
+        exact = values[int(q * (len(values) - 1))]
+        assert abs(sketch.quantile(q) - exact) <= RELATIVE_ERROR * exact * 1.01
+    assert sketch.max == values[-1] and sketch.count == len(values)
+
+
+def test_memory_is_bounded_by_the_range_not_the_count():
+    sketch = LatencySketch()
+    for i in range(200_000):
+        sketch.add(0.001 + (i % 1000) * 1e-6)
+    assert len(sketch.buckets) < 100
+
+
+def test_merged_sketches_answer_as_one():
+    a, b, both = LatencySketch(), LatencySketch(), LatencySketch()
+    for i in range(1, 1000):
+        (a if i % 2 else b).add(i / 1000)
+        both.add(i / 1000)
+    a.merge(b)
+    assert a.quantile(0.5) == both.quantile(0.5) and a.max == both.max and a.count == both.count
+
+
+def test_an_empty_sketch_has_no_quantiles():
+    assert LatencySketch().quantile(0.5) is None
