@@ -255,6 +255,8 @@ def analyze(
         "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
                                                   help="Write the report here instead of stdout.")] = None,
+    list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
+                                                             "summary, spec reference) and exit.")] = False,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -265,6 +267,9 @@ def analyze(
     """
     from analyzer import engine, mcp, policy, report, store
 
+    if list_rules:
+        report.write_rules(sys.stdout)
+        raise typer.Exit(0)
     with one_line_errors():
         if revision is not None and revision not in mcp.KNOWN_REVISIONS:
             raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")

@@ -39,7 +39,7 @@ class Policy:
 
 def _check_code(code: str, where: str) -> str:
     if code not in rules.load():
-        raise PolicyError(f"{where}: unknown finding code {code!r} (see the codes in `mcptap analyze --help`)")
+        raise PolicyError(f"{where}: unknown finding code {code!r} (list them with `mcptap analyze --rules`)")
     return code
 
 

@@ -159,3 +159,10 @@ def reaches(report: Report, fail_on: str) -> bool:
         return False
     limit = RANK[fail_on]
     return any(RANK[f[4]] <= limit for f in report.findings)
+
+
+def write_rules(out: IO[str]) -> None:
+    """The finding codes, one block each: code, group, severity by profile, summary, reference."""
+    for code, r in sorted(rules.load().items(), key=lambda kv: (rules.GROUPS.index(kv[1].group), kv[0])):
+        sev = r.severity if isinstance(r.severity, str) else ", ".join(f"{k}: {v}" for k, v in r.severity.items())
+        out.write(f"{code}  [{r.group}; {sev}]\n    {r.summary}\n    {r.ref}\n")

@@ -64,54 +64,58 @@ def recorded_tables(db: Database) -> None:
     )
 
 
+DERIVED_DDL = (
+    """
+    CREATE TABLE IF NOT EXISTS messages (
+        session_id   TEXT NOT NULL,
+        frame_seq    INTEGER NOT NULL,  -- the frame (frames.seq)
+        idx          INTEGER,           -- NULL: the frame as a whole; 0, 1, ...: a batch element
+        direction    TEXT NOT NULL,     -- c2s | s2c
+        kind         TEXT NOT NULL,     -- request | notification | response | error | batch | invalid | unparseable
+        id           TEXT,              -- the JSON-RPC id as JSON text, as written
+        method       TEXT,
+        paired_frame INTEGER,           -- request <-> its response
+        latency_s    REAL               -- seconds from the request to its response
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS findings (
+        session_id    TEXT NOT NULL,
+        frame_seq     INTEGER,           -- the frame that is wrong
+        idx           INTEGER,           -- the batch element, if one
+        code          TEXT NOT NULL,     -- stable finding code (mcptap analyze --rules)
+        severity      TEXT NOT NULL,     -- error | warning | info
+        message       TEXT NOT NULL,
+        related_frame INTEGER            -- the other frame involved, if any
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS analyses (
+        session_id      TEXT PRIMARY KEY,
+        revision        TEXT,            -- the MCP revision the session was judged by (NULL: unknown)
+        revision_source TEXT NOT NULL,   -- initialize | meta | header | option | unknown
+        frames          INTEGER NOT NULL,
+        kinds           TEXT NOT NULL,   -- JSON object: kind -> frames
+        errors          INTEGER NOT NULL,
+        warnings        INTEGER NOT NULL,
+        infos           INTEGER NOT NULL,
+        analyzed_at     REAL NOT NULL,
+        analyzer        TEXT NOT NULL    -- mcptap version
+    )
+    """,
+)
+"""What `mcptap analyze` writes (spec/contract.md), replaced session by session at each run;
+also the layout of an analysis worker's scratch file."""
+
+DERIVED_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS messages_by_frame ON messages (session_id, frame_seq, idx)",
+    "CREATE INDEX IF NOT EXISTS findings_by_frame ON findings (session_id, frame_seq)",
+)
+
+
 def derived_tables(db: Database) -> None:
-    """What `mcptap analyze` writes, replaced session by session at each run (spec/contract.md)."""
-    db.execute(
-        """
-        CREATE TABLE IF NOT EXISTS messages (
-            session_id   TEXT NOT NULL,
-            frame_seq    INTEGER NOT NULL,  -- the frame (frames.seq)
-            idx          INTEGER,           -- NULL: the frame as a whole; 0, 1, ...: a batch element
-            direction    TEXT NOT NULL,     -- c2s | s2c
-            kind         TEXT NOT NULL,     -- request | notification | response | error | batch | invalid | unparseable
-            id           TEXT,              -- the JSON-RPC id as JSON text, as written
-            method       TEXT,
-            paired_frame INTEGER,           -- request <-> its response
-            latency_s    REAL               -- seconds from the request to its response
-        )
-        """
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS messages_by_frame ON messages (session_id, frame_seq, idx)")
-    db.execute(
-        """
-        CREATE TABLE IF NOT EXISTS findings (
-            session_id    TEXT NOT NULL,
-            frame_seq     INTEGER,           -- the frame that is wrong
-            idx           INTEGER,           -- the batch element, if one
-            code          TEXT NOT NULL,     -- stable finding code (spec/findings.md)
-            severity      TEXT NOT NULL,     -- error | warning | info
-            message       TEXT NOT NULL,
-            related_frame INTEGER            -- the other frame involved, if any
-        )
-        """
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS findings_by_frame ON findings (session_id, frame_seq)")
-    db.execute(
-        """
-        CREATE TABLE IF NOT EXISTS analyses (
-            session_id      TEXT PRIMARY KEY,
-            revision        TEXT,            -- the MCP revision the session was judged by (NULL: unknown)
-            revision_source TEXT NOT NULL,   -- initialize | meta | header | option | unknown
-            frames          INTEGER NOT NULL,
-            kinds           TEXT NOT NULL,   -- JSON object: kind -> frames
-            errors          INTEGER NOT NULL,
-            warnings        INTEGER NOT NULL,
-            infos           INTEGER NOT NULL,
-            analyzed_at     REAL NOT NULL,
-            analyzer        TEXT NOT NULL    -- mcptap version
-        )
-        """
-    )
+    for statement in DERIVED_DDL + DERIVED_INDEXES:
+        db.execute(statement)
 
 
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines")

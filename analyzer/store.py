@@ -232,6 +232,22 @@ def clear_analysis(conn: sqlite3.Connection, session_id: str) -> None:
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
 
+def clear_analyses(conn: sqlite3.Connection, session_ids: Sequence[str]) -> None:
+    """Drop the derived rows of many sessions in one transaction (one pass per table)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS clearing (id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM clearing")
+        conn.executemany("INSERT OR IGNORE INTO clearing VALUES (?)", ((s,) for s in session_ids))
+        for table in ("messages", "findings", "analyses"):
+            conn.execute(f"DELETE FROM {table} WHERE session_id IN (SELECT id FROM clearing)")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def insert_analysis_rows(conn: sqlite3.Connection, messages: Sequence[Sequence], findings: Sequence[Sequence]) -> None:
     if messages:
         conn.executemany(_INSERT_MESSAGE, messages)
@@ -248,6 +264,45 @@ def insert_analysis_summary(conn: sqlite3.Connection, summary: dict, analyzed_at
          json.dumps(summary["kinds"], sort_keys=True), counts["error"], counts["warning"], counts["info"],
          analyzed_at, analyzer),
     )
+
+
+def create_scratch(path: str) -> sqlite3.Connection:
+    """A private file with the derived tables and no indexes, for one analysis worker."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    for statement in schema.DERIVED_DDL:
+        conn.execute(statement)
+    return conn
+
+
+def merge_scratch(conn: sqlite3.Connection, scratch_path: str) -> None:
+    """Add a worker's scratch file to the derived tables, in one transaction (the sessions'
+    earlier rows must be gone: `clear_analyses`)."""
+    conn.execute("ATTACH DATABASE ? AS scratch", (scratch_path,))
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in schema.DERIVED_TABLES:
+                conn.execute(f"INSERT INTO main.{table} SELECT * FROM scratch.{table}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute("DETACH DATABASE scratch")
+
+
+def drop_message_index(conn: sqlite3.Connection) -> None:
+    """Before a large merge: an index built once after the rows costs half as much as one kept
+    up to date row by row (`ensure_message_indexes` puts it back)."""
+    conn.execute("DROP INDEX IF EXISTS messages_by_frame")
+
+
+def ensure_message_indexes(conn: sqlite3.Connection) -> None:
+    for statement in schema.DERIVED_INDEXES:
+        conn.execute(statement)
 
 
 def analysis_summaries(conn: sqlite3.Connection) -> dict[str, dict]:

@@ -176,3 +176,26 @@ def test_show_puts_kinds_pairs_latency_and_findings_inline(incident):
     assert "request tools/list id=1" in text and "#5 10.0ms" in text
     line = next(i for i, l in enumerate(text.splitlines()) if l.lstrip().startswith("9 "))
     assert "unknown-response-id" in text.splitlines()[line + 1]
+
+
+def test_the_rules_option_lists_every_registered_code_with_its_reference():
+    from analyzer.rules import load
+
+    text = run(mcptap("analyze", "--rules")).stdout.decode()
+    assert all(f"{code}  [" in text for code in load())
+
+
+def test_worker_processes_give_the_same_results_as_one_process(tmp_path):
+    from analyzer import engine
+
+    db = tmp_path / "many.db"
+    for i in range(4):
+        log = tmp_path / f"s{i}.jsonl"
+        write_log(log, VIOLATIONS, session=f"s{i}")
+        assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    one = engine.analyze(str(db), workers=1)
+    rows_one = sqlite3.connect(db).execute("SELECT * FROM messages ORDER BY session_id, frame_seq, idx").fetchall()
+    two = engine.analyze(str(db), workers=2)
+    rows_two = sqlite3.connect(db).execute("SELECT * FROM messages ORDER BY session_id, frame_seq, idx").fetchall()
+    assert one.sessions == two.sessions and sorted(one.findings) == sorted(two.findings)
+    assert rows_one == rows_two and len(rows_one) == 4 * len(VIOLATIONS)

@@ -140,3 +140,16 @@ def test_a_response_row_is_paired_with_its_request_and_has_the_latency():
     assert by_seq[4][7] == 5 and by_seq[5][7] == 4
     assert by_seq[5][6] == "tools/list"
     assert by_seq[5][8] == pytest.approx(0.001)
+
+
+def test_a_frame_nested_far_deeper_than_the_recursion_limit_is_analysed_without_crashing():
+    deep = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":' + "[" * 50_000 + "]" * 50_000 + "}}"
+    assert codes(H + [("c2s", deep), ("s2c", ok(1, {"content": []}))]) == []
+    deep_id = '{"jsonrpc":"2.0","id":' + "[" * 50_000 + "]" * 50_000 + ',"method":"ping"}'
+    assert "id-invalid-type" in codes(H + [("c2s", deep_id)])
+
+
+def test_bytes_that_are_not_utf8_are_a_parse_error_and_stdout_noise_on_stdio():
+    analysis, rows, findings = analyze(H + [("s2c", b'{"jsonrpc":"2.0","method":"x\xff"}')])
+    assert {f[3] for f in findings} == {"parse-error", "stdout-noise"}
+    assert rows[-1][4] == "unparseable"

@@ -137,5 +137,6 @@ def test_the_demo_records_the_bundled_server_and_prints_its_transcript(tmp_path)
     assert "request initialize id=0" in text and "request tools/call id=2" in text
     assert "notification notifications/progress" in text
     assert "not JSON" in text  # the bundled server's stdout log line, on purpose
+    assert "stdout-noise" in text and "service response time per method" in text  # and the analysis says so
     c2s, s2c = frames(demo_db, "c2s"), frames(demo_db, "s2c")
     assert len(c2s) == 7 and len(s2c) == 10
