@@ -3,6 +3,7 @@ migrations, and the only SQL that writes or reads the recorded tables (see spec/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -106,13 +107,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         return
     from sqlite_utils import Database
 
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         schema.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Connection:
@@ -187,19 +183,27 @@ FrameDbRow = tuple[str, int, float, str, "str | bytes", int, int]
 StderrDbRow = tuple[str, int, float, "str | bytes", int]
 
 
-def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
-    """One transaction holding a batch of rows in their final form (the recorders' fast path)."""
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection):
+    """BEGIN IMMEDIATE (the write lock up front, so no deadlock between writers) ... COMMIT, or
+    ROLLBACK on any error."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if frames:
-            conn.executemany(_INSERT_FRAME, frames)
-        if stderr:
-            conn.executemany(_INSERT_STDERR, stderr)
+        yield conn
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
+    """One transaction holding a batch of rows in their final form (the recorders' fast path)."""
+    with write_transaction(conn):
+        if frames:
+            conn.executemany(_INSERT_FRAME, frames)
+        if stderr:
+            conn.executemany(_INSERT_STDERR, stderr)
 
 
 def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
@@ -234,18 +238,12 @@ def clear_analysis(conn: sqlite3.Connection, session_id: str) -> None:
 
 def clear_analyses(conn: sqlite3.Connection, session_ids: Sequence[str]) -> None:
     """Drop the derived rows of many sessions in one transaction (one pass per table)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS clearing (id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM clearing")
         conn.executemany("INSERT OR IGNORE INTO clearing VALUES (?)", ((s,) for s in session_ids))
         for table in ("messages", "findings", "analyses"):
             conn.execute(f"DELETE FROM {table} WHERE session_id IN (SELECT id FROM clearing)")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def insert_analysis_rows(conn: sqlite3.Connection, messages: Sequence[Sequence], findings: Sequence[Sequence]) -> None:
@@ -281,15 +279,9 @@ def merge_scratch(conn: sqlite3.Connection, scratch_path: str) -> None:
     earlier rows must be gone: `clear_analyses`)."""
     conn.execute("ATTACH DATABASE ? AS scratch", (scratch_path,))
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             for table in schema.DERIVED_TABLES:
                 conn.execute(f"INSERT INTO main.{table} SELECT * FROM scratch.{table}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         conn.execute("DETACH DATABASE scratch")
 
