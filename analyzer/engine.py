@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,7 +60,8 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             ids = [store.resolve_session(reader, session)]
         else:
             ids = [s["id"] for s in store.list_sessions(reader)]
-        sizes = {sid: store.count_frames(reader, [sid]) for sid in ids}
+        counts = store.frames_per_session(reader)
+        sizes = {sid: counts.get(sid, 0) for sid in ids}
     finally:
         reader.close()
     report = Report(db_path=db_path)
@@ -118,7 +118,6 @@ def _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, pro
     try:
         for _ in groups:
             scratches.append(_scratch_path(folder) if store_it else None)
-        started = time.perf_counter()
         with ProcessPoolExecutor(n, mp_context=get_context("spawn")) as pool:
             futures = [pool.submit(_run_group, db_path, group, scratch, fallback_revision, policy)
                        for group, scratch in zip(groups, scratches)]
@@ -127,16 +126,7 @@ def _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, pro
                     results[result.summary["id"]] = result
                     if progress is not None:
                         progress(result.frames)
-        if os.environ.get("MCPTAP_TIMINGS"):
-            print(f"workers {time.perf_counter() - started:.2f} s", file=sys.stderr)
-        if not store_it:
-            return None
-        started = time.perf_counter()
-        try:
-            return _merge(db_path, groups, scratches)
-        finally:
-            if os.environ.get("MCPTAP_TIMINGS"):
-                print(f"merge {time.perf_counter() - started:.2f} s", file=sys.stderr)
+        return _merge(db_path, groups, scratches) if store_it else None
     finally:
         for path in scratches:
             if path is not None and os.path.exists(path):

@@ -314,6 +314,10 @@ def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple
                         (session_id,))
 
 
+def frames_per_session(conn: sqlite3.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT session_id, count(*) FROM frames GROUP BY session_id"))
+
+
 def count_frames(conn: sqlite3.Connection, session_ids: Sequence[str] | None = None) -> int:
     if session_ids is None:
         return conn.execute("SELECT count(*) FROM frames").fetchone()[0]
