@@ -209,6 +209,25 @@ class SessionAnalysis:
         self.frames += 1
         parsed = jsonwire.parse(raw)
         value = parsed.value
+        kinds = self.kinds
+        if parsed.error is None and type(value) is dict:  # one message: the common case, kept lean
+            sig, kind = classify(value)
+            msg = Msg(seq, None, ts, direction, value, sig, kind, None)
+            self._fill(msg, value, sig, kind)
+            self._observe(msg)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            self.last_sent[direction] = msg
+            tags = [kind] if kind == INVALID else None
+            if msg.pairing == "batch-refused" or (kind != REQUEST and msg.request is not None
+                                                  and msg.request.batch is not None):
+                tags = (tags or []) + ["answers-batch"]
+            if parsed.duplicate_keys:
+                tags = (tags or []) + ["duplicates"]
+            if tags:
+                frame = Frame(seq, ts, direction, parsed, value, sig, kind)
+                frame.elements = [msg]
+                self._frame_rules(frame, tags)
+            return
         if parsed.error is not None:
             frame = Frame(seq, ts, direction, parsed, None, _SCALAR, UNPARSEABLE)
             self._rows.append([self.session_id, seq, None, direction, UNPARSEABLE, None, None, None, None])
@@ -217,44 +236,47 @@ class SessionAnalysis:
             kind = BATCH if value else INVALID
             frame = Frame(seq, ts, direction, parsed, value, _ARRAY, kind)
             self._rows.append([self.session_id, seq, None, direction, kind, None, None, None, None])
-            frame.elements = [self._message(frame, i, element, None) for i, element in enumerate(value)]
+            for i, element in enumerate(value):
+                sig, element_kind = classify(element)
+                msg = Msg(seq, i, ts, direction, element, sig, element_kind, frame)
+                self._fill(msg, element, sig, element_kind)
+                frame.elements.append(msg)
             for msg in frame.elements:
                 self._observe(msg)
             tags = [kind]
             if any(m.pairing == "batch-refused" or (m.request is not None and m.request.batch is not None
                                                      and m.kind != REQUEST) for m in frame.elements):
                 tags.append("answers-batch")
-        else:
+        else:  # a bare string, number, boolean or null
             sig, kind = classify(value)
             frame = Frame(seq, ts, direction, parsed, value, sig, kind)
-            msg = self._message(frame, None, value, sig, kind)
+            msg = Msg(seq, None, ts, direction, value, sig, kind, None)
+            self._fill(msg, value, sig, kind)
             frame.elements = [msg]
-            self._observe(msg)
-            tags = [kind] if kind == INVALID else []
-            if msg.pairing == "batch-refused" or (msg.request is not None and msg.request.batch is not None
-                                                  and kind != REQUEST):
-                tags.append("answers-batch")
+            tags = [kind]
         if parsed.duplicate_keys:
             tags.append("duplicates")
-        kinds = self.kinds
         kinds[frame.kind] = kinds.get(frame.kind, 0) + 1
-        if tags:
-            for rule in self._dispatch.frame_rules(tuple(tags)):
-                hit = rule.check(frame, self)
-                if hit is not None:
-                    self.add(rule, hit, seq, None)
+        self._frame_rules(frame, tags)
         self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) or not frame.elements else frame.elements[0]
 
-    def _message(self, frame: Frame, idx: int | None, value: Any, sig: Signature | None,
-                 kind: str | None = None) -> Msg:
-        if sig is None:
-            sig, kind = classify(value)
-        msg = Msg(frame.seq, idx, frame.ts, frame.direction, value, sig, kind, frame)
+    def _frame_rules(self, frame: Frame, tags: list[str]) -> None:
+        for rule in self._dispatch.frame_rules(tuple(tags)):
+            hit = rule.check(frame, self)
+            if hit is not None:
+                self.add(rule, hit, frame.seq, None)
+
+    def _fill(self, msg: Msg, value: Any, sig: Signature, kind: str) -> None:
+        """A message's method, id, envelope findings and its messages row."""
         ident = None
+        method = None
         if type(value) is dict:
             method = value.get("method")
             if type(method) is str:
                 msg.method = method
+                method = _storable(method)
+            else:
+                method = None
             if "id" in value:
                 ident = value["id"]
                 msg.id = ident
@@ -262,13 +284,10 @@ class SessionAnalysis:
         found = self._dispatch.envelope(sig)
         if found:
             for rule, hit in found:
-                self.add(rule, hit, frame.seq, idx)
-        row = [self.session_id, frame.seq, idx, frame.direction, kind, ident,
-               _storable(msg.method) if msg.method is not None else None, None, None]
-        msg.row = row
+                self.add(rule, hit, msg.seq, msg.idx)
+        row = msg.row = [self.session_id, msg.seq, msg.idx, msg.direction, kind, ident, method, None, None]
         if kind != REQUEST:  # a request's row waits for its response (the pair and the latency)
             self._rows.append(row)
-        return msg
 
     # -- messages ----------------------------------------------------------------------------
 
