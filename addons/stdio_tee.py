@@ -62,7 +62,8 @@ started) before the tee kills its process group and stops reading."""
 
 SWITCH_INTERVAL_S = 0.0002
 """The interpreter's thread switch interval in the tee: a pump waiting for the GIL gets it
-within this time, which bounds the latency the recorder's work can add to a forwarded chunk."""
+within this time, which bounds the latency the shipper's work can add to a forwarded chunk
+(framing and SQLite run in the recorder process, under a lock of their own)."""
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 C2S, S2C, STDERR = "c2s", "s2c", "stderr"
