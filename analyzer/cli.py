@@ -255,6 +255,8 @@ def analyze(
         "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
                                                   help="Write the report here instead of stdout.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
+                                                help="Worker processes (default: one per CPU for large databases).")] = None,
     list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
                                                              "summary, spec reference) and exit.")] = False,
 ) -> None:
@@ -286,7 +288,7 @@ def analyze(
                 update(done[0])
 
             result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                    progress=advance)
+                                    progress=advance, workers=jobs)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")

@@ -193,6 +193,7 @@ def test_worker_processes_give_the_same_results_as_one_process(tmp_path):
         log = tmp_path / f"s{i}.jsonl"
         write_log(log, VIOLATIONS, session=f"s{i}")
         assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    assert run(mcptap("analyze", "--db", str(db), "--jobs", "2", "--fail-on", "never")).returncode == 0
     one = engine.analyze(str(db), workers=1)
     rows_one = sqlite3.connect(db).execute("SELECT * FROM messages ORDER BY session_id, frame_seq, idx").fetchall()
     two = engine.analyze(str(db), workers=2)
