@@ -68,13 +68,14 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 from collections import Counter
 from operator import itemgetter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from analyzer import store  # noqa: E402
+
+from common import print_summary, run, verdict
 
 CACHE_DIR = "/tmp/mcptap-bench"
 GENERATOR_VERSION = 1  # bump when the generator changes: cached files are named after it
@@ -1009,9 +1010,6 @@ def print_analyze(r: dict, comp: dict) -> None:
 
 # -- report -------------------------------------------------------------------------------------
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
 
 def print_baseline(b: dict, comp: dict) -> None:
     kinds = ", ".join(f"{k} {b['kinds'].get(k, 0):,}" for k in KINDS if b["kinds"].get(k))
@@ -1102,17 +1100,9 @@ def main(argv: list[str] | None = None) -> int:
     driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows.append(("driver peak RSS", f"{driver_mb:.1f} MB", "(info)", ""))
 
-    print("\nsummary")
-    widths = [max(len(row[i]) for row in rows + [("figure", "value", "target", "")]) for i in range(4)]
-    for row in [("figure", "value", "target", "")] + rows:
-        print("    " + "  ".join(c.ljust(w) if i != 1 else c.rjust(w)
-                                  for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    print_summary(rows)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:  # a benchmark reports, it does not fail the caller
-        traceback.print_exc()
-    sys.exit(0)
+    run(main)

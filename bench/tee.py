@@ -46,7 +46,8 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
+
+from common import print_summary, run, verdict
 
 FRAME_SIZE = 200  # bytes on the wire per frame, newline included
 LATENCY_LINE_SIZE = 200
@@ -377,9 +378,6 @@ def bench_throughput(tmp: str, name: str, n: int) -> dict:
 
 # -- report -------------------------------------------------------------------------------------
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -469,16 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("\nsummary")
-    widths = [max(len(r[i]) for r in rows + [("figure", "value", "target", "")]) for i in range(4)]
-    for r in [("figure", "value", "target", "")] + rows:
-        print("    " + "  ".join(c.ljust(w) if i != 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    print_summary(rows)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:  # a benchmark reports, it does not fail the caller
-        traceback.print_exc()
-    sys.exit(0)
+    run(main)
