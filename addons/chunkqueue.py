@@ -27,6 +27,17 @@ WAKE_BYTES = 1 << 20
 Chunk = tuple[str, float, bytes]  # (stream, arrival time, bytes)
 
 
+def _pwrite(fd: int, head: bytes, body: bytes, offset: int) -> int:
+    """Write head and body at offset in one call (pwritev where the platform has it, e.g. not
+    macOS, else one joined buffer)."""
+    if _HAS_PWRITEV:
+        return os.pwritev(fd, (head, body), offset)
+    return os.pwrite(fd, head + body, offset)
+
+
+_HAS_PWRITEV = hasattr(os, "pwritev")
+
+
 class ChunkQueue:
     """One producer per stream `put()`s, one consumer `take()`s, first in, first out."""
 
@@ -93,7 +104,7 @@ class ChunkQueue:
                 return False
         record = chunk_header(stream, ts, len(chunk))
         try:
-            written = os.pwritev(self._file.fileno(), (record, chunk), self._written)
+            written = _pwrite(self._file.fileno(), record, chunk, self._written)
         except OSError:
             written = -1
         if written != len(record) + len(chunk):  # disk full: what was written whole still counts
