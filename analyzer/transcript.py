@@ -16,38 +16,6 @@ from collections.abc import Iterator
 from analyzer import store
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
-PEEK_LIMIT = 1 << 20
-"""Frames larger than this are not parsed for the transcript's method/id column."""
-
-
-def peek(raw: bytes) -> str:  # used where no analysis runs (import progress, quick looks)
-    """A short description of a frame: `request tools/call id=3`, `response id=3`, `not JSON`..."""
-    if len(raw) > PEEK_LIMIT:
-        return "(large frame)"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "not UTF-8"
-    try:
-        msg = json.loads(text)
-    except (ValueError, RecursionError):
-        return "not JSON"
-    if isinstance(msg, list):
-        return f"batch of {len(msg)}"
-    if not isinstance(msg, dict):
-        return "not an object"
-    ident = f"id={json.dumps(msg['id'])}" if "id" in msg else ""
-    method = msg.get("method")
-    if isinstance(method, str):
-        return f"request {method} {ident}" if "id" in msg else f"notification {method}"
-    if "error" in msg:
-        code = msg["error"].get("code") if isinstance(msg["error"], dict) else None
-        return f"error {ident} code={code}".replace("  ", " ")
-    if "result" in msg:
-        return f"response {ident}"
-    return "JSON object"
-
-
 def clock(ts: float | None) -> str:
     if ts is None:
         return "-"
