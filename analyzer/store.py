@@ -399,4 +399,5 @@ def iter_stderr(conn: sqlite3.Connection, session_id: str) -> Iterator[StderrLin
 
 
 def session_ids(conn: sqlite3.Connection) -> list[str]:
+    """Every session's id, oldest first (no frame is read)."""
     return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY started_at, id")]

@@ -789,6 +789,57 @@ def baseline(db: str) -> dict:
             "matched": matched, "unknown": unknown, "unanswered": unanswered}
 
 
+# -- where (b)'s time goes ---------------------------------------------------------------------
+
+def stages(db: str) -> dict:
+    """Per-frame CPU of the product's own stages, in this process, one after the other: reading
+    the frames, reading and parsing them (jsonwire.parse), and reading, parsing and analysing
+    them (engine.new_analysis / SessionAnalysis.frame; nothing stored). Each is timed over
+    every session of the database; the differences are the cost of each stage alone."""
+    from analyzer import engine, jsonwire
+
+    conn = store.open_existing(db)
+    ids = store.session_ids(conn)
+    parse = jsonwire.parse
+
+    def read(sid):
+        for _ in store.iter_raw_frames(conn, sid):
+            pass
+
+    def parsed(sid):
+        for _, _, _, raw in store.iter_raw_frames(conn, sid):
+            parse(raw)
+
+    def analysed(sid):
+        analysis = engine.new_analysis(conn, sid)
+        feed = analysis.frame
+        for seq, ts, direction, raw in store.iter_raw_frames(conn, sid):
+            feed(seq, ts, direction, raw)
+        analysis.end()
+
+    out = {}
+    try:
+        n = store.count_frames(conn)
+        for name, fn in (("read", read), ("parse", parsed), ("analyse", analysed)):
+            t0 = time.process_time()
+            for sid in ids:
+                fn(sid)
+            out[name] = (time.process_time() - t0) / n * 1e6
+    finally:
+        conn.close()
+    return out
+
+
+def print_stages(st: dict, r: dict, b: dict, n: int) -> None:
+    read, parse, analyse = st["read"], st["parse"] - st["read"], st["analyse"] - st["parse"]
+    total = r["cpu_s"] / n * 1e6
+    rest = total - st["analyse"]
+    print(f"    where (b)'s CPU goes, per frame: read {read:.1f} us, parse {parse:.1f} us (exact: duplicate keys, "
+          f"number forms), analyse {analyse:.1f} us (classify, pair, rules, rows), store, merge, start-up and "
+          f"report {rest:.1f} us; (b) in all {total:.1f} us over {os.cpu_count()} CPUs; baseline "
+          f"{1e6 / b['rate']:.1f} us on one")
+
+
 # -- (b) mcptap analyze -------------------------------------------------------------------------
 
 class TreeSampler(threading.Thread):
@@ -1060,6 +1111,8 @@ def main(argv: list[str] | None = None) -> int:
             print_baseline(b, comp)
             r = run_analyze(path, tmp, n)
             print_analyze(r, comp)
+            if n == big and r["status"] == 0:
+                print_stages(stages(path), r, b, n)
             results[n] = (b, r, comp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
