@@ -114,6 +114,34 @@ def record(
 
 
 @app.command()
+def proxy(
+    upstream: Annotated[str, typer.Option("--upstream", metavar="URL",
+                                          help="The MCP server's URL (http:// or https://).")],
+    db: DbOption = DEFAULT_DB,
+    listen: Annotated[Optional[str], typer.Option("--listen", metavar="[HOST:]PORT",
+                                                  help="Where to listen (default 127.0.0.1:8808; port 0: any free port).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
+                                                help="A label for the sessions recorded.")] = None,
+    keep_credentials: Annotated[bool, typer.Option(
+        "--keep-credentials", help="Store Authorization, cookies, API-key headers and token query "
+                                   "parameters as they were (default: redacted by a keyed hash).")] = False,
+) -> None:
+    """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
+    legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
+    come, and every frame is recorded with its HTTP exchange. Point the host at the proxy's URL
+    (the same path as the server's). Ctrl-C stops it.
+
+    Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000 --listen 8808
+    """
+    from analyzer import proxy as proxy_mod
+
+    with one_line_errors():
+        status = proxy_mod.run(upstream, db, listen=listen, label=name, keep_credentials=keep_credentials,
+                               on_ready=proxy_mod.say_listening(upstream, db))
+    raise typer.Exit(status)
+
+
+@app.command()
 def sessions(
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session, for scripts.")] = False,

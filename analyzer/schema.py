@@ -118,12 +118,53 @@ def derived_tables(db: Database) -> None:
         db.execute(statement)
 
 
-RECORDED_TABLES = ("sessions", "frames", "stderr_lines")
+def http_tables(db: Database) -> None:
+    """HTTP capture: one row per HTTP exchange (credentials redacted unless kept), and on each
+    frame the exchange it crossed in and, for an SSE event, the event's id."""
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS exchanges (
+            id                TEXT PRIMARY KEY,  -- the exchange (mitmproxy's flow id, or the import's)
+            session_id        TEXT REFERENCES sessions(id),  -- NULL: no MCP session could be told
+            method            TEXT NOT NULL,     -- GET | POST | DELETE | ...
+            url               TEXT NOT NULL,     -- token query parameters redacted
+            status            INTEGER,           -- NULL: no answer
+            request_type      TEXT,              -- request Content-Type
+            response_type     TEXT,              -- response Content-Type
+            mcp_session_id    TEXT,              -- Mcp-Session-Id the request carried, else the one answered
+            assigned_session  TEXT,              -- Mcp-Session-Id on the answer (the server assigning one)
+            protocol_version  TEXT,              -- MCP-Protocol-Version on the request
+            accept            TEXT,              -- Accept on the request
+            last_event_id     TEXT,              -- Last-Event-ID on the request (resuming a stream)
+            content_encoding  TEXT,              -- the answer's Content-Encoding (frames are stored decoded)
+            endpoint          TEXT,              -- legacy HTTP+SSE: the endpoint the stream announced
+            events            INTEGER NOT NULL DEFAULT 0,  -- SSE events on the answer (priming events too)
+            request_headers   TEXT,              -- JSON array of [name, value], credentials redacted
+            response_headers  TEXT,              -- the same for the answer
+            redacted          TEXT,              -- JSON array of what was redacted (header names, query keys)
+            started_at        REAL NOT NULL,     -- the request's first byte
+            request_end       REAL,              -- the request's last byte
+            response_at       REAL,              -- the answer's headers
+            ended_at          REAL,              -- the answer's last byte, or when it broke off
+            outcome           TEXT               -- complete | error: ... | open at shutdown
+        )
+        """
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS exchanges_by_session ON exchanges (session_id, started_at)")
+    columns = {row[1] for row in db.execute("PRAGMA table_info(frames)").fetchall()}
+    if "exchange_id" not in columns:
+        db.execute("ALTER TABLE frames ADD COLUMN exchange_id TEXT")  # the exchange the frame crossed in
+    if "event_id" not in columns:
+        db.execute("ALTER TABLE frames ADD COLUMN event_id TEXT")  # an SSE event's id
+
+
+RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 DERIVED_TABLES = ("messages", "findings", "analyses")
 
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_recorded_tables", recorded_tables),
     ("0002_derived_tables", derived_tables),
+    ("0003_http_tables", http_tables),
 ]
 
 

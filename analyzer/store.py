@@ -206,6 +206,38 @@ def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: 
             conn.executemany(_INSERT_STDERR, stderr)
 
 
+_INSERT_HTTP_FRAME = ("INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete, exchange_id, event_id) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+EXCHANGE_COLUMNS = (
+    "id", "session_id", "method", "url", "status", "request_type", "response_type", "mcp_session_id",
+    "assigned_session", "protocol_version", "accept", "last_event_id", "content_encoding", "endpoint", "events",
+    "request_headers", "response_headers", "redacted", "started_at", "request_end", "response_at", "ended_at",
+    "outcome",
+)
+
+
+def http_frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, exchange_id: str | None,
+                   event_id: str | None, incomplete: int = 0) -> tuple:
+    """A frame that crossed HTTP: the frames row with its exchange and SSE event id."""
+    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete, exchange_id, event_id)
+
+
+def insert_http_frames(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
+    conn.executemany(_INSERT_HTTP_FRAME, rows)
+
+
+def upsert_exchange(conn: sqlite3.Connection, exchange: dict) -> None:
+    """Insert an exchange, or update the columns given for one already stored."""
+    cols = [c for c in EXCHANGE_COLUMNS if c in exchange]
+    updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != "id")
+    conn.execute(
+        f"INSERT INTO exchanges ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+        f"ON CONFLICT(id) DO UPDATE SET {updates}",
+        [exchange[c] for c in cols],
+    )
+
+
 def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
     sql = _INSERT_FRAME.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_FRAME
     conn.executemany(sql, (frame_row(session_id, *f) for f in frames))

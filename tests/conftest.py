@@ -64,6 +64,12 @@ def wait_for(condition, timeout: float, what: str, interval: float = 0.01):
         time.sleep(interval)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_config(tmp_path_factory) -> None:
+    """Recorders keep their redaction key in the user's config folder: a test's goes to its own."""
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "rec.db"

@@ -1,0 +1,117 @@
+"""`mcptap proxy`: mitmproxy in reverse mode, in this process, in front of an HTTP MCP server,
+with the recorder addon (addons/http_recorder.py). Listens on 127.0.0.1 unless told otherwise;
+Ctrl-C (or SIGTERM) stops it cleanly: open streams are closed in the record, sessions ended."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from analyzer import __version__
+from analyzer.errors import MCPTapError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8808
+
+
+def parse_listen(listen: str | None) -> tuple[str, int]:
+    """`[HOST:]PORT` (an IPv6 host in brackets) -> (host, port); default 127.0.0.1:8808."""
+    if not listen:
+        return DEFAULT_HOST, DEFAULT_PORT
+    host, sep, port = listen.rpartition(":")
+    if not sep:
+        host, port = DEFAULT_HOST, listen
+    host = host.strip("[]") or DEFAULT_HOST
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise MCPTapError(f"--listen {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
+    return host, int(port)
+
+
+def check_upstream(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise MCPTapError(f"--upstream {url!r}: expected an http:// or https:// URL")
+    return url
+
+
+def _check_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        reason = "the address is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise MCPTapError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+class _Ready:
+    """Says where the proxy listens once it does (port 0 gives a free port)."""
+
+    def __init__(self, master, say: Callable[[str, int], None]):
+        self.master, self.say = master, say
+
+    def running(self) -> None:
+        addrs = self.master.addons.get("proxyserver").listen_addrs()
+        if addrs:
+            host, port = addrs[0][:2]
+            self.say(host, port)
+
+
+def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
+        keep_credentials: bool = False, on_ready: Callable[[str, int], None] | None = None) -> int:
+    """Run until interrupted; returns the exit status (0 after a clean stop)."""
+    check_upstream(upstream)
+    host, port = parse_listen(listen)
+    if port:
+        _check_free(host, port)
+    return asyncio.run(_serve(upstream, db, host, port, label, keep_credentials, on_ready))
+
+
+async def _serve(upstream, db, host, port, label, keep_credentials, on_ready) -> int:
+    from mitmproxy import exceptions, options
+    from mitmproxy.tools.dump import DumpMaster
+
+    from addons.http_recorder import McpTap
+
+    opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port)
+    master = DumpMaster(opts, with_termlog=True, with_dumper=False)
+    tap = McpTap(recorder=f"mcptap {__version__} proxy")
+    master.addons.add(tap, _Ready(master, on_ready or (lambda h, p: None)))
+    try:
+        master.options.update(mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=keep_credentials,
+                              termlog_verbosity="warn")
+    except exceptions.OptionsError as exc:
+        raise MCPTapError(str(exc).removeprefix("mcptap: ")) from None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, master.shutdown)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+    try:
+        await master.run()
+    except SystemExit as exc:  # mitmproxy exits on a startup error it logged
+        if tap.journal is not None:
+            tap.done()
+        raise MCPTapError(f"the proxy could not start (see the lines above); exit {exc.code}") from None
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    return 0
+
+
+def say_listening(upstream: str, db: str) -> Callable[[str, int], None]:
+    def say(host: str, port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"mcptap proxy: listening on http://{shown}:{port}/ -> {upstream}, recording into {db} "
+              "(Ctrl-C stops)", file=sys.stderr, flush=True)
+    return say

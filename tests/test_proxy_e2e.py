@@ -1,0 +1,149 @@
+"""`mcptap proxy` end to end: the real `mcp` SDK client and server (from the side environment),
+a byte-logging relay between client and proxy as the oracle, real mitmproxy, a real database."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import assert_no_false_findings, mcptap, run
+from http_helpers import (Relay, mcptap_proxy, recorded_exchanges, sdk_client, sdk_http_server,
+                          wire_exchanges)
+
+# (server mode, client transport, endpoint path, client mode, what the client calls)
+CASES = {
+    "streamable SSE answers, 2025-11-25": ("streamable", "streamable", "/mcp", "legacy", ("ask",)),
+    "streamable SSE answers, 2026-07-28": ("streamable", "streamable", "/mcp", "auto", ()),
+    "streamable JSON answers, 2025-11-25": ("json", "streamable", "/mcp", "legacy", ()),
+    "streamable JSON answers, 2026-07-28": ("json", "streamable", "/mcp", "auto", ()),
+    "legacy HTTP+SSE, 2024-11-05 transport": ("sse", "sse", "/sse", "legacy", ("ask",)),
+}
+
+
+def record_through_proxy(sdk_python, db, server_mode, transport, path, client_mode, what):
+    with sdk_http_server(sdk_python, server_mode) as upstream, mcptap_proxy(db, upstream) as proxy:
+        relay = Relay(int(proxy.url.rsplit(":", 1)[1]))
+        try:
+            out = sdk_client(sdk_python, client_mode, transport, f"http://127.0.0.1:{relay.port}{path}", *what)
+        finally:
+            status = proxy.stop()
+            relay.close()
+        assert status == 0, proxy.errors
+    return out, relay
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_message_through_the_proxy_is_recorded_once_in_order_byte_exact(sdk_python, tmp_path, case):
+    db = tmp_path / "http.db"
+    out, relay = record_through_proxy(sdk_python, db, *CASES[case])
+    assert out["echo"] == "héllo ✓" and out["slow"] == "done after 3 steps"
+    if "ask" in CASES[case][4]:
+        assert out["ask"] == "hello mcptap"  # the server-to-client request was answered
+    wire = wire_exchanges(relay)
+    assert sum(wire.values()) >= 4  # discover or initialize, tools/list, two calls at least
+    assert recorded_exchanges(db) == wire
+    conn = sqlite3.connect(db)
+    sessions = conn.execute("SELECT id, transport, ended_at FROM sessions").fetchall()
+    assert len(sessions) == 1, sessions  # one client run is one session
+    assert sessions[0][1] == ("sse" if CASES[case][1] == "sse" else "http") and sessions[0][2] is not None
+    seqs = [r[0] for r in conn.execute("SELECT seq FROM frames ORDER BY ts, seq")]
+    assert seqs == list(range(1, len(seqs) + 1))  # seq follows time
+    conn.close()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_conformant_http_sessions_analyze_without_false_findings(sdk_python, tmp_path, case):
+    db = tmp_path / "http.db"
+    out, _ = record_through_proxy(sdk_python, db, *CASES[case])
+    report = assert_no_false_findings(db)
+    expected = "2026-07-28" if out["protocol_version"] == "2026-07-28" else out["protocol_version"]
+    assert [s["revision"] for s in report["sessions"]] == [expected]
+
+
+def test_progress_events_reach_the_client_live_and_are_stamped_as_they_pass(sdk_python, tmp_path):
+    db = tmp_path / "live.db"
+    with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
+        out = sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp", "ticks")
+        assert proxy.stop() == 0, proxy.errors
+    ticks = out["ticks"]
+    assert len(ticks) == 10
+    sent, received = ticks[0]
+    assert received - sent < 1.0  # the first progress is not held back until the tool ends
+    assert ticks[-1][0] - received > 2.0  # ... which is long after
+    conn = sqlite3.connect(db)
+    stamps = [ts for ts, raw in conn.execute("SELECT ts, CAST(raw AS BLOB) FROM frames ORDER BY seq")
+              if b'"notifications/progress"' in raw]
+    conn.close()
+    assert len(stamps) == 10
+    for (_, got), ts in zip(ticks, stamps):
+        assert abs(ts - got) < 0.1
+
+
+def test_a_bearer_token_leaves_no_trace_in_the_database(sdk_python, tmp_path):
+    db = tmp_path / "secret.db"
+    with sdk_http_server(sdk_python, "json") as upstream, mcptap_proxy(db, upstream) as proxy:
+        import urllib.request
+
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        request = urllib.request.Request(proxy.url + "/mcp?access_token=hunter2secret", data=body, method="POST", headers={
+            "Authorization": "Bearer s3cr3t-token-value", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", "Cookie": "sid=c00kie-value"})
+        try:
+            urllib.request.urlopen(request, timeout=10).read()
+        except urllib.error.HTTPError as exc:  # whatever the server says, the request was recorded
+            exc.read()
+        assert proxy.stop() == 0, proxy.errors
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("secret.db"))
+    for secret in (b"s3cr3t-token-value", b"hunter2secret", b"c00kie-value"):
+        assert secret not in data
+    conn = sqlite3.connect(db)
+    headers, redacted, url = conn.execute("SELECT request_headers, redacted, url FROM exchanges").fetchone()
+    conn.close()
+    assert dict(map(tuple, json.loads(headers)))["Authorization"].startswith("Bearer [redacted:")
+    assert set(json.loads(redacted)) >= {"authorization", "cookie", "query:access_token"}
+    assert "access_token=[redacted:" in url
+
+
+def test_keep_credentials_stores_the_headers_as_they_were(sdk_python, tmp_path):
+    db = tmp_path / "kept.db"
+    with sdk_http_server(sdk_python, "json") as upstream, mcptap_proxy(db, upstream, "--keep-credentials") as proxy:
+        import urllib.request
+
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        request = urllib.request.Request(proxy.url + "/mcp", data=body, method="POST", headers={
+            "Authorization": "Bearer kept-token", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        try:
+            urllib.request.urlopen(request, timeout=10).read()
+        except urllib.error.HTTPError as exc:
+            exc.read()
+        assert proxy.stop() == 0, proxy.errors
+    conn = sqlite3.connect(db)
+    (headers,) = conn.execute("SELECT request_headers FROM exchanges").fetchone()
+    conn.close()
+    assert ["Authorization", "Bearer kept-token"] in json.loads(headers)
+
+
+def test_proxy_on_a_port_in_use_is_a_one_line_error(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = run(mcptap("proxy", "--db", str(tmp_path / "x.db"), "--upstream", "http://127.0.0.1:9",
+                            "--listen", f"127.0.0.1:{port}"))
+    assert result.returncode == 2
+    assert result.stderr.decode().count("\n") == 1 and "in use" in result.stderr.decode()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--upstream", "ftp://example"], "expected an http:// or https:// URL"),
+    (["--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:http"], "expected [HOST:]PORT"),
+])
+def test_proxy_bad_arguments_are_one_line_errors(tmp_path, argv, says):
+    result = run(mcptap("proxy", "--db", str(tmp_path / "x.db"), *argv))
+    assert result.returncode == 2 and says in result.stderr.decode()
+    assert result.stderr.decode().count("\n") == 1

@@ -1,0 +1,49 @@
+"""Test client on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
+sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask]; MODE is 'legacy' (initialize handshake) or
+'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON line: what the
+calls returned (`ask`: also a tool that elicits, a server-to-client request), and for `ticks`, each progress as (send time from the server, receive time here)."""
+
+import asyncio
+import json
+import sys
+import time
+
+import mcp.types as types
+from mcp import Client
+from mcp.client.sse import sse_client
+
+
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "mcptap"})
+
+
+async def main() -> None:
+    mode, transport, url, *what = sys.argv[1:]
+    server = sse_client(url) if transport == "sse" else url
+    out = {}
+    async with Client(server, mode=mode, read_timeout_seconds=30, elicitation_callback=on_elicit) as client:
+        out["protocol_version"] = client.protocol_version
+        if "ticks" in what:
+            seen = []
+
+            async def on_tick(progress, total, message):
+                seen.append((float(message), time.time()))
+
+            await client.call_tool("ticks", {"count": 10, "interval": 0.3}, progress_callback=on_tick)
+            out["ticks"] = seen
+        else:
+            out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+            out["echo"] = (await client.call_tool("echo", {"text": "héllo ✓"})).content[0].text
+            progress = []
+
+            async def on_progress(p, total, message):
+                progress.append(p)
+
+            out["slow"] = (await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)).content[0].text
+            out["progress"] = progress
+            if "ask" in what:
+                out["ask"] = (await client.call_tool("ask", {})).content[0].text
+    print(json.dumps(out))
+
+
+asyncio.run(main())

@@ -1,0 +1,56 @@
+"""Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
+sdk_http_server.py {streamable|json|sse} PORT. Tools: echo; slow (progress `steps` times); ticks
+(progress every `interval` seconds, each progress message the server's clock when it was sent);
+ask (elicits a name from the client: a server-to-client request)."""
+
+import sys
+import time
+
+import anyio
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("mcptap-test-http-server")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps)
+    return f"done after {steps} steps"
+
+
+@server.tool()
+async def ticks(count: int, interval: float, ctx: Context) -> str:
+    """Report progress `count` times, `interval` seconds apart; each message is the send time."""
+    for i in range(count):
+        await ctx.report_progress(i + 1, count, message=repr(time.time()))
+        await anyio.sleep(interval)
+    return f"{count} ticks"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the client for a name (elicitation)."""
+    result = await ctx.elicit("Who is there?", Name)
+    return f"hello {result.data.name}" if result.action == "accept" and result.data else result.action
+
+
+if __name__ == "__main__":
+    mode, port = sys.argv[1], int(sys.argv[2])
+    if mode == "sse":
+        server.run("sse", host="127.0.0.1", port=port)
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=mode == "json")
