@@ -28,6 +28,7 @@ explicit mode, OAuth metadata) is not recorded."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -44,7 +45,9 @@ from analyzer.journal import Journal
 from analyzer.redact import Redactor
 
 C2S, S2C = "c2s", "s2c"
+log = logging.getLogger(__name__)
 LEGACY_KEYS = ("session_id", "sessionId")
+MODERN_ERA = "2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
 
 
 @dataclass
@@ -69,6 +72,7 @@ class Exchange:
     decoder: object | None = None
     legacy_stream: bool = False  # a GET stream that may announce a legacy endpoint
     stateless_key: tuple = ()  # its session when no session id ever tells
+    connection: str = ""  # the client connection it came on
     finished: bool = False
 
 
@@ -131,6 +135,7 @@ class McpTap:
         self.label: str | None = None
         self.exchanges: dict[str, Exchange] = {}
         self.sessions: dict[tuple, Session] = {}
+        self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
         self.errors = 0  # faults inside a tap, each said once in the log
 
     # -- options -------------------------------------------------------------------------------
@@ -150,8 +155,7 @@ class McpTap:
         if "mcptap_db" in updated:
             path = ctx.options.mcptap_db
             if not path:
-                raise exceptions.OptionsError("mcptap: set mcptap_db to the database to record into "
-                                              "(--set mcptap_db=PATH)")
+                return  # said at `running`: an error here would also fire when a bad path is rolled back
             if self.journal is not None and self.journal.db_path != path:
                 raise exceptions.OptionsError("mcptap: mcptap_db cannot change while recording")
             if self.journal is None:
@@ -159,6 +163,10 @@ class McpTap:
                     self.journal = Journal(path)
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
+
+    def running(self) -> None:
+        if self.journal is None:
+            log.error("mcptap: recording nothing: set the database with --set mcptap_db=PATH")
 
     # -- flows ---------------------------------------------------------------------------------
 
@@ -183,6 +191,7 @@ class McpTap:
             "started_at": req.timestamp_start, "request_end": req.timestamp_end, "response_at": None,
             "ended_at": None, "outcome": None,
         }
+        ex.connection = flow.client_conn.id
         client = flow.client_conn.peername[0] if flow.client_conn.peername else ""
         ex.stateless_key = ("stateless", ex.upstream, client, req.headers.get("user-agent", ""))
         if body and req.method == "POST":
@@ -298,7 +307,7 @@ class McpTap:
         self.errors += 1
         ex.parser = None
         ex.row["outcome"] = f"tap fault: {type(exc).__name__}: {exc}"
-        ctx.log.error(f"mcptap: stopped recording the stream of {ex.url}: {type(exc).__name__}: {exc} "
+        log.error(f"mcptap: stopped recording the stream of {ex.url}: {type(exc).__name__}: {exc} "
                       "(the stream itself is forwarded unchanged)")
 
     def _finish(self, ex: Exchange, ended_at: float, outcome: str) -> None:
@@ -336,17 +345,32 @@ class McpTap:
         return False
 
     def _key_at_request(self, ex: Exchange, req: http.Request, body: bytes) -> tuple | None:
-        """The session, where the request alone tells it; None: its answer will."""
+        """The session, where the request alone tells it; None: its answer will.
+
+        A request without the session id, or with one the server never assigned, sent on a
+        client connection that carried a session's requests, belongs to that session (that is
+        how the analysis can tell a missing or wrong Mcp-Session-Id); a 2026-07-28 request
+        never does (it has no session)."""
         sid = req.headers.get("mcp-session-id")
+        held = self.by_connection.get(ex.connection)
+        if held is not None and not self.sessions[held].open:
+            held = None
         if sid:
-            return ("http", ex.upstream, sid)
+            key = ("http", ex.upstream, sid)
+            if key in self.sessions or held is None:
+                return key
+            return held
         token = _legacy_token(req.pretty_url)
         if token is not None and req.method == "POST":
             return ("sse", ex.upstream, token)
+        initialize = req.method == "POST" and b'"initialize"' in body
+        modern = req.headers.get("mcp-protocol-version", "") >= MODERN_ERA
+        if held is not None and not initialize and not modern:
+            return held
         if req.method == "GET":
             ex.legacy_stream = True  # a stream that may announce a legacy endpoint
             return None
-        if req.method == "POST" and b'"initialize"' in body:
+        if initialize:
             return None  # the answer may assign a session id
         return ex.stateless_key
 
@@ -356,6 +380,8 @@ class McpTap:
             session = self._new_session(key, transport or ("sse" if key[0] == "sse" else "http"), ex)
         ex.session = session
         ex.row["session_id"] = session.id
+        if key[0] == "http" and ex.connection:
+            self.by_connection[ex.connection] = key
         for ts, direction, raw, event_id, incomplete in ex.pending:
             self.journal.frame(store.http_frame_row(session.id, 0, ts, direction, raw, ex.flow_id, event_id, incomplete))
         ex.pending.clear()

@@ -78,10 +78,13 @@ class SSEParser:
 
     @property
     def incomplete(self) -> bytes:
-        """What a stream ending now would leave undispatched: the unfinished line, and the
-        data lines of an event with no blank line after it yet."""
-        pending = b"\n".join(self._data) if self._data else b""
-        return pending + (b"\n" if pending and self._buf else b"") + bytes(self._buf)
+        """The data a stream ending now would leave undispatched: the data lines of an event
+        with no blank line after it yet, and an unfinished last `data` line."""
+        data = list(self._data or ())
+        name, _, value = bytes(self._buf).partition(b":")
+        if name == b"data":
+            data.append(value[1:] if value[:1] == b" " else value)
+        return b"\n".join(data)
 
     def _line(self, line: bytes) -> Event | None:
         if not line:

@@ -203,8 +203,9 @@ class _Job:
         findings: list[tuple] = []
         first = True
         count = 0
-        for seq, ts, direction, raw in store.iter_raw_frames(self.reader, sid):
-            analysis.frame(seq, ts, direction, raw)
+        feed = analysis.frame if analysis.exchanges is None else analysis.http_frame
+        for row in frames_of(self.reader, sid, analysis):
+            feed(*row)
             count += 1
             if count % FLUSH_FRAMES == 0:
                 self._flush(sid, analysis, findings, first=first, last=False)
@@ -244,20 +245,32 @@ class _Job:
 
 def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision: str | None = None,
                  policy=None) -> SessionAnalysis:
-    """A SessionAnalysis set up for a stored session: its revision, transport and whether it ended."""
+    """A SessionAnalysis set up for a stored session: its revision, transport, whether it ended,
+    and for an HTTP session its exchanges."""
     meta = store.get_session(reader, session_id)
-    rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision)
+    exchanges = store.session_exchanges(reader, session_id) or None
+    header = next((e["protocol_version"] for e in exchanges or () if e["protocol_version"]), None)
+    rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision, header)
     return SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
                            stdio=meta["transport"] == "stdio",
-                           ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy)
+                           ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy,
+                           transport=meta["transport"], exchanges=exchanges)
+
+
+def frames_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnalysis):
+    """The rows `analysis.frame` takes: (seq, ts, direction, raw), and the exchange on HTTP."""
+    if analysis.exchanges is not None:
+        return store.iter_http_frames(reader, session_id)
+    return store.iter_raw_frames(reader, session_id)
 
 
 def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
                     policy=None) -> tuple[dict, list, list]:
     """One session analysed in memory, nothing stored: (summary, message rows, finding rows)."""
     analysis = new_analysis(reader, session_id, fallback_revision, policy)
-    for seq, ts, direction, raw in store.iter_raw_frames(reader, session_id):
-        analysis.frame(seq, ts, direction, raw)
+    feed = analysis.frame if analysis.exchanges is None else analysis.http_frame
+    for row in frames_of(reader, session_id, analysis):
+        feed(*row)
     analysis.end()
     return analysis.summary(), analysis.take_rows(), analysis.take_findings()
 

@@ -31,8 +31,9 @@ def _text(raw: str | bytes) -> str | None:
         return None
 
 
-def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str | None = None) -> Revision:
-    """Scan (seq, ts, direction, raw) in order for the session's revision.
+def detect(frames: Iterable[tuple], fallback: str | None = None, header: str | None = None) -> Revision:
+    """Scan (seq, ts, direction, raw, ...) in order for the session's revision; `header` is the
+    `MCP-Protocol-Version` the session's HTTP requests carried, if any.
 
     An initialize request selects the handshake era even after a 2026-07-28 request: a dual-era
     client may probe with `server/discover` and fall back to initialize when the server answers
@@ -41,7 +42,7 @@ def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str 
     init_id = None
     proposed = None
     modern: tuple[str, object] | None = None  # (version, id) of the first request carrying it
-    for _seq, _ts, direction, raw in frames:
+    for _seq, _ts, direction, raw, *_ in frames:
         text = _text(raw)
         if text is None:
             continue
@@ -73,6 +74,8 @@ def detect(frames: Iterable[tuple[int, float, str, str | bytes]], fallback: str 
         return Revision(proposed, INITIALIZE)  # initialize never answered: what the client proposed
     if modern is not None:
         return Revision(modern[0], META)
+    if header:
+        return Revision(header, HEADER)
     if fallback is not None:
         return Revision(fallback, OPTION)
     return Revision(None, UNKNOWN)

@@ -74,6 +74,34 @@ class Msg:
 Req = Msg  # a request, in its role as the record its response is paired with
 
 
+class Posted:
+    """What an HTTP request's body carried: its frame, the kinds and methods of its messages,
+    and the 2026-07-28 `_meta` protocol version of a single request."""
+
+    __slots__ = ("seq", "kinds", "methods", "meta_version")
+
+    def __init__(self, seq: int, kinds: tuple[str, ...], methods: tuple, meta_version: Any):
+        self.seq, self.kinds, self.methods, self.meta_version = seq, kinds, methods, meta_version
+
+
+class HttpExchange:
+    """An HTTP exchange as the transport rules see it: its stored row (`row`), and what its
+    request body carried (`seq` of that frame, the `kinds` and `methods` of its messages)."""
+
+    def __init__(self, row: dict, posted: Posted | None, init_seq: int | None):
+        self.row = row
+        self.method, self.status = row["method"], row["status"]
+        self.seq = posted.seq if posted is not None else None
+        self.kinds = posted.kinds if posted is not None else ()
+        self.methods = posted.methods if posted is not None else ()
+        self.meta_version = posted.meta_version if posted is not None else None
+        self.is_initialize = posted is not None and posted.seq == init_seq
+
+    def __str__(self) -> str:
+        what = f"frame {self.seq}" if self.seq is not None else f"exchange {self.row['id']}"
+        return f"{self.method} {self.row['url']} ({what})"
+
+
 class Frame:
     """One frame: its parse, and its messages (one, or a batch's elements)."""
 
@@ -130,7 +158,7 @@ class SessionAnalysis:
     and `take_findings()` as they are ready."""
 
     def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
-                 ended: bool, policy=None):
+                 ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None):
         self.session_id = session_id
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
         self.declared_revision = revision
@@ -138,7 +166,16 @@ class SessionAnalysis:
         self.handshake = self.revision in mcp.HANDSHAKE_REVISIONS
         self.stateless = self.revision in mcp.STATELESS_REVISIONS
         self.stdio = stdio
+        self.transport = transport
         self.ended = ended
+        # HTTP: the session's exchanges (store rows, in start order) and what each request carried
+        self.exchanges = exchanges
+        self.http_flavour = (("legacy-sse" if any(e.get("endpoint") for e in exchanges) else "streamable")
+                             if exchanges else None)
+        self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
+        self.init_result_ts: float | None = None
+        self.assigned_session: str | None = None  # the Mcp-Session-Id the initialize answer assigned
+        self.assigned_at: float = 0.0  # when
         self.policy = policy
         self.frames = 0
         self.kinds: dict[str, int] = {}
@@ -204,6 +241,17 @@ class SessionAnalysis:
             self.add(rules.RULES[code], hit, seq, None)
 
     # -- frames ------------------------------------------------------------------------------
+
+    def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
+        """A frame that crossed HTTP in `exchange`: `frame()`, and for a request body, a note of
+        what it carried for the transport rules."""
+        self.frame(seq, ts, direction, raw)
+        if exchange is not None and direction == C2S and exchange not in self._posted:
+            last = self.last_sent[direction]
+            messages = last.elements if isinstance(last, Frame) else [last]
+            meta = messages[0].meta() if len(messages) == 1 and type(messages[0].value) is dict else {}
+            self._posted[exchange] = Posted(seq, tuple(m.kind for m in messages) or (last.kind,),
+                                            tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION))
 
     def frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         self.frames += 1
@@ -339,6 +387,7 @@ class SessionAnalysis:
             result = msg.value.get("result")
             result = result if type(result) is dict else {}
             self.init_result_seq = msg.seq
+            self.init_result_ts = msg.ts
             self.server_version = result.get("protocolVersion")
             self.server_caps = result.get("capabilities")
         if msg.direction == C2S and kind == REQUEST and not msg.probe:
@@ -514,6 +563,8 @@ class SessionAnalysis:
     # -- the end -----------------------------------------------------------------------------
 
     def end(self) -> None:
+        if self.exchanges and self._dispatch.exchange:
+            self._exchange_rules()
         for rule in self._dispatch.end:
             for hit in rule.check(self) or ():
                 self.add(rule, hit, hit.seq, hit.idx)
@@ -523,6 +574,19 @@ class SessionAnalysis:
                 req.row = None
             if req.cancelled is None and not req.rejected:
                 self._stats(req.method)["unanswered"] += 1
+
+    def _exchange_rules(self) -> None:
+        """The transport rules, over the session's HTTP exchanges in the order they started."""
+        init_seq = self.init_request.seq if self.init_request is not None else None
+        self.assigned_session = None
+        for row in self.exchanges:
+            ex = HttpExchange(row, self._posted.get(row["id"]), init_seq)
+            for rule in self._dispatch.exchange:
+                hit = rule.check(ex, self)
+                if hit is not None:
+                    self.add(rule, hit, ex.seq, None)
+            if ex.is_initialize and row["assigned_session"] and self.assigned_session is None:
+                self.assigned_session, self.assigned_at = row["assigned_session"], row["response_at"] or row["started_at"]
 
     def _stats(self, method: str) -> dict:
         stats = self.method_stats.get(method)
@@ -572,6 +636,7 @@ class _Dispatch:
         self._frame = [r for r in active if "frame" in r.on]
         self._envelope_rules = [r for r in active if "envelope" in r.on]
         self._by_event = {e: [r for r in active if e in r.on] for e in ("request", "notification", "response")}
+        self.exchange = [r for r in active if "exchange" in r.on]
         self._envelope: dict[Signature, list[tuple[Rule, Hit]]] = {}
         self._lists: dict[tuple, list[Rule]] = {}
 

@@ -346,6 +346,24 @@ def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple
                         (session_id,))
 
 
+def iter_http_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, bytes, str | None]]:
+    """(seq, ts, direction, raw bytes, exchange id), in seq order."""
+    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id FROM frames WHERE session_id = ? "
+                        "ORDER BY seq", (session_id,))
+
+
+def session_exchanges(conn: sqlite3.Connection, session_id: str) -> list[dict]:
+    """A session's HTTP exchanges in the order they started ([] for a database without them)."""
+    if not has_table(conn, "exchanges"):
+        return []
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM exchanges WHERE session_id = ? ORDER BY started_at, id",
+                                              (session_id,))]
+    finally:
+        conn.row_factory = None
+
+
 def frames_per_session(conn: sqlite3.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT session_id, count(*) FROM frames GROUP BY session_id"))
 

@@ -60,18 +60,51 @@ def modern(id, method, params=None, **meta) -> str:
     return req(id, method, p)
 
 
+class Http(list):
+    """An HTTP session: [(direction, raw, exchange id)] in order, and its exchanges' rows."""
+
+    def __init__(self, frames, exchanges):
+        super().__init__(frames)
+        self.exchanges = exchanges
+
+
+def http(*steps) -> Http:
+    """An HTTP session from steps (exchange fields, [(direction, raw), ...]); the exchange's
+    times frame its messages. Fields: method (POST), status (200 with a body, else 202),
+    response_type, mcp_session_id, assigned_session, protocol_version, endpoint."""
+    frames, exchanges = [], []
+    for n, (fields, messages) in enumerate(steps):
+        ex_id = f"x{n}"
+        start = 1000.0 + len(frames) * 0.001
+        for d, raw in messages:
+            frames.append((d, raw, ex_id))
+        row = {"id": ex_id, "method": "POST", "url": "http://127.0.0.1:1/mcp", "status": None,
+               "response_type": None, "mcp_session_id": None, "assigned_session": None, "protocol_version": None,
+               "endpoint": None, "started_at": start - 0.0005, "response_at": start + 0.0003}
+        answered = any(d == "s2c" for d, _ in messages)
+        row["status"] = 200 if answered else 202
+        row["response_type"] = "application/json" if answered else None
+        row.update(fields)
+        exchanges.append(row)
+    return Http(frames, exchanges)
+
+
 def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ended: bool = True, policy=None):
-    """Run the analysis over [(direction, raw), ...]; returns (SessionAnalysis, rows, findings)."""
-    rows_in = [(i + 1, 1000.0 + i * 0.001, d, raw) for i, (d, raw) in enumerate(frames)]
+    """Run the analysis over [(direction, raw), ...] (or an `http()` session); returns
+    (SessionAnalysis, rows, findings)."""
+    exchanges = frames.exchanges if isinstance(frames, Http) else None
+    rows_in = [(i + 1, 1000.0 + i * 0.001, *frame) for i, frame in enumerate(frames)]
     if revision == "detect":
-        rev = revision_mod.detect(rows_in)
+        header = next((e["protocol_version"] for e in exchanges or () if e["protocol_version"]), None)
+        rev = revision_mod.detect(rows_in, header=header)
         revision, source = rev.revision, rev.source
     else:
         source = "option" if revision else "unknown"
-    analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio, ended=ended,
-                               policy=policy)
-    for seq, ts, d, raw in rows_in:
-        analysis.frame(seq, ts, d, raw)
+    analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio and exchanges is None,
+                               ended=ended, policy=policy, transport="http" if exchanges else None, exchanges=exchanges)
+    feed = analysis.http_frame if exchanges else analysis.frame
+    for row in rows_in:
+        feed(*row)
     analysis.end()
     return analysis, analysis.take_rows(), analysis.take_findings()
 

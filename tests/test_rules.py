@@ -4,12 +4,25 @@ not. The table is checked against the registry, so a new code without cases fail
 import pytest
 
 from analyzer.rules import load
-from analysis import codes, err, handshake, modern, note, ok, req
+from analysis import codes, err, handshake, http, modern, note, ok, req
 
 H = handshake()
 H0325 = handshake("2025-03-26")
 D = {"resultType": "complete"}
 TOKEN = {"name": "slow", "_meta": {"progressToken": "t"}}
+
+
+# Streamable HTTP, 2025-11-25: initialize answered with session id S1, then initialized
+V = "2025-11-25"
+H25 = handshake(V)
+SESSION = {"mcp_session_id": "S1", "protocol_version": V}
+HS = [({"assigned_session": "S1", "response_type": "text/event-stream"}, H25[:2]), (SESSION, [H25[2]])]
+LIST = [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]
+
+
+def over_http(fields, messages=LIST):
+    """The handshake over HTTP, then one more exchange with these fields."""
+    return http(*HS, (fields, messages))
 
 
 def progress(value, token="t"):
@@ -97,6 +110,14 @@ CASES = {
                               H + [("c2s", req(5, "tools/call", {"name": "x"})), ("s2c", ok(5, {"content": []})), ("c2s", cancel(5))]),
     "progress-unknown-token": (H + [("s2c", progress(1))],
                                H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", ok(1, {"content": []}))]),
+    # transport
+    "session-id-missing": (over_http({"protocol_version": V}), over_http(SESSION)),
+    "session-id-mismatch": (over_http({"mcp_session_id": "S2", "protocol_version": V}), over_http(SESSION)),
+    "protocol-version-header-missing": (over_http({"mcp_session_id": "S1"}), over_http(SESSION)),
+    "protocol-version-header-mismatch": (over_http({**SESSION, "protocol_version": "2025-06-18"}), over_http(SESSION)),
+    "bad-content-type": (over_http({**SESSION, "response_type": "text/plain"}),
+                         over_http({**SESSION, "response_type": "text/event-stream"})),
+    "notification-not-accepted": (http(HS[0], ({**SESSION, "status": 200}, [H25[2]])), http(*HS)),
     "progress-not-increasing": (H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(2)), ("s2c", progress(2)),
                                      ("s2c", ok(1, {"content": []}))],
                                 H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", progress(2)),

@@ -5,8 +5,9 @@ or the network: they get a message and the session's state (analyzer/session.py)
 
 Events: `envelope` (a structural signature, analyzer/classify.py; the check returns the text
 of the finding or None, and is evaluated once per distinct signature), `frame` (every frame as
-a whole), `request`, `notification`, `response` (results and errors), `end` (the session is
-over). Layer `mcp` rules run only when the session's MCP revision is known."""
+a whole), `request`, `notification`, `response` (results and errors), `exchange` (an HTTP
+exchange of the session, with the kinds of the messages its request carried; checked once the
+frames are analysed), `end` (the session is over). Layer `mcp` rules run only when the session's MCP revision is known."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
-EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "end"})
+EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end"})
 GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport")
 
 
@@ -83,6 +84,6 @@ def rule(code: str, *, group: str, severity: str | dict[str, str], ref: str, sum
 
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
-    from analyzer.rules import envelope, lifecycle, methods, pairing, progress  # noqa: F401
+    from analyzer.rules import envelope, lifecycle, methods, pairing, progress, transport  # noqa: F401
 
     return RULES
