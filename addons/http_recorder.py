@@ -128,11 +128,17 @@ class _Brotli:
 
 
 class McpTap:
-    def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon") -> None:
+    def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
+                 redactor: Redactor | None = None, label: str | None = None, source: str | None = None) -> None:
+        """Inside mitmproxy the options give the database; `journal` and `redactor` given here
+        serve an offline run over saved flows (analyzer/flowimport.py)."""
         self.recorder = recorder
-        self.journal: Journal | None = None
-        self.redactor = Redactor(keep=True)
-        self.label: str | None = None
+        self.journal = journal
+        self.redactor = redactor or Redactor(keep=True)
+        self.label = label
+        self.source = source
+        self.clock = time.time  # an import sets the time of the flow being read
+        self.new_id = lambda key: new_session_id()  # an import gives ids that a second import finds again
         self.exchanges: dict[str, Exchange] = {}
         self.sessions: dict[tuple, Session] = {}
         self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
@@ -240,10 +246,10 @@ class McpTap:
         if ex is None:
             return
         message = flow.error.msg if flow.error else "error"
-        self._finish(ex, time.time(), f"error: {message}")
+        self._finish(ex, self.clock(), f"error: {message}")
 
     def done(self) -> None:
-        now = time.time()
+        now = self.clock()
         for ex in list(self.exchanges.values()):
             self._finish(ex, now, "open at shutdown")
         for session in self.sessions.values():
@@ -279,7 +285,7 @@ class McpTap:
     def _chunk(self, ex: Exchange, chunk: bytes) -> None:
         if ex.parser is None or ex.finished:
             return
-        now = time.time()
+        now = self.clock()
         data = chunk
         if ex.decoder is not None:
             data = ex.decoder.decompress(chunk) if chunk else ex.decoder.flush()
@@ -387,11 +393,12 @@ class McpTap:
         ex.pending.clear()
 
     def _new_session(self, key: tuple, transport: str, ex: Exchange) -> Session:
-        session = self.sessions[key] = Session(new_session_id(), key, transport)
+        session = self.sessions[key] = Session(self.new_id(key), key, transport)
         upstream, _ = self.redactor.url(ex.upstream)
         self.journal.session({
             "id": session.id, "transport": transport, "label": self.label, "started_at": ex.started_at,
             "upstream": upstream, "recorder": self.recorder, "host": socket.gethostname(), "pid": os.getpid(),
+            **({"source": self.source} if self.source else {}),
         })
         return session
 

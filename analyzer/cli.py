@@ -225,11 +225,15 @@ def import_cmd(
     db: DbOption = DEFAULT_DB,
     new_id: Annotated[bool, typer.Option("--new-id", help="Give imported sessions new ids, even if the "
                                                           "database already holds them.")] = False,
+    keep_credentials: Annotated[bool, typer.Option(
+        "--keep-credentials", help="HTTP captures: keep credential headers and token query parameters as they "
+                                   "were (default: redacted by a keyed hash).")] = False,
 ) -> None:
-    """Bring logs into the database: frame-log JSONL (including a recorder's spool). The format
-    is detected from content. Each file goes in whole or not at all.
+    """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
+    flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
+    in whole or not at all.
 
-    Example:  mcptap import --db ~/mcp.db incident.jsonl
+    Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
     from analyzer import importer, store
 
@@ -245,7 +249,8 @@ def import_cmd(
             raise fail(f"cannot open {db}: {exc}") from None
         for path in files:
             with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
-                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance)
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance,
+                                                keep_credentials=keep_credentials)
             for s in imported:
                 verb = "merged into" if s.merged else "imported"
                 typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")

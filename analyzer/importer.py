@@ -1,5 +1,6 @@
 """`mcptap import`: bring logs that others wrote (or a spool the recorder left) into the store.
-The format is detected from content; today frame-log JSONL (framelog.py), including spools."""
+The format is detected from content: frame-log JSONL (framelog.py), including spools, and HTTP
+captures (mitmproxy dumps and HAR, flowimport.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analyzer import framelog, store
+from analyzer import flowimport, framelog, store
 from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
@@ -55,14 +56,22 @@ def detect_format(path: str) -> str:
         return "framelog"
     if not head.strip():
         raise ImportFormatError(f"{path} is empty")
-    raise ImportFormatError(f"{path}: not a format mcptap imports (expected frame-log JSONL)")
+    capture = flowimport.sniff(head)
+    if capture is not None:
+        return capture
+    raise ImportFormatError(f"{path}: not a format mcptap imports (frame-log JSONL, a mitmproxy dump, HAR)")
 
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
-                progress: Callable[[int], None] | None = None) -> list[ImportedSession]:
+                progress: Callable[[int], None] | None = None, keep_credentials: bool = False) -> list[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it."""
-    detect_format(path)
+    kind = detect_format(path)
+    if kind != "framelog":
+        found = flowimport.import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn)
+        if progress is not None:
+            progress(os.path.getsize(path))
+        return found
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}
     conn.execute("BEGIN IMMEDIATE")

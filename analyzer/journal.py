@@ -19,11 +19,35 @@ from analyzer import store
 from analyzer.writer import FLUSH_INTERVAL_S, Spool, warn_stderr
 
 
-class Journal:
+class Collector:
+    """The same calls as a Journal, kept in memory: an import writes them in its own transaction
+    (`number`, then `apply`)."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple] | deque[tuple] = []
+        self.db_path = ""
+
+    def session(self, session: dict) -> None:
+        self.ops.append(("session", session))
+
+    def frame(self, row: tuple) -> None:
+        self.ops.append(("frame", row))
+
+    def exchange(self, snapshot: dict) -> None:
+        self.ops.append(("exchange", snapshot))
+
+    def end(self, session_id: str, ended_at: float | None) -> None:
+        self.ops.append(("end", session_id, ended_at))
+
+    def close(self) -> None:
+        pass
+
+
+class Journal(Collector):
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
         self.db_path = db_path
         self._warn = warn
-        self._ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
+        self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
         self._wake = threading.Event()
         self._closing = False
         self._sessions: dict[str, dict] = {}
@@ -34,22 +58,16 @@ class Journal:
         self._thread = threading.Thread(target=self._run, name="mcptap-journal", daemon=True)
         self._thread.start()
 
-    # -- from the capture (event loop) -------------------------------------------------------
+    # -- from the capture (event loop): session(), frame(), exchange(), end() as Collector's ----
 
     def session(self, session: dict) -> None:
-        self._sessions[session["id"]] = session
-        self._ops.append(("session", session))
+        self._sessions[session["id"]] = session  # for a spool, should the database fail
+        super().session(session)
 
     def frame(self, row: tuple) -> None:
-        self._ops.append(("frame", row))
-        if len(self._ops) > 2000:
+        self.ops.append(("frame", row))
+        if len(self.ops) > 2000:
             self._wake.set()
-
-    def exchange(self, snapshot: dict) -> None:
-        self._ops.append(("exchange", snapshot))
-
-    def end(self, session_id: str, ended_at: float | None) -> None:
-        self._ops.append(("end", session_id, ended_at))
 
     def close(self) -> None:
         """Write what is left and stop the thread."""
@@ -64,7 +82,7 @@ class Journal:
             self._wake.wait(FLUSH_INTERVAL_S)
             self._wake.clear()
             closing = self._closing
-            ops = [self._ops.popleft() for _ in range(len(self._ops))]
+            ops = [self.ops.popleft() for _ in range(len(self.ops))]
             if ops:
                 self._write(ops)
             if closing:
@@ -78,19 +96,11 @@ class Journal:
             spool.end(None, None)
 
     def _write(self, ops: list[tuple]) -> None:
-        ops = self._number(ops)
+        ops = number(ops, self._seq)
         if self.conn is not None:
             try:
                 with store.write_transaction(self.conn):
-                    for op in ops:
-                        if op[0] == "session":
-                            store.insert_session(self.conn, op[1])
-                    store.insert_http_frames(self.conn, [op[1] for op in ops if op[0] == "frame"])
-                    for op in ops:
-                        if op[0] == "exchange":
-                            store.upsert_exchange(self.conn, op[1])
-                        elif op[0] == "end":
-                            store.end_session(self.conn, op[1], op[2], None)
+                    apply(self.conn, ops)
                 return
             except (sqlite3.Error, OSError) as exc:
                 self._failed = str(exc) or type(exc).__name__
@@ -102,16 +112,6 @@ class Journal:
                 self._warn(f"cannot write to {self.db_path} ({self._failed}); frames go to spool files beside it "
                            "(mcptap import brings them in)")
         self._spill(ops)
-
-    def _number(self, ops: list[tuple]) -> list[tuple]:
-        """Each frame gets its session's next seq, in timestamp order within what gathered
-        (a request hook and a stream tap can report frames a moment out of order)."""
-        frames = sorted((op[1] for op in ops if op[0] == "frame"), key=lambda row: row[2])
-        numbered = []
-        for row in frames:
-            seq = self._seq[row[0]] = self._seq.get(row[0], 0) + 1
-            numbered.append(("frame", (row[0], seq) + row[2:]))
-        return [op for op in ops if op[0] == "session"] + numbered + [op for op in ops if op[0] in ("exchange", "end")]
 
     def _spill(self, ops: list[tuple]) -> None:
         for op in ops:
@@ -132,3 +132,28 @@ class Journal:
             if spool.path is not None:
                 self._warn(f"session {session_id} continues in {spool.path}")
         return spool
+
+
+def number(ops: list[tuple], last_seq: dict[str, int]) -> list[tuple]:
+    """Each frame gets its session's next seq, in timestamp order within `ops` (a request hook
+    and a stream tap can report frames a moment out of order; equal times keep their order).
+    Sessions come first, then frames, then exchanges and ends."""
+    frames = sorted((op[1] for op in ops if op[0] == "frame"), key=lambda row: row[2])
+    numbered = []
+    for row in frames:
+        seq = last_seq[row[0]] = last_seq.get(row[0], 0) + 1
+        numbered.append(("frame", (row[0], seq) + row[2:]))
+    return [op for op in ops if op[0] == "session"] + numbered + [op for op in ops if op[0] in ("exchange", "end")]
+
+
+def apply(conn: sqlite3.Connection, ops: list[tuple]) -> None:
+    """Numbered ops as SQL, inside the caller's transaction."""
+    for op in ops:
+        if op[0] == "session":
+            store.insert_session(conn, op[1])
+    store.insert_http_frames(conn, [op[1] for op in ops if op[0] == "frame"])
+    for op in ops:
+        if op[0] == "exchange":
+            store.upsert_exchange(conn, op[1])
+        elif op[0] == "end":
+            store.end_session(conn, op[1], op[2], None)

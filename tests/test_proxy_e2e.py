@@ -4,13 +4,17 @@ a byte-logging relay between client and proxy as the oracle, real mitmproxy, a r
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import assert_no_false_findings, mcptap, run
-from http_helpers import (Relay, mcptap_proxy, recorded_exchanges, sdk_client, sdk_http_server,
-                          wire_exchanges)
+from conftest import assert_no_false_findings, mcptap, run, wait_for
+from http_helpers import (Relay, accepting, free_port, mcptap_proxy, recorded_exchanges, sdk_client,
+                          sdk_http_server, wire_exchanges)
 
 # (server mode, client transport, endpoint path, client mode, what the client calls)
 CASES = {
@@ -147,3 +151,41 @@ def test_proxy_bad_arguments_are_one_line_errors(tmp_path, argv, says):
     result = run(mcptap("proxy", "--db", str(tmp_path / "x.db"), *argv))
     assert result.returncode == 2 and says in result.stderr.decode()
     assert result.stderr.decode().count("\n") == 1
+
+
+def _mitmdump() -> str:
+    return str(Path(sys.executable).parent / "mitmdump")
+
+
+def test_a_mitmdump_capture_and_its_har_import_to_the_frames_recorded_live(sdk_python, tmp_path):
+    """client -> mcptap proxy (live.db) -> plain mitmdump (-w, hardump) -> SDK server: one session
+    seen three ways."""
+    live, dump, har = tmp_path / "live.db", tmp_path / "cap.mitm", tmp_path / "cap.har"
+    with sdk_http_server(sdk_python, "streamable") as upstream:
+        port = free_port()
+        plain = subprocess.Popen([_mitmdump(), "-q", "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1",
+                                  "--listen-port", str(port), "-w", str(dump), "--set", f"hardump={har}"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: accepting(port) or plain.poll() is not None, 30, "mitmdump to listen")
+            with mcptap_proxy(live, f"http://127.0.0.1:{port}") as proxy:
+                sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
+                assert proxy.stop() == 0, proxy.errors
+        finally:
+            plain.send_signal(signal.SIGINT)
+            plain.wait(30)
+            plain.stderr.close()
+    seen = {}
+    for name, source in (("live", None), ("flows", dump), ("har", har)):
+        db = live if source is None else tmp_path / f"{name}.db"
+        if source is not None:
+            result = run(mcptap("import", "--db", str(db), str(source)))
+            assert result.returncode == 0, result.stderr.decode()
+        conn = sqlite3.connect(db)
+        seen[name] = conn.execute("SELECT direction, CAST(raw AS BLOB) FROM frames ORDER BY session_id, seq").fetchall()
+        conn.close()
+    assert len(seen["live"]) >= 10
+    assert seen["flows"] == seen["live"] and seen["har"] == seen["live"]
+    assert_no_false_findings(tmp_path / "har.db")
+    again = run(mcptap("import", "--db", str(tmp_path / "har.db"), str(har)))
+    assert again.returncode == 2 and "already imported" in again.stderr.decode()

@@ -1,0 +1,158 @@
+"""Import of HTTP captures that mcptap did not record: mitmproxy flow dumps (`mitmdump -w`) and
+HAR files (a browser's, or mitmproxy's `hardump`). mitmproxy reads both; each flow then goes
+through the same recorder addon as live traffic (addons/http_recorder.py), hook by hook, with
+the capture's own times, so sessions, exchanges, SSE events and redaction come out as a live
+recording's would.
+
+What a capture cannot say: when each SSE event passed (events get their answer's end time; a
+plain mitmproxy held the stream until then anyway), and a stream's events when mitmproxy
+streamed the body without keeping it (an SSE answer without a body is counted and said)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable
+
+from analyzer import __version__, journal
+from analyzer.errors import DuplicateSession, ImportFormatError
+from analyzer.redact import Redactor
+
+HAR, FLOWS = "har", "flows"
+_ID_SPACE = uuid.UUID("5b0c7c6e-6a38-4d52-9f2e-7d1a3c1f0a11")
+
+
+def sniff(head: bytes) -> str | None:
+    """'har', 'flows' (a mitmproxy dump: tnetstrings, `<length>:`), or None."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"{") and b'"log"' in text[:4096]:
+        return HAR
+    length, colon, _ = head[:12].partition(b":")
+    if colon and length.isdigit():
+        return FLOWS
+    return None
+
+
+def read_flows(path: str) -> list:
+    from mitmproxy import exceptions, http
+    from mitmproxy.io import FlowReader
+
+    try:
+        with open(path, "rb") as fh:
+            flows = [f for f in FlowReader(fh).stream() if isinstance(f, http.HTTPFlow)]
+    except exceptions.FlowReadException as exc:
+        raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file ({exc})") from None
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    return flows
+
+
+def _har_times(path: str, flows: list) -> None:
+    """mitmproxy's HAR reader dates the request's end and the whole answer at the entry's end;
+    the entry's timings say better (send, wait, receive; -1 is unknown)."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            entries = json.load(fh)["log"]["entries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    for f, entry in zip(flows, entries):
+        timings = entry.get("timings") or {}
+
+        def ms(name: str) -> float:
+            value = timings.get(name)
+            return value / 1000 if isinstance(value, (int, float)) and value > 0 else 0.0
+
+        sent = f.request.timestamp_start + ms("blocked") + ms("dns") + ms("connect") + ms("send")
+        f.request.timestamp_end = sent
+        if f.response is not None:
+            f.response.timestamp_start = sent + ms("wait")
+            f.response.timestamp_end = f.response.timestamp_start + ms("receive")
+
+
+def _timeline(flows: list) -> list[tuple]:
+    """(time, tie-break, hook, flow) for each flow's request, answer headers and answer end (or
+    error), sorted by time: a stream that ends after a DELETE still began before it."""
+    events = []
+    for n, f in enumerate(flows):
+        start = f.request.timestamp_end or f.request.timestamp_start
+        events.append((start, n, "request", f))
+        if f.response is not None:
+            events.append((f.response.timestamp_start or start, n, "responseheaders", f))
+            events.append((f.response.timestamp_end or f.response.timestamp_start or start, n, "response", f))
+        elif f.error is not None:
+            events.append((f.error.timestamp or start, n, "error", f))
+    events.sort(key=lambda e: (e[0], e[1], ("request", "responseheaders", "response", "error").index(e[2])))
+    return events
+
+
+def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bool = False,
+                   keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None) -> list:
+    """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
+    from addons.http_recorder import McpTap
+    from analyzer.importer import ImportedSession
+
+    flows = read_flows(path)
+    if kind == HAR:
+        _har_times(path, flows)
+    with open(path, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    collector = journal.Collector()
+    tap = McpTap(recorder=f"mcptap {__version__} import", journal=collector,
+                 redactor=Redactor(keep=keep_credentials), label=os.path.basename(path), source=os.path.abspath(path))
+    if not new_id:  # the same file imported twice gives the same session ids
+        seen: dict[str, int] = {}
+
+        def stable_id(key: tuple) -> str:  # a key's first session, its second (after a DELETE), ...
+            name = json.dumps(key)
+            seen[name] = seen.get(name, 0) + 1
+            return str(uuid.uuid5(_ID_SPACE, f"{digest}\0{name}\0{seen[name]}"))
+
+        tap.new_id = stable_id
+    empty = 0
+    last = 0.0
+    for at, _, hook, f in _timeline(flows):  # the hooks in the order a live proxy would have run them
+        last = max(last, at)
+        tap.clock = lambda at=at: at
+        if hook == "request":
+            tap.request(f)
+        elif hook == "responseheaders":
+            tap.responseheaders(f)
+        elif hook == "response":
+            stream = f.response.stream
+            if callable(stream):
+                body = f.response.raw_content
+                if body is None or (kind == HAR and not body and f.request.method == "POST"):
+                    empty += 1  # (a GET stream may rightly carry no event)
+                stream(body or b"")
+                stream(b"")
+            tap.response(f)
+        else:
+            tap.error(f)
+    tap.clock = lambda: last
+    tap.done()
+    if empty:
+        said = ("to POSTs have an empty body (a HAR export of an answer mitmproxy streamed looks like this)"
+                if kind == HAR
+                else "have no body in the file (mitmproxy streamed them without keeping them)")
+        warn(f"{path}: {empty} SSE answer(s) {said}: their events, if any, are not imported")
+    ops = journal.number(collector.ops, {})
+    sessions = [op[1] for op in ops if op[0] == "session"]
+    for s in sessions:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],)).fetchone():
+            raise DuplicateSession(f"{path}: already imported (session {s['id']}); use --new-id to import it again")
+    counts: dict[str, int] = {}
+    for op in ops:
+        if op[0] == "frame":
+            counts[op[1][0]] = counts.get(op[1][0], 0) + 1
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        journal.apply(conn, ops)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return [ImportedSession(s["id"], f"{s['transport']} session", counts.get(s["id"], 0)) for s in sessions]
