@@ -1,6 +1,6 @@
 """Import of HTTP captures that mcptap did not record: mitmproxy flow dumps (`mitmdump -w`) and
 HAR files (a browser's, or mitmproxy's `hardump`). mitmproxy reads both; each flow then goes
-through the same recorder addon as live traffic (addons/http_recorder.py), hook by hook, with
+through the same recorder addon as live traffic (addons/http_tap.py), hook by hook, with
 the capture's own times, so sessions, exchanges, SSE events and redaction come out as a live
 recording's would.
 
@@ -91,7 +91,7 @@ def _timeline(flows: list) -> list[tuple]:
 def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bool = False,
                    keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None) -> list:
     """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
-    from addons.http_recorder import McpTap
+    from addons.http_tap import McpTap
     from analyzer.importer import ImportedSession
 
     flows = read_flows(path)

@@ -1,5 +1,5 @@
 """`mcptap proxy`: mitmproxy in reverse mode, in this process, in front of an HTTP MCP server,
-with the recorder addon (addons/http_recorder.py). Listens on 127.0.0.1 unless told otherwise;
+with the recorder addon (addons/http_tap.py). Listens on 127.0.0.1 unless told otherwise;
 Ctrl-C (or SIGTERM) stops it cleanly: open streams are closed in the record, sessions ended."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ async def _serve(upstream, db, host, port, label, keep_credentials, on_ready) ->
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    from addons.http_recorder import McpTap
+    from addons.http_tap import McpTap
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)

@@ -1,4 +1,4 @@
-"""The mitmproxy addon (addons/http_recorder.py) driven hook by hook with mitmproxy's own test
+"""The mitmproxy addon (addons/http_tap.py) driven hook by hook with mitmproxy's own test
 flows. `tctx.cycle()` never calls a stream function, so the tap is called here as mitmproxy
 would: each chunk, then b"" at the end."""
 
@@ -13,7 +13,7 @@ import pytest
 from mitmproxy import flow as mflow
 from mitmproxy.test import taddons, tflow
 
-from addons.http_recorder import McpTap
+from addons.http_tap import McpTap
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 CALL = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":5}}}'

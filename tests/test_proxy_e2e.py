@@ -189,3 +189,25 @@ def test_a_mitmdump_capture_and_its_har_import_to_the_frames_recorded_live(sdk_p
     assert_no_false_findings(tmp_path / "har.db")
     again = run(mcptap("import", "--db", str(tmp_path / "har.db"), str(har)))
     assert again.returncode == 2 and "already imported" in again.stderr.decode()
+
+
+def test_the_bare_addon_records_inside_mitmdump(sdk_python, tmp_path):
+    db = tmp_path / "addon.db"
+    addon = Path(__file__).resolve().parent.parent / "addons" / "http_recorder.py"
+    with sdk_http_server(sdk_python, "json") as upstream:
+        port = free_port()
+        dump = subprocess.Popen([_mitmdump(), "-q", "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1",
+                                 "--listen-port", str(port), "-s", str(addon), "--set", f"mcptap_db={db}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_for(lambda: accepting(port) or dump.poll() is not None, 30, "mitmdump to listen")
+            out = sdk_client(sdk_python, "legacy", "streamable", f"http://127.0.0.1:{port}/mcp")
+        finally:
+            dump.send_signal(signal.SIGINT)
+            status = dump.wait(30)
+            errors = dump.stderr.read().decode(errors="replace")
+            dump.stderr.close()
+    assert status == 0, errors
+    assert out["echo"] == "héllo ✓"
+    report = assert_no_false_findings(db)
+    assert report["sessions"][0]["frames"] >= 8
