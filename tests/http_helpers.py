@@ -6,6 +6,7 @@ reader of its own, independent of mitmproxy and of the product's SSE parser)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import signal
 import socket
@@ -36,10 +37,17 @@ def accepting(port: int) -> bool:
 def sdk_http_server(sdk_python: str, mode: str):
     """The SDK test server (tests/tools/sdk_http_server.py) in `mode`; yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen([sdk_python, tool("sdk_http_server.py"), mode, str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with http_server([sdk_python, tool("sdk_http_server.py"), mode, str(port)], port) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def http_server(argv: list[str], port: int, env: dict | None = None):
+    """A server process that listens on 127.0.0.1:`port`; yields its base URL."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
     try:
-        wait_for(lambda: accepting(port) or proc.poll() is not None, START_TIMEOUT_S, "the SDK HTTP server")
+        wait_for(lambda: accepting(port) or proc.poll() is not None, START_TIMEOUT_S, f"{argv[1]} to listen")
         assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -1,6 +1,6 @@
 """Test client on the real `mcp` SDK (runs in the side virtual environment) for the reference
 server @modelcontextprotocol/server-everything. Usage: sdk_client_everything.py MODE -- CMD
-[ARGS...]; MODE is 'legacy' (initialize handshake) or 'auto' (the SDK's default: a server/discover
+[ARGS...] (stdio), or MODE --url URL (Streamable HTTP), or MODE --sse URL (legacy HTTP+SSE); MODE is 'legacy' (initialize handshake) or 'auto' (the SDK's default: a server/discover
 probe, then the handshake when the server does not speak 2026-07-28).
 
 It drives, without a human, everything the SDK client can: tools (plain, structured, annotated,
@@ -196,13 +196,25 @@ async def exercise(client: Client, s: Session, out: dict) -> None:
     out["completions"] = [(await client.complete(ref, arg, ctx)).completion.values for ref, arg, ctx in completions]
 
 
+def server_of(argv: list[str]):
+    """`-- CMD [ARGS...]` (stdio), `--url URL` (Streamable HTTP) or `--sse URL` (legacy HTTP+SSE)."""
+    how, *rest = argv
+    if how == "--url":
+        return rest[0]
+    if how == "--sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(rest[0])
+    assert how == "--", "usage: sdk_client_everything.py MODE {-- CMD [ARGS...] | --url URL | --sse URL}"
+    return StdioServerParameters(command=rest[0], args=rest[1:])
+
+
 async def main() -> None:
-    mode, sep, command, *args = sys.argv[1:]
-    assert sep == "--", "usage: sdk_client_everything.py MODE -- CMD [ARGS...]"
+    mode, *argv = sys.argv[1:]
     s = Session()
     out: dict = {"mode": mode}
     with anyio.fail_after(DEADLINE_S):
-        async with Client(StdioServerParameters(command=command, args=args), mode=mode,
+        async with Client(server_of(argv), mode=mode,
                           read_timeout_seconds=READ_TIMEOUT_S, sampling_callback=s.on_sampling,
                           elicitation_callback=s.on_elicitation, list_roots_callback=s.on_roots,
                           logging_callback=s.on_log, message_handler=s.on_message) as client:
