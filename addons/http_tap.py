@@ -81,8 +81,14 @@ def _upstream(request: http.Request) -> str:
     return f"{request.scheme}://{request.host}:{request.port}"
 
 
-def _header(message: http.Message | None, name: str) -> str | None:
-    return None if message is None else message.headers.get(name)
+def _fields(message: http.Message) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The headers as (name, value) pairs, and a lower-cased lookup (the first of repeated
+    names): one pass, where each `headers.get` of mitmproxy scans them all."""
+    fields = list(message.headers.items(multi=True))
+    lookup: dict[str, str] = {}
+    for name, value in fields:
+        lookup.setdefault(name.lower(), value)
+    return fields, lookup
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -182,17 +188,18 @@ class McpTap:
             return
         req = flow.request
         body = req.get_content(strict=False) or b""
-        if not self._is_mcp_request(req, body):
+        fields, h = _fields(req)
+        if not self._is_mcp_request(req.method, h, body):
             return
         url, redacted = self.redactor.url(req.pretty_url)
-        headers, redacted_headers = self.redactor.headers(list(req.headers.items(multi=True)))
+        headers, redacted_headers = self.redactor.headers(fields)
         ex = self.exchanges[flow.id] = Exchange(flow.id, req.method, url, _upstream(req), req.timestamp_start)
         ex.row = {
             "id": flow.id, "session_id": None, "method": req.method, "url": url, "status": None,
-            "request_type": req.headers.get("content-type"), "response_type": None,
-            "mcp_session_id": req.headers.get("mcp-session-id"), "assigned_session": None,
-            "protocol_version": req.headers.get("mcp-protocol-version"), "accept": req.headers.get("accept"),
-            "last_event_id": req.headers.get("last-event-id"), "content_encoding": None, "endpoint": None,
+            "request_type": h.get("content-type"), "response_type": None,
+            "mcp_session_id": h.get("mcp-session-id"), "assigned_session": None,
+            "protocol_version": h.get("mcp-protocol-version"), "accept": h.get("accept"),
+            "last_event_id": h.get("last-event-id"), "content_encoding": None, "endpoint": None,
             "events": 0, "request_headers": json.dumps(headers, ensure_ascii=False), "response_headers": None,
             "redacted": json.dumps(redacted_headers + redacted) if redacted_headers or redacted else None,
             "started_at": req.timestamp_start, "request_end": req.timestamp_end, "response_at": None,
@@ -200,10 +207,10 @@ class McpTap:
         }
         ex.connection = flow.client_conn.id
         client = flow.client_conn.peername[0] if flow.client_conn.peername else ""
-        ex.stateless_key = ("stateless", ex.upstream, client, req.headers.get("user-agent", ""))
+        ex.stateless_key = ("stateless", ex.upstream, client, h.get("user-agent", ""))
         if body and req.method == "POST":
             ex.pending.append((req.timestamp_end or time.time(), C2S, body, None, 0))
-        key = self._key_at_request(ex, req, body)
+        key = self._key_at_request(ex, req, h, body)
         if key is not None:
             self._join(ex, key)
 
@@ -212,11 +219,12 @@ class McpTap:
         if ex is None:
             return
         resp = flow.response
-        assigned = resp.headers.get("mcp-session-id")
-        ex.row.update(status=resp.status_code, response_type=resp.headers.get("content-type"),
-                      assigned_session=assigned, content_encoding=resp.headers.get("content-encoding"),
+        fields, h = _fields(resp)
+        assigned = h.get("mcp-session-id")
+        ex.row.update(status=resp.status_code, response_type=h.get("content-type"),
+                      assigned_session=assigned, content_encoding=h.get("content-encoding"),
                       response_at=resp.timestamp_start)
-        headers, redacted = self.redactor.headers(list(resp.headers.items(multi=True)))
+        headers, redacted = self.redactor.headers(fields)
         ex.row["response_headers"] = json.dumps(headers, ensure_ascii=False)
         if redacted:
             ex.row["redacted"] = json.dumps(json.loads(ex.row["redacted"] or "[]") + redacted)
@@ -227,7 +235,7 @@ class McpTap:
                 self._join(ex, ex.stateless_key)  # else the stream's first event tells
         if _is_sse(ex.row["response_type"]):
             self._tap(flow, ex)
-        self.journal.exchange(dict(ex.row))
+            self.journal.exchange(dict(ex.row))  # a stream may last: its exchange is in the database meanwhile
 
     def response(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -341,24 +349,24 @@ class McpTap:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def _is_mcp_request(self, req: http.Request, body: bytes) -> bool:
-        headers = req.headers
-        if "mcp-session-id" in headers or "mcp-protocol-version" in headers:
+    @staticmethod
+    def _is_mcp_request(method: str, h: dict[str, str], body: bytes) -> bool:
+        if "mcp-session-id" in h or "mcp-protocol-version" in h:
             return True
-        if req.method == "POST":
+        if method == "POST":
             return b'"jsonrpc"' in body
-        if req.method == "GET":
-            return "text/event-stream" in headers.get("accept", "")
+        if method == "GET":
+            return "text/event-stream" in h.get("accept", "")
         return False
 
-    def _key_at_request(self, ex: Exchange, req: http.Request, body: bytes) -> tuple | None:
+    def _key_at_request(self, ex: Exchange, req: http.Request, h: dict[str, str], body: bytes) -> tuple | None:
         """The session, where the request alone tells it; None: its answer will.
 
         A request without the session id, or with one the server never assigned, sent on a
         client connection that carried a session's requests, belongs to that session (that is
         how the analysis can tell a missing or wrong Mcp-Session-Id); a 2026-07-28 request
         never does (it has no session)."""
-        sid = req.headers.get("mcp-session-id")
+        sid = h.get("mcp-session-id")
         held = self.by_connection.get(ex.connection)
         if held is not None and not self.sessions[held].open:
             held = None
@@ -371,7 +379,7 @@ class McpTap:
         if token is not None and req.method == "POST":
             return ("sse", ex.upstream, token)
         initialize = req.method == "POST" and b'"initialize"' in body
-        modern = req.headers.get("mcp-protocol-version", "") >= MODERN_ERA
+        modern = h.get("mcp-protocol-version", "") >= MODERN_ERA
         if held is not None and not initialize and not modern:
             return held
         if req.method == "GET":

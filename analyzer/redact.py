@@ -70,6 +70,7 @@ class Redactor:
 
     def __init__(self, key: bytes | None = None, *, keep: bool = False):
         self.keep = keep
+        self._names: dict[str, bool] = {}  # header name (lower case) -> carries a credential
         self._key = key if key is not None else (b"" if keep else load_key())
 
     def mask(self, secret: str) -> str:
@@ -79,7 +80,10 @@ class Redactor:
     def header_value(self, name: str, value: str) -> str | None:
         """The value to store for a credential header, or None when the header is no credential."""
         lower = name.lower()
-        if self.keep or not (lower in CREDENTIAL_HEADERS or _CREDENTIAL_NAME.search(lower)):
+        secret = self._names.get(lower)
+        if secret is None:
+            secret = self._names[lower] = lower in CREDENTIAL_HEADERS or bool(_CREDENTIAL_NAME.search(lower))
+        if self.keep or not secret:
             return None
         if lower in ("cookie", "set-cookie"):
             return "; ".join(self._cookie(part) for part in value.split(";"))
