@@ -33,16 +33,14 @@ import logging
 import os
 import socket
 import time
-import zlib
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
 from mitmproxy import ctx, exceptions, http
 
-from addons.sse import SSEParser
+from addons.http_writer import RemoteJournal, Streams
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
-from analyzer.journal import Journal
 from analyzer.redact import Redactor
 
 C2S, S2C = "c2s", "s2c"
@@ -69,8 +67,10 @@ class Exchange:
     session: Session | None = None
     pending: list = field(default_factory=list)  # frames waiting for their session: (ts, direction, raw, event id, incomplete)
     row: dict = field(default_factory=dict)
-    parser: SSEParser | None = None
-    decoder: object | None = None
+    streaming: bool = False  # an SSE answer, tapped
+    shipped: bool = False  # its stream (and chunks) go to the journal, cut there
+    early: list = field(default_factory=list)  # chunks of a stream whose session is not known yet: (ts, bytes)
+    scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
     legacy_stream: bool = False  # a GET stream that may announce a legacy endpoint
     stateless_key: tuple = ()  # its session when no session id ever tells
     connection: str = ""  # the client connection it came on
@@ -106,39 +106,11 @@ def _legacy_token(url: str) -> str | None:
     return None
 
 
-def _decoder(encoding: str | None):
-    """An incremental decompressor for a content-encoded stream (None: none needed)."""
-    name = (encoding or "").strip().lower()
-    if name in ("", "identity"):
-        return None
-    if name in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if name == "deflate":
-        return zlib.decompressobj()
-    if name == "br":
-        import brotli  # a mitmproxy dependency
-
-        return _Brotli(brotli.Decompressor())
-    if name == "zstd":
-        import zstandard  # a mitmproxy dependency
-
-        return zstandard.ZstdDecompressor().decompressobj()
-    raise ValueError(f"content-encoding {encoding!r} cannot be decoded")
-
-
-class _Brotli:
-    def __init__(self, inner):
-        self.inner = inner
-
-    def decompress(self, data: bytes) -> bytes:
-        return self.inner.process(data)
-
-
 class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
-        serve an offline run over saved flows (analyzer/flowimport.py)."""
+        serve an offline run over saved flows (addons/capture_import.py)."""
         self.recorder = recorder
         self.journal = journal
         self.redactor = redactor or Redactor(keep=True)
@@ -173,7 +145,7 @@ class McpTap:
                 raise exceptions.OptionsError("mcptap: mcptap_db cannot change while recording")
             if self.journal is None:
                 try:
-                    self.journal = Journal(path)
+                    self.journal = RemoteJournal(path)
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
 
@@ -187,11 +159,11 @@ class McpTap:
         if self.journal is None:
             return
         req = flow.request
-        body = req.get_content(strict=False) or b""
         fields, h = _fields(req)
+        body = (req.get_content(strict=False) if "content-encoding" in h else req.raw_content) or b""
         if not self._is_mcp_request(req.method, h, body):
             return
-        url, redacted = self.redactor.url(req.pretty_url)
+        url, redacted = self.redactor.url(req.url)
         headers, redacted_headers = self.redactor.headers(fields)
         ex = self.exchanges[flow.id] = Exchange(flow.id, req.method, url, _upstream(req), req.timestamp_start)
         ex.row = {
@@ -242,8 +214,8 @@ class McpTap:
         if ex is None:
             return
         resp = flow.response
-        if ex.parser is None:  # not a stream: the whole answer is here
-            body = resp.get_content(strict=False) or b""
+        if not ex.streaming:  # not a stream: the whole answer is here
+            body = (resp.get_content(strict=False) if ex.row["content_encoding"] else resp.raw_content) or b""
             if body and (_is_json(ex.row["response_type"]) or b'"jsonrpc"' in body):
                 self._frame(ex, resp.timestamp_end or time.time(), S2C, body, None)
         self._finish(ex, resp.timestamp_end or time.time(), "complete")
@@ -271,76 +243,71 @@ class McpTap:
     # -- streams -------------------------------------------------------------------------------
 
     def _tap(self, flow: http.HTTPFlow, ex: Exchange) -> None:
-        ex.parser = SSEParser()
-        try:
-            ex.decoder = _decoder(ex.row["content_encoding"])
-        except (ValueError, ImportError) as exc:
-            ex.parser = None
-            ex.row["outcome"] = f"not recorded: {exc}"
-            return
+        """Forward every chunk as it came, and queue it for the journal, which cuts the events
+        (addons/http_writer.py). Until its session is known (a GET stream that may announce a
+        legacy endpoint), the chunks are also read here."""
+        ex.streaming = True
+        if ex.session is not None:
+            self._ship_stream(ex)
+        else:
+            ex.scout = Streams()
+            ex.scout.cut([("stream", ex.flow_id, "", ex.row["content_encoding"])])
         downstream = flow.response.stream
+        chunk_op = self.journal.chunk
 
         def tap(chunk: bytes) -> bytes:
-            try:
-                self._chunk(ex, chunk)
-            except Exception as exc:  # noqa: BLE001: a tap must never raise (the chunk would be lost)
-                self._fault(ex, exc)
+            if chunk and not ex.finished:
+                if ex.shipped:
+                    chunk_op(ex.flow_id, self.clock(), chunk)
+                else:
+                    try:
+                        self._scout(ex, chunk)
+                    except Exception as exc:  # noqa: BLE001: a tap must never raise (the chunk would be lost)
+                        self._fault(ex, exc)
             if callable(downstream):
                 return downstream(chunk)
             return chunk
 
         flow.response.stream = tap
 
-    def _chunk(self, ex: Exchange, chunk: bytes) -> None:
-        if ex.parser is None or ex.finished:
-            return
-        now = self.clock()
-        data = chunk
-        if ex.decoder is not None:
-            data = ex.decoder.decompress(chunk) if chunk else ex.decoder.flush()
-        events = ex.parser.feed(data) if data else []
-        for event in events:
-            ex.row["events"] += 1
-            if event.data is None:
-                continue
-            if event.type == "endpoint":
-                self._endpoint(ex, event.data.decode("utf-8", "replace"))
-                continue
-            if not event.data:  # an empty-data (priming) event: no message
-                continue
-            if ex.session is None:  # a stream that announced no legacy endpoint
-                self._join(ex, ex.stateless_key)
-            self._frame(ex, now, S2C, event.data, event.id if event.has_id else None)
+    def _ship_stream(self, ex: Exchange) -> None:
+        self.journal.stream(ex.flow_id, ex.session.id, ex.row["content_encoding"])
+        for ts, chunk in ex.early:
+            self.journal.chunk(ex.flow_id, ts, chunk)
+        ex.early.clear()
+        ex.scout = None
+        ex.shipped = True
 
-    def _endpoint(self, ex: Exchange, endpoint: str) -> None:
-        ex.row["endpoint"] = endpoint
-        token = _legacy_token(endpoint) or endpoint
-        if ex.session is None:
-            self._join(ex, ("sse", ex.upstream, token), transport="sse")
+    def _scout(self, ex: Exchange, chunk: bytes) -> None:
+        """A stream whose session is not known: its first event tells (an `endpoint` event:
+        a legacy session; a message: the sessionless group of its client)."""
+        ex.early.append((self.clock(), chunk))
+        for op in ex.scout.cut([("chunk", ex.flow_id, 0.0, chunk)]):
+            if op[0] == "frame":
+                self._join(ex, ex.stateless_key)
+                return
+        endpoint = ex.scout.endpoint(ex.flow_id)
+        if endpoint is not None:
+            ex.row["endpoint"] = endpoint
+            self._join(ex, ("sse", ex.upstream, _legacy_token(endpoint) or endpoint), transport="sse")
 
     def _fault(self, ex: Exchange, exc: Exception) -> None:
         self.errors += 1
-        ex.parser = None
         ex.row["outcome"] = f"tap fault: {type(exc).__name__}: {exc}"
-        log.error(f"mcptap: stopped recording the stream of {ex.url}: {type(exc).__name__}: {exc} "
-                      "(the stream itself is forwarded unchanged)")
+        ex.scout = None
+        log.error(f"mcptap: cannot read the start of the stream of {ex.url}: {type(exc).__name__}: {exc} "
+                  "(the stream itself is forwarded unchanged)")
+        self._join(ex, ex.stateless_key)
 
     def _finish(self, ex: Exchange, ended_at: float, outcome: str) -> None:
         if ex.finished:
             return
-        if ex.parser is not None:
-            try:
-                if ex.decoder is not None:
-                    self._chunk(ex, b"")
-                left = ex.parser.incomplete
-                if left.strip():
-                    self._frame(ex, ended_at, S2C, left, None, incomplete=1)
-            except Exception as exc:  # noqa: BLE001
-                self._fault(ex, exc)
         ex.finished = True
         self.exchanges.pop(ex.flow_id, None)
         if ex.session is None:  # never told: it joins the sessionless group of its client
             self._join(ex, ex.stateless_key)
+        if ex.streaming:
+            self.journal.close_stream(ex.flow_id, ended_at)
         ex.row["ended_at"] = ended_at
         ex.row["outcome"] = ex.row["outcome"] or outcome
         self.journal.exchange(dict(ex.row))
@@ -375,7 +342,7 @@ class McpTap:
             if key in self.sessions or held is None:
                 return key
             return held
-        token = _legacy_token(req.pretty_url)
+        token = _legacy_token(req.url)
         if token is not None and req.method == "POST":
             return ("sse", ex.upstream, token)
         initialize = req.method == "POST" and b'"initialize"' in body
@@ -400,6 +367,8 @@ class McpTap:
         for ts, direction, raw, event_id, incomplete in ex.pending:
             self.journal.frame(store.http_frame_row(session.id, 0, ts, direction, raw, ex.flow_id, event_id, incomplete))
         ex.pending.clear()
+        if ex.streaming and not ex.shipped:
+            self._ship_stream(ex)
 
     def _new_session(self, key: tuple, transport: str, ex: Exchange) -> Session:
         session = self.sessions[key] = Session(self.new_id(key), key, transport)

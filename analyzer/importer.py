@@ -1,6 +1,7 @@
 """`mcptap import`: bring logs that others wrote (or a spool the recorder left) into the store.
 The format is detected from content: frame-log JSONL (framelog.py), including spools, and HTTP
-captures (mitmproxy dumps and HAR, flowimport.py)."""
+captures (mitmproxy dumps and HAR), which are replayed through the capture's own recorder
+(addons/capture_import.py: the one place where importing uses the capture side)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analyzer import flowimport, framelog, store
+from analyzer import framelog, store
 from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
@@ -56,10 +57,21 @@ def detect_format(path: str) -> str:
         return "framelog"
     if not head.strip():
         raise ImportFormatError(f"{path} is empty")
-    capture = flowimport.sniff(head)
+    capture = sniff_capture(head)
     if capture is not None:
         return capture
     raise ImportFormatError(f"{path}: not a format mcptap imports (frame-log JSONL, a mitmproxy dump, HAR)")
+
+
+def sniff_capture(head: bytes) -> str | None:
+    """'har', 'flows' (a mitmproxy dump: tnetstrings, `<length>:`), or None."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"{") and b'"log"' in text[:4096]:
+        return "har"
+    length, colon, _ = head[:12].partition(b":")
+    if colon and length.isdigit():
+        return "flows"
+    return None
 
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
@@ -67,8 +79,10 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 progress: Callable[[int], None] | None = None, keep_credentials: bool = False) -> list[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it."""
     kind = detect_format(path)
-    if kind != "framelog":
-        found = flowimport.import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn)
+    if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
+        from addons.capture_import import import_capture
+
+        found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn)
         if progress is not None:
             progress(os.path.getsize(path))
         return found

@@ -20,8 +20,8 @@ from analyzer.writer import FLUSH_INTERVAL_S, Spool, warn_stderr
 
 
 class Collector:
-    """The same calls as a Journal, kept in memory: an import writes them in its own transaction
-    (`number`, then `apply`)."""
+    """What a capture says, as ops kept in order: sessions, frames, exchanges, session ends, and
+    SSE answers' bytes. An import writes them in its own transaction (`number`, then `apply`)."""
 
     def __init__(self) -> None:
         self.ops: list[tuple] | deque[tuple] = []
@@ -39,63 +39,37 @@ class Collector:
     def end(self, session_id: str, ended_at: float | None) -> None:
         self.ops.append(("end", session_id, ended_at))
 
+    # an SSE answer's bytes, as they passed (cut into frames by addons/http_writer.py)
+    def stream(self, exchange_id: str, session_id: str, encoding: str | None) -> None:
+        self.ops.append(("stream", exchange_id, session_id, encoding))
+
+    def chunk(self, exchange_id: str, ts: float, data: bytes) -> None:
+        self.ops.append(("chunk", exchange_id, ts, data))
+
+    def close_stream(self, exchange_id: str, ts: float) -> None:
+        self.ops.append(("close", exchange_id, ts))
+
     def close(self) -> None:
         pass
 
 
-class Journal(Collector):
+class Sink:
+    """Writes ops into the database, numbered, a transaction per call; if the database fails,
+    the frames of each session go on into a spool file beside it."""
+
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
         self.db_path = db_path
         self._warn = warn
-        self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
-        self._wake = threading.Event()
-        self._closing = False
         self._sessions: dict[str, dict] = {}
         self._spools: dict[str, Spool] = {}
-        self._failed: str | None = None
         self._seq: dict[str, int] = {}  # last seq given, per session
-        self.conn = store.connect(db_path)  # opened here: a bad path is an error at start, not later
-        self._thread = threading.Thread(target=self._run, name="mcptap-journal", daemon=True)
-        self._thread.start()
+        self.failed: str | None = None
+        self.conn: sqlite3.Connection | None = store.connect(db_path)  # a bad path is an error now, not later
 
-    # -- from the capture (event loop): session(), frame(), exchange(), end() as Collector's ----
-
-    def session(self, session: dict) -> None:
-        self._sessions[session["id"]] = session  # for a spool, should the database fail
-        super().session(session)
-
-    def frame(self, row: tuple) -> None:
-        self.ops.append(("frame", row))
-        if len(self.ops) > 2000:
-            self._wake.set()
-
-    def close(self) -> None:
-        """Write what is left and stop the thread."""
-        self._closing = True
-        self._wake.set()
-        self._thread.join()
-
-    # -- the thread --------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait(FLUSH_INTERVAL_S)
-            self._wake.clear()
-            closing = self._closing
-            ops = [self.ops.popleft() for _ in range(len(self.ops))]
-            if ops:
-                self._write(ops)
-            if closing:
-                break
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except sqlite3.Error:
-                pass
-        for spool in self._spools.values():
-            spool.end(None, None)
-
-    def _write(self, ops: list[tuple]) -> None:
+    def write(self, ops: list[tuple]) -> None:
+        for op in ops:
+            if op[0] == "session":
+                self._sessions[op[1]["id"]] = op[1]
         ops = number(ops, self._seq)
         if self.conn is not None:
             try:
@@ -103,15 +77,25 @@ class Journal(Collector):
                     apply(self.conn, ops)
                 return
             except (sqlite3.Error, OSError) as exc:
-                self._failed = str(exc) or type(exc).__name__
+                self.failed = str(exc) or type(exc).__name__
                 try:
                     self.conn.close()
                 except sqlite3.Error:
                     pass
                 self.conn = None
-                self._warn(f"cannot write to {self.db_path} ({self._failed}); frames go to spool files beside it "
+                self._warn(f"cannot write to {self.db_path} ({self.failed}); frames go to spool files beside it "
                            "(mcptap import brings them in)")
         self._spill(ops)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+            self.conn = None
+        for spool in self._spools.values():
+            spool.end(spool.session.get("ended_at"), None)
 
     def _spill(self, ops: list[tuple]) -> None:
         for op in ops:
@@ -132,6 +116,45 @@ class Journal(Collector):
             if spool.path is not None:
                 self._warn(f"session {session_id} continues in {spool.path}")
         return spool
+
+
+class Journal(Collector):
+    """A Collector whose ops a thread of this process writes to a Sink every FLUSH_INTERVAL_S,
+    after `transform` (which turns stream chunks into frames, addons/http_writer.py)."""
+
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr,
+                 transform: Callable[[list[tuple]], list[tuple]] | None = None):
+        self.db_path = db_path
+        self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
+        self._transform = transform
+        self._wake = threading.Event()
+        self._closing = False
+        self.sink = Sink(db_path, warn=warn)
+        self._thread = threading.Thread(target=self._run, name="mcptap-journal", daemon=True)
+        self._thread.start()
+
+    def frame(self, row: tuple) -> None:
+        self.ops.append(("frame", row))
+        if len(self.ops) > 2000:
+            self._wake.set()
+
+    def close(self) -> None:
+        """Write what is left and stop the thread."""
+        self._closing = True
+        self._wake.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(FLUSH_INTERVAL_S)
+            self._wake.clear()
+            closing = self._closing
+            ops = [self.ops.popleft() for _ in range(len(self.ops))]
+            if ops:
+                self.sink.write(self._transform(ops) if self._transform else ops)
+            if closing:
+                break
+        self.sink.close()
 
 
 def number(ops: list[tuple], last_seq: dict[str, int]) -> list[tuple]:

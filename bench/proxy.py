@@ -7,8 +7,8 @@ SSE stream of N progress notifications (chunked), each carrying the time it was 
 paths to it, all up at once and measured in ROUNDS interleaved rounds (the best of the rounds
 counts for each figure):
 (a) direct;
-(b) mitmdump in reverse mode with a pass-through addon that streams `text/event-stream` answers
-    and records nothing (the proxy's own floor);
+(b) mitmproxy run as `mcptap proxy` runs it (DumpMaster in reverse mode), with a pass-through
+    addon that streams `text/event-stream` answers and records nothing (the proxy's own floor);
 (c) `mcptap proxy`, recording into a fresh database.
 For each path:
 - JSON answers: round-trip latency of sequential POSTs on one keep-alive connection (p50, p99)
@@ -93,15 +93,30 @@ UPSTREAM = textwrap.dedent('''
     asyncio.run(main())
 ''')
 
-FLOOR_ADDON = textwrap.dedent('''
-    """Pass-through: stream SSE answers unchanged, record nothing."""
+FLOOR = textwrap.dedent('''
+    """mitmproxy run from Python as `mcptap proxy` runs it (DumpMaster, reverse mode, no dumper,
+    termlog at warn), with a pass-through addon instead of mcptap's: SSE answers streamed
+    unchanged, nothing recorded."""
+    import asyncio, signal, sys
+    from mitmproxy import options
+    from mitmproxy.tools.dump import DumpMaster
 
     class Floor:
         def responseheaders(self, flow):
             if flow.response.headers.get("content-type", "").startswith("text/event-stream"):
                 flow.response.stream = lambda chunk: chunk
 
-    addons = [Floor()]
+    async def main():
+        master = DumpMaster(options.Options(mode=["reverse:" + sys.argv[1]], listen_host="127.0.0.1",
+                                            listen_port=int(sys.argv[2])), with_termlog=True, with_dumper=False)
+        master.addons.add(Floor())
+        master.options.update(termlog_verbosity="warn")
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, master.shutdown)
+        await master.run()
+
+    asyncio.run(main())
 ''')
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
@@ -240,20 +255,16 @@ def main(argv: list[str] | None = None) -> int:
           f"on {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     tmp = tempfile.mkdtemp(prefix="mcptap-bench-proxy-")
-    floor_path = os.path.join(tmp, "floor.py")
-    with open(floor_path, "w") as fh:
-        fh.write(FLOOR_ADDON)
     up_port = free_port()
     upstream = start([sys.executable, "-c", UPSTREAM, str(up_port)], up_port, "the upstream")
     url = f"http://127.0.0.1:{up_port}"
-    mitmdump = os.path.join(os.path.dirname(sys.executable), "mitmdump")
     db = os.path.join(tmp, "proxy.db")
     procs = []
     try:
         ports = {"direct": up_port}
         ports["floor"] = free_port()
-        procs.append(start([mitmdump, "-q", "--mode", f"reverse:{url}", "--listen-host", "127.0.0.1", "--listen-port",
-                            str(ports["floor"]), "-s", floor_path], ports["floor"], "mitmdump (floor)"))
+        procs.append(start([sys.executable, "-c", FLOOR, url, str(ports["floor"])], ports["floor"],
+                           "mitmproxy with a pass-through addon (floor)"))
         ports["mcptap"] = free_port()
         procs.append(start([sys.executable, "-m", "analyzer", "proxy", "--db", db, "--upstream", url, "--listen",
                             f"127.0.0.1:{ports['mcptap']}"], ports["mcptap"], "mcptap proxy"))

@@ -158,7 +158,7 @@ def test_a_stream_that_cannot_be_decoded_is_forwarded_untouched_and_the_fault_re
     db = tap.journal.db_path
     tap.done()
     (outcome,) = rows(db, "SELECT outcome FROM exchanges")[0]
-    assert outcome.startswith("tap fault:")
+    assert outcome.startswith("not decodable:")
 
 
 def test_a_stream_function_set_by_another_addon_is_kept(tap):

@@ -17,23 +17,14 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 
+from addons.http_tap import McpTap
+from addons.http_writer import Streams
 from analyzer import __version__, journal
 from analyzer.errors import DuplicateSession, ImportFormatError
+from analyzer.importer import ImportedSession
 from analyzer.redact import Redactor
 
-HAR, FLOWS = "har", "flows"
 _ID_SPACE = uuid.UUID("5b0c7c6e-6a38-4d52-9f2e-7d1a3c1f0a11")
-
-
-def sniff(head: bytes) -> str | None:
-    """'har', 'flows' (a mitmproxy dump: tnetstrings, `<length>:`), or None."""
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    if text.startswith(b"{") and b'"log"' in text[:4096]:
-        return HAR
-    length, colon, _ = head[:12].partition(b":")
-    if colon and length.isdigit():
-        return FLOWS
-    return None
 
 
 def read_flows(path: str) -> list:
@@ -91,11 +82,8 @@ def _timeline(flows: list) -> list[tuple]:
 def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bool = False,
                    keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None) -> list:
     """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
-    from addons.http_tap import McpTap
-    from analyzer.importer import ImportedSession
-
     flows = read_flows(path)
-    if kind == HAR:
+    if kind == "har":
         _har_times(path, flows)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
@@ -124,7 +112,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
             stream = f.response.stream
             if callable(stream):
                 body = f.response.raw_content
-                if body is None or (kind == HAR and not body and f.request.method == "POST"):
+                if body is None or (kind == "har" and not body and f.request.method == "POST"):
                     empty += 1  # (a GET stream may rightly carry no event)
                 stream(body or b"")
                 stream(b"")
@@ -135,10 +123,10 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     tap.done()
     if empty:
         said = ("to POSTs have an empty body (a HAR export of an answer mitmproxy streamed looks like this)"
-                if kind == HAR
+                if kind == "har"
                 else "have no body in the file (mitmproxy streamed them without keeping them)")
         warn(f"{path}: {empty} SSE answer(s) {said}: their events, if any, are not imported")
-    ops = journal.number(collector.ops, {})
+    ops = journal.number(Streams().cut(collector.ops), {})
     sessions = [op[1] for op in ops if op[0] == "session"]
     for s in sessions:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],)).fetchone():

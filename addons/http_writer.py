@@ -1,0 +1,278 @@
+"""The HTTP capture's recorder process, and the shipper that feeds it.
+
+The addon (addons/http_tap.py) does no more on mitmproxy's event loop than append what it saw to
+a queue: sessions, request frames, exchanges, and each chunk of an SSE answer as it passed. A
+shipper thread writes the queue every SHIP_INTERVAL_S to `python -P -m addons.http_writer DB`
+as marshalled batches (addons/chunkwire.py records); there the chunks are decompressed and cut
+into events (`Streams`) and everything is stored (analyzer/journal.py `Sink`). Parsing and SQLite
+never hold the proxy's interpreter lock.
+
+If the process cannot be started, or dies, the rest goes through the same steps in a thread of
+the proxy (`Journal`), with one warning; streams open at that moment go on from their next
+chunk (an event cut there is recorded as it came, marked incomplete)."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import subprocess
+import sys
+import threading
+import zlib
+from collections import deque
+from collections.abc import Callable
+
+from addons.chunkwire import HEADER, RecordReader
+from addons.sse import SSEParser
+from analyzer import store
+from analyzer.journal import Collector, Journal, Sink
+from analyzer.writer import warn_stderr
+
+OPS = 253  # a chunkwire record holding a marshalled list of ops
+SHIP_INTERVAL_S = 0.05
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# -- cutting SSE answers into frames -----------------------------------------------------------
+
+def _decoder(encoding: str | None):
+    """An incremental decompressor for a content-encoded stream (None: none needed)."""
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return None
+    if name in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if name == "deflate":
+        return zlib.decompressobj()
+    if name == "br":
+        import brotli  # a mitmproxy dependency
+
+        return _Brotli(brotli.Decompressor())
+    if name == "zstd":
+        import zstandard  # a mitmproxy dependency
+
+        return zstandard.ZstdDecompressor().decompressobj()
+    raise ValueError(f"content-encoding {encoding!r} cannot be decoded")
+
+
+class _Brotli:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def decompress(self, data: bytes) -> bytes:
+        return self.inner.process(data)
+
+    def flush(self) -> bytes:
+        return b""
+
+
+class _Stream:
+    __slots__ = ("session_id", "decoder", "parser", "events", "fault", "last_ts", "endpoint")
+
+    def __init__(self, session_id: str, encoding: str | None):
+        self.session_id = session_id
+        self.parser = SSEParser()
+        self.events = 0
+        self.fault: str | None = None
+        self.last_ts = 0.0
+        self.endpoint: str | None = None  # what a legacy `endpoint` event announced
+        try:
+            self.decoder = _decoder(encoding)
+        except (ValueError, ImportError) as exc:
+            self.decoder, self.parser, self.fault = None, None, f"not recorded: {exc}"
+
+
+class Streams:
+    """The SSE answers being recorded, by exchange: chunks in, frame ops out."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, _Stream] = {}
+        self._closed: dict[str, _Stream] = {}  # until their exchange's last snapshot passes
+
+    def cut(self, ops: list[tuple]) -> list[tuple]:
+        """`ops` with stream, chunk and close ops turned into frame ops (and exchange rows told
+        how many events their stream had, and why it was not recorded if it was not)."""
+        out: list[tuple] = []
+        for op in ops:
+            kind = op[0]
+            if kind == "chunk":
+                stream = self._open.get(op[1])
+                if stream is not None:
+                    self._feed(out, op[1], stream, op[2], op[3])
+            elif kind == "stream":
+                self._open[op[1]] = _Stream(op[2], op[3])
+            elif kind == "close":
+                stream = self._open.pop(op[1], None)
+                if stream is not None:
+                    self._finish(out, op[1], stream, op[2])
+                    self._closed[op[1]] = stream
+            elif kind == "exchange":
+                row = op[1]
+                stream = self._open.get(row["id"]) or self._closed.pop(row["id"], None)
+                if stream is not None:
+                    row = dict(row, events=stream.events)
+                    if stream.fault and not (row.get("outcome") or "").startswith("error"):
+                        row["outcome"] = stream.fault
+                out.append(("exchange", row))
+            else:
+                out.append(op)
+        return out
+
+    def endpoint(self, exchange_id: str) -> str | None:
+        stream = self._open.get(exchange_id)
+        return stream.endpoint if stream is not None else None
+
+    def _feed(self, out: list, exchange_id: str, stream: _Stream, ts: float, data: bytes) -> None:
+        if stream.parser is None:
+            return
+        stream.last_ts = ts
+        try:
+            if stream.decoder is not None:
+                data = stream.decoder.decompress(data)
+            events = stream.parser.feed(data) if data else ()
+        except Exception as exc:  # noqa: BLE001: a stream that cannot be read is said, not fatal
+            stream.parser, stream.fault = None, f"not decodable: {type(exc).__name__}: {exc}"
+            return
+        sid = stream.session_id
+        for event in events:
+            stream.events += 1
+            if event.type == "endpoint" and event.data is not None and stream.endpoint is None:
+                stream.endpoint = event.data.decode("utf-8", "replace")
+            elif event.data:  # no data, an empty (priming) event, an endpoint: no message  # no data, priming (empty) and endpoint: no message
+                out.append(("frame", store.http_frame_row(sid, 0, ts, "s2c", event.data, exchange_id,
+                                                           event.id if event.has_id else None)))
+
+    def _finish(self, out: list, exchange_id: str, stream: _Stream, ts: float) -> None:
+        if stream.parser is None:
+            return
+        if stream.decoder is not None:
+            try:
+                tail = stream.decoder.flush()
+            except Exception:  # noqa: BLE001
+                tail = b""
+            if tail:
+                self._feed(out, exchange_id, stream, ts, tail)
+                if stream.parser is None:
+                    return
+        left = stream.parser.incomplete
+        if left.strip():
+            out.append(("frame", store.http_frame_row(stream.session_id, 0, ts, "s2c", left, exchange_id, None, 1)))
+
+
+# -- the proxy's side --------------------------------------------------------------------------
+
+class RemoteJournal(Collector):
+    """The addon's journal: ops queued here, shipped to the recorder process."""
+
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
+        Sink(db_path, warn=warn).close()  # the database opens (and has its tables) before the proxy starts
+        self.db_path = db_path
+        self.ops: deque[tuple] = deque()
+        self._warn = warn
+        self._local: Journal | None = None
+        self._streams: dict[str, tuple] = {}  # open streams' (session, encoding), should the process die
+        self._proc = self._start()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mcptap-shipper", daemon=True)
+        self._thread.start()
+
+    def _start(self) -> subprocess.Popen | None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
+        try:
+            return subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
+                                    process_group=0)
+        except OSError as exc:
+            self._fall_back(f"cannot start the recorder process ({exc.strerror or exc})")
+            return None
+
+    def close(self) -> None:
+        """Ship the rest, then wait for the recorder process to store it all."""
+        self._stop.set()
+        self._thread.join()
+        self._ship()
+        if self._proc is not None:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+            status = self._proc.wait()
+            if status != 0:
+                self._warn(f"the HTTP recorder process ended with status {status}")
+        if self._local is not None:
+            self._local.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(SHIP_INTERVAL_S):
+            self._ship()
+
+    def _ship(self) -> None:
+        ops = [self.ops.popleft() for _ in range(len(self.ops))]
+        if not ops:
+            return
+        for op in ops:
+            if op[0] == "stream":
+                self._streams[op[1]] = (op[2], op[3])
+            elif op[0] == "close":
+                self._streams.pop(op[1], None)
+        if self._local is None and self._proc is not None:
+            payload = marshal.dumps(ops)
+            try:
+                _write_all(self._proc.stdin.fileno(), HEADER.pack(OPS, 0.0, len(payload)) + payload)
+                return
+            except (OSError, ValueError):
+                self._fall_back("the recorder process is gone (what it had not stored is lost)")
+        self._local.ops.extend(ops)
+
+    def _fall_back(self, why: str) -> None:
+        self._warn(f"{why}; recording goes on inside the proxy")
+        streams = Streams()
+        self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut)
+        for exchange_id, (session_id, encoding) in self._streams.items():
+            self._local.ops.append(("stream", exchange_id, session_id, encoding))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# -- the recorder process ----------------------------------------------------------------------
+
+def record_from(fd: int, db_path: str) -> int:
+    sink = Sink(db_path)
+    streams = Streams()
+    try:
+        for kind, _, payload in RecordReader(fd):
+            if kind == OPS:
+                sink.write(streams.cut(marshal.loads(payload)))
+    finally:
+        sink.close()
+    return 0
+
+
+def main() -> None:
+    for optional in ("pandas", "numpy"):  # as in addons/stdio_recorder.py: sqlite-utils needs neither here
+        sys.modules.setdefault(optional, None)
+    try:  # recording is background work: the proxy and the processes it serves run first
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    for signum in (signal.SIGINT, signal.SIGHUP):  # the proxy decides when recording ends (EOF)
+        signal.signal(signum, signal.SIG_IGN)
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: python -m addons.http_writer DB < records\n")
+        sys.exit(2)
+    try:
+        status = record_from(sys.stdin.fileno(), sys.argv[1])
+    except Exception as exc:  # a bug: one line
+        sys.stderr.write(f"mcptap: error: the HTTP recorder failed: {type(exc).__name__}: {exc}\n")
+        status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
