@@ -172,6 +172,7 @@ class RemoteJournal(Collector):
         self._warn = warn
         self._local: Journal | None = None
         self._streams: dict[str, tuple] = {}  # open streams' (session, encoding), should the process die
+        self._sessions: dict[str, dict] = {}  # and the sessions
         self._proc = self._start()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mcptap-shipper", daemon=True)
@@ -212,24 +213,33 @@ class RemoteJournal(Collector):
         ops = [self.ops.popleft() for _ in range(len(self.ops))]
         if not ops:
             return
-        for op in ops:
-            if op[0] == "stream":
-                self._streams[op[1]] = (op[2], op[3])
-            elif op[0] == "close":
-                self._streams.pop(op[1], None)
         if self._local is None and self._proc is not None:
             payload = marshal.dumps(ops)
             try:
                 _write_all(self._proc.stdin.fileno(), HEADER.pack(OPS, 0.0, len(payload)) + payload)
+                self._note(ops)
                 return
             except (OSError, ValueError):
                 self._fall_back("the recorder process is gone (what it had not stored is lost)")
+        self._note(ops)
         self._local.ops.extend(ops)
+
+    def _note(self, ops: list[tuple]) -> None:
+        """What a fallback would need: the sessions, and the streams still open."""
+        for op in ops:
+            if op[0] == "session":
+                self._sessions[op[1]["id"]] = op[1]
+            elif op[0] == "stream":
+                self._streams[op[1]] = (op[2], op[3])
+            elif op[0] == "close":
+                self._streams.pop(op[1], None)
 
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
         streams = Streams()
         self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut)
+        for session in self._sessions.values():  # it may not have stored them
+            self._local.ops.append(("session", session, "again"))
         for exchange_id, (session_id, encoding) in self._streams.items():
             self._local.ops.append(("stream", exchange_id, session_id, encoding))
 

@@ -70,6 +70,10 @@ class Sink:
         for op in ops:
             if op[0] == "session":
                 self._sessions[op[1]["id"]] = op[1]
+            elif op[0] == "frame" and op[1][0] not in self._seq and self.conn is not None:
+                # a session another writer began (a recorder process that died): go on after its frames
+                last = self.conn.execute("SELECT max(seq) FROM frames WHERE session_id = ?", (op[1][0],)).fetchone()[0]
+                self._seq[op[1][0]] = last or 0
         ops = number(ops, self._seq)
         if self.conn is not None:
             try:
@@ -173,7 +177,7 @@ def apply(conn: sqlite3.Connection, ops: list[tuple]) -> None:
     """Numbered ops as SQL, inside the caller's transaction."""
     for op in ops:
         if op[0] == "session":
-            store.insert_session(conn, op[1])
+            store.insert_session(conn, op[1], or_ignore=len(op) > 2)  # ("session", row, "again"): may be stored
     store.insert_http_frames(conn, [op[1] for op in ops if op[0] == "frame"])
     for op in ops:
         if op[0] == "exchange":

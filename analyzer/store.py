@@ -154,10 +154,10 @@ def has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 # -- writes -----------------------------------------------------------------------------------
 
-def insert_session(conn: sqlite3.Connection, session: dict) -> None:
+def insert_session(conn: sqlite3.Connection, session: dict, *, or_ignore: bool = False) -> None:
     cols = [c for c in SESSION_COLUMNS if c in session]
     conn.execute(
-        f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+        f"INSERT {'OR IGNORE ' if or_ignore else ''}INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
         [session[c] for c in cols],
     )
 

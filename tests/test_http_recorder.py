@@ -14,6 +14,7 @@ from mitmproxy import flow as mflow
 from mitmproxy.test import taddons, tflow
 
 from addons.http_tap import McpTap
+from conftest import wait_for
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 CALL = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":5}}}'
@@ -269,3 +270,23 @@ def test_a_stateless_request_on_that_connection_is_a_session_of_its_own(tap):
     follow.request.headers["mcp-protocol-version"] = "2026-07-28"
     db = _init_then(tap, follow)
     assert len(rows(db, "SELECT id FROM sessions")) == 2
+
+
+def test_when_the_recorder_process_dies_recording_goes_on_inside_the_proxy(tap, capfd):
+    f = post(CALL, session="S1")
+    tap.request(f)
+    sse_answer(f)
+    tap.responseheaders(f)
+    f.response.stream(b"data: " + PROGRESS + b"\n\n")
+    journal = tap.journal
+    wait_for(lambda: not journal.ops, 10, "the shipper to hand the first ops over")
+    journal._proc.kill()
+    journal._proc.wait()
+    f.response.stream(b"data: " + RESULT + b"\n\n")
+    f.response.stream(b"")
+    tap.response(f)
+    db = journal.db_path
+    tap.done()
+    assert "recording goes on inside the proxy" in capfd.readouterr().err
+    recorded = [r[0] for r in rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")]
+    assert RESULT in recorded  # what came after the process died is stored
