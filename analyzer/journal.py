@@ -1,12 +1,14 @@
-"""Writes a live HTTP capture into SQLite off the proxy's event loop: many sessions at once,
-discovered as they start, with their frames and exchanges.
+"""Writes an HTTP capture into SQLite: many sessions at once, discovered as they start, with
+their frames and exchanges.
 
-The capture calls `session()`, `frame()`, `exchange()` and `end()` from its event loop; each
-only appends to a list (no lock is taken that a database write holds). A thread commits what
-has gathered every FLUSH_INTERVAL_S in one transaction, in the order it was given. If the
-database fails, the frames of each session go on into a spool file beside it (frame-log JSONL,
-as the stdio writer does), a one-line warning says where, and `mcptap import` brings them in
-later: nothing is dropped silently."""
+The capture says what it saw as ops, appended to a `Collector` (its event loop never waits for a
+lock a database write holds): sessions, request frames, exchanges, session ends, and the chunks
+of SSE answers (which addons/http_writer.py cuts into frames). A `Sink` writes ops in one
+transaction per batch, numbering each session's frames in time order; live, that happens in the
+recorder process (addons/http_writer.py), or in a thread here (`Journal`) when that process is
+gone; an import writes its ops at once. If the database fails, the frames of each session go on
+into a spool file beside it (frame-log JSONL, as the stdio writer does), a one-line warning says
+where, and `mcptap import` brings them in later: nothing is dropped silently."""
 
 from __future__ import annotations
 
@@ -72,7 +74,10 @@ class Sink:
                 self._sessions[op[1]["id"]] = op[1]
             elif op[0] == "frame" and op[1][0] not in self._seq and self.conn is not None:
                 # a session another writer began (a recorder process that died): go on after its frames
-                last = self.conn.execute("SELECT max(seq) FROM frames WHERE session_id = ?", (op[1][0],)).fetchone()[0]
+                try:
+                    last = self.conn.execute("SELECT max(seq) FROM frames WHERE session_id = ?", (op[1][0],)).fetchone()[0]
+                except sqlite3.Error:
+                    last = None  # the write below fails too, and says so
                 self._seq[op[1][0]] = last or 0
         ops = number(ops, self._seq)
         if self.conn is not None:
