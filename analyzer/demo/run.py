@@ -1,13 +1,22 @@
 """`mcptap demo`: the main job on an embedded default. The bundled client drives the bundled
-server through `mcptap record`; then the session list, the transcript with its findings, and the
+server through `mcptap record` (stdio), then the bundled HTTP server through `mcptap proxy`
+(Streamable HTTP); then the session list, each transcript with its findings, and each session's
 analysis report (stored in the database as `mcptap analyze` stores it) are printed."""
 
 from __future__ import annotations
 
+import queue
+import re
+import signal
+import subprocess
 import sys
+import threading
 
 from analyzer import engine, report, store, transcript
-from analyzer.demo.client import run_session
+from analyzer.demo.client import run_http_session, run_session
+from analyzer.errors import MCPTapError
+
+START_TIMEOUT_S = 30
 
 
 def run_demo(db: str, out=None) -> int:
@@ -19,19 +28,69 @@ def run_demo(db: str, out=None) -> int:
     for line in stderr_lines:
         if line.startswith("mcptap"):
             out.write(line + "\n")
+    out.write("Recording the bundled HTTP MCP server through the proxy:\n")
+    record_http(db, out)
     conn = store.open_existing(db)
-    sid = store.resolve_session(conn, "demo")
-    out.write("Sessions in " + db + ":\n")
-    rows = transcript.session_rows(conn)
-    for r in rows[-5:]:
-        out.write(f"  {r['id']}  {r['label']:<8} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
+    sids = [store.resolve_session(conn, "demo"), store.resolve_session(conn, "demo-http")]
+    out.write("\nSessions in " + db + ":\n")
+    for r in transcript.session_rows(conn)[-5:]:
+        out.write(f"  {r['id']}  {r['label'] or '':<9} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
                   f"{r['frames']} frames  exit {r['exit']}\n")
-    out.write("\nTranscript of the demo session:\n")
-    for line in transcript.transcript(conn, sid, width=150):
-        out.write(line + "\n")
-    out.write("\nAnalysis of the demo session (mcptap analyze):\n")
-    report.write(engine.analyze(db, session=sid), "table", out)
-    out.write(f"\nThe server exited with {status}. Look again with: mcptap show --db {db} {sid[:13]}, "
+    for sid, what in zip(sids, ("stdio", "HTTP")):
+        out.write(f"\nTranscript of the {what} demo session:\n")
+        for line in transcript.transcript(conn, sid, width=150):
+            out.write(line + "\n")
+        out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
+        report.write(engine.analyze(db, session=sid), "table", out)
+    out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
               f"or: mcptap analyze --db {db}\n")
     out.flush()
     return 0 if status == 0 else 1
+
+
+def _first_line(stream, pattern: str, what: str) -> re.Match:
+    """The first line of `stream` matching `pattern`, within START_TIMEOUT_S."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for raw in stream:
+            lines.put(raw.decode("utf-8", "replace"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        try:
+            line = lines.get(timeout=START_TIMEOUT_S)
+        except queue.Empty:
+            raise MCPTapError(f"the demo's {what} did not start within {START_TIMEOUT_S}s") from None
+        if line is None:
+            raise MCPTapError(f"the demo's {what} ended before it started")
+        found = re.search(pattern, line)
+        if found:
+            return found
+
+
+def record_http(db: str, out) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "analyzer.demo.http_server", "0", "--noisy"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proxy = None
+    try:
+        port = _first_line(server.stdout, r"listening on (\d+)", "HTTP server").group(1)
+        argv = [sys.executable, "-m", "analyzer", "proxy", "--db", db, "--name", "demo-http",
+                "--upstream", f"http://127.0.0.1:{port}", "--listen", "127.0.0.1:0"]
+        out.write(f"  {' '.join(argv)}\n")
+        proxy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        address = _first_line(proxy.stderr, r"listening on (http://[^/]+)/", "proxy").group(1)
+        run_http_session(address + "/mcp")
+    finally:
+        if proxy is not None:
+            proxy.send_signal(signal.SIGINT)
+            try:
+                proxy.wait(START_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                proxy.wait()
+            proxy.stderr.close()
+        server.terminate()
+        server.wait()
+        server.stdout.close()

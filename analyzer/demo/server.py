@@ -20,26 +20,26 @@ TOOLS = [
 ]
 
 
-def send(msg: dict) -> None:
+def to_stdout(msg: dict) -> None:
     sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 
-def result(req_id, value: dict) -> None:
+def result(send, req_id, value: dict) -> None:
     send({"jsonrpc": "2.0", "id": req_id, "result": value})
 
 
-def error(req_id, code: int, message: str) -> None:
+def error(send, req_id, code: int, message: str) -> None:
     send({"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}})
 
 
-def call_tool(req_id, params: dict) -> None:
+def call_tool(send, req_id, params: dict) -> None:
     name, args = params.get("name"), params.get("arguments") or {}
     if name == "echo":
-        result(req_id, {"content": [{"type": "text", "text": str(args.get("text", ""))}], "isError": False})
+        result(send, req_id, {"content": [{"type": "text", "text": str(args.get("text", ""))}], "isError": False})
     elif name == "add":
         total = args.get("a", 0) + args.get("b", 0)
-        result(req_id, {"content": [{"type": "text", "text": json.dumps(total)}], "isError": False})
+        result(send, req_id, {"content": [{"type": "text", "text": json.dumps(total)}], "isError": False})
     elif name == "count":
         token = (params.get("_meta") or {}).get("progressToken")
         n = int(args.get("n", 3))
@@ -48,28 +48,29 @@ def call_tool(req_id, params: dict) -> None:
             if token is not None:
                 send({"jsonrpc": "2.0", "method": "notifications/progress",
                       "params": {"progressToken": token, "progress": i, "total": n}})
-        result(req_id, {"content": [{"type": "text", "text": f"counted to {n}"}], "isError": False})
+        result(send, req_id, {"content": [{"type": "text", "text": f"counted to {n}"}], "isError": False})
     else:
-        error(req_id, -32602, f"unknown tool {name!r}")
+        error(send, req_id, -32602, f"unknown tool {name!r}")
 
 
-def handle(msg: dict) -> None:
+def handle(msg: dict, send=to_stdout) -> None:
+    """Answer one message through `send` (stdout here; an HTTP answer in http_server.py)."""
     method, req_id = msg.get("method"), msg.get("id")
     if "id" not in msg:
         return  # notifications (initialized, cancelled) need no answer
     if method == "initialize":
         asked = (msg.get("params") or {}).get("protocolVersion")
-        result(req_id, {"protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
+        result(send, req_id, {"protocolVersion": asked if asked in SUPPORTED else SUPPORTED[0],
                         "capabilities": {"tools": {}},
                         "serverInfo": {"name": "mcptap-demo-server", "version": "1.0.0"}})
     elif method == "ping":
-        result(req_id, {})
+        result(send, req_id, {})
     elif method == "tools/list":
-        result(req_id, {"tools": TOOLS})
+        result(send, req_id, {"tools": TOOLS})
     elif method == "tools/call":
-        call_tool(req_id, msg.get("params") or {})
+        call_tool(send, req_id, msg.get("params") or {})
     else:
-        error(req_id, -32601, f"method not found: {method}")
+        error(send, req_id, -32601, f"method not found: {method}")
 
 
 def main() -> None:
@@ -80,12 +81,12 @@ def main() -> None:
         try:
             msg = json.loads(line)
         except ValueError:
-            error(None, -32700, "parse error")
+            error(to_stdout, None, -32700, "parse error")
             continue
         if isinstance(msg, dict):
             handle(msg)
         else:
-            error(None, -32600, "invalid request")
+            error(to_stdout, None, -32600, "invalid request")
     print("demo server: stdin closed, bye", file=sys.stderr, flush=True)
 
 
