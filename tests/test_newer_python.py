@@ -1,0 +1,65 @@
+"""The HTTP capture on the other mitmproxy line: Python 3.12+ gets mitmproxy 12.x (3.11 gets
+11.0.2, which this suite's own interpreter runs). Where a python3.12 exists, mcptap is installed
+into a cached virtual environment of it and the HTTP tests run there, as a subprocess."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CACHE
+
+ROOT = Path(__file__).resolve().parent.parent
+HTTP_TESTS = ["tests/test_sse.py", "tests/test_http_recorder.py", "tests/test_transport_rules.py",
+              "tests/test_proxy_e2e.py", "tests/test_e2e_everything_http.py"]
+INSTALL_TIMEOUT_S = 600
+RUN_TIMEOUT_S = 900
+
+
+def working_python(minor: int) -> str | None:
+    """A python3.<minor> that runs (a pyenv shim may name a version that is not enabled)."""
+    candidates = [shutil.which(f"python3.{minor}")]
+    candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}")))
+    for candidate in filter(None, candidates):
+        try:
+            done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                                  timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0 and done.stdout.strip() == str(minor).encode():
+            return candidate
+    return None
+
+
+def venv_for(python: str) -> Path:
+    """mcptap with its test extras installed (editable, from this checkout) for `python`, cached
+    by the pyproject it was installed from."""
+    stamp = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    venv = CACHE / f"mcptap-py312-{stamp}"
+    ready = venv / ".ready"
+    if not ready.exists():
+        subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True, timeout=INSTALL_TIMEOUT_S)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "-e", f"{ROOT}[test]"], check=True, stdout=subprocess.DEVNULL, timeout=INSTALL_TIMEOUT_S)
+        ready.write_text(sys.version + "\n", encoding="utf-8")
+    return venv
+
+
+def test_the_http_capture_tests_pass_under_python_3_12_with_mitmproxy_12():
+    python = working_python(12)
+    if python is None:
+        pytest.skip("no working python3.12 on this machine")
+    venv = venv_for(python)
+    version = subprocess.run([str(venv / "bin" / "python"), "-c", "import mitmproxy.version as v; print(v.VERSION)"],
+                             capture_output=True, timeout=60)
+    assert version.stdout.decode().startswith("12."), version.stdout + version.stderr
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *HTTP_TESTS],
+                          cwd=ROOT, capture_output=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout.decode(errors="replace")[-4000:] + done.stderr.decode(errors="replace")[-2000:]
