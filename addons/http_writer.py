@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 
+from addons.background import recorder_main
 from addons.chunkwire import HEADER, RecordReader
 from addons.sse import SSEParser
 from analyzer import store
@@ -265,23 +265,7 @@ def record_from(fd: int, db_path: str) -> int:
 
 
 def main() -> None:
-    for optional in ("pandas", "numpy"):  # as in addons/stdio_recorder.py: sqlite-utils needs neither here
-        sys.modules.setdefault(optional, None)
-    try:  # recording is background work: the proxy and the processes it serves run first
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
-    for signum in (signal.SIGINT, signal.SIGHUP):  # the proxy decides when recording ends (EOF)
-        signal.signal(signum, signal.SIG_IGN)
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: python -m addons.http_writer DB < records\n")
-        sys.exit(2)
-    try:
-        status = record_from(sys.stdin.fileno(), sys.argv[1])
-    except Exception as exc:  # a bug: one line
-        sys.stderr.write(f"mcptap: error: the HTTP recorder failed: {type(exc).__name__}: {exc}\n")
-        status = 1
-    sys.exit(status)
+    recorder_main(record_from, "addons.http_writer", "the HTTP recorder")
 
 
 if __name__ == "__main__":

@@ -16,11 +16,10 @@ Its stdout is not the host's (the tee gives it /dev/null); its warnings go to th
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 from itertools import repeat
 
+from addons.background import recorder_main
 from addons.chunkwire import END, SESSION, STREAMS, RecordReader
 from addons.framing import LineFramer
 from analyzer.store import stored_raw, stored_raws
@@ -112,25 +111,7 @@ def record_from(fd: int, db_path: str) -> int:
 
 
 def main() -> None:
-    # sqlite-utils (needed only to apply a pending migration) imports pandas and numpy when it
-    # can, and takes their absence in its stride: this process has no use for them (45 MB).
-    for optional in ("pandas", "numpy"):
-        sys.modules.setdefault(optional, None)
-    try:  # recording is background work: a process of the session that wakes up runs first
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
-    for signum in (signal.SIGINT, signal.SIGHUP):  # the tee decides when recording ends (EOF)
-        signal.signal(signum, signal.SIG_IGN)
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: python -m addons.stdio_recorder DB < records\n")
-        sys.exit(2)
-    try:
-        status = record_from(sys.stdin.fileno(), sys.argv[1])
-    except Exception as exc:  # a bug: one line (the tee adds what it could not hand over)
-        sys.stderr.write(f"mcptap: error: the recorder failed: {type(exc).__name__}: {exc}\n")
-        status = 1
-    sys.exit(status)
+    recorder_main(record_from, "addons.stdio_recorder", "the recorder")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,8 @@ def proxy(
     keep_credentials: Annotated[bool, typer.Option(
         "--keep-credentials", help="Store Authorization, cookies, API-key headers and token query "
                                    "parameters as they were (default: redacted by a keyed hash).")] = False,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -137,7 +139,7 @@ def proxy(
 
     with one_line_errors():
         status = proxy_mod.run(upstream, db, listen=listen, label=name, keep_credentials=keep_credentials,
-                               on_ready=proxy_mod.say_listening(upstream, db))
+                               insecure=insecure, on_ready=proxy_mod.say_listening(upstream, db))
     raise typer.Exit(status)
 
 

@@ -64,22 +64,23 @@ class _Ready:
 
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
-        keep_credentials: bool = False, on_ready: Callable[[str, int], None] | None = None) -> int:
+        keep_credentials: bool = False, insecure: bool = False,
+        on_ready: Callable[[str, int], None] | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop)."""
     check_upstream(upstream)
     host, port = parse_listen(listen)
     if port:
         _check_free(host, port)
-    return asyncio.run(_serve(upstream, db, host, port, label, keep_credentials, on_ready))
+    return asyncio.run(_serve(upstream, db, host, port, label, keep_credentials, insecure, on_ready))
 
 
-async def _serve(upstream, db, host, port, label, keep_credentials, on_ready) -> int:
+async def _serve(upstream, db, host, port, label, keep_credentials, insecure, on_ready) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
     from addons.http_tap import McpTap
 
-    opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port)
+    opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     tap = McpTap(recorder=f"mcptap {__version__} proxy")
     master.addons.add(tap, _Ready(master, on_ready or (lambda h, p: None)))

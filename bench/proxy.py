@@ -4,8 +4,8 @@ prints figures and always exits 0.
 One upstream, in a process of its own: a minimal asyncio HTTP/1.1 server (keep-alive) that
 answers `POST /mcp` with a JSON-RPC result (`application/json`) and `GET /sse?n=N&gap=MS` with an
 SSE stream of N progress notifications (chunked), each carrying the time it was sent. Three
-paths to it, all up at once and measured in ROUNDS interleaved rounds (the best of the rounds
-counts for each figure):
+paths to it, all up at once and measured in ROUNDS interleaved rounds (each figure is the median of its
+rounds):
 (a) direct;
 (b) mitmproxy run as `mcptap proxy` runs it (DumpMaster in reverse mode), with a pass-through
     addon that streams `text/event-stream` answers and records nothing (the proxy's own floor);
@@ -43,7 +43,7 @@ from common import print_summary, run, verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATIO = 0.10
-ROUNDS = 3
+ROUNDS = 5
 
 UPSTREAM = textwrap.dedent('''
     import asyncio, json, sys, time
@@ -207,13 +207,10 @@ def sse(port: int, n: int, gap_ms: float) -> tuple[list[float], float]:
     return latencies, (got - 1) / elapsed if got > 1 else 0.0
 
 
-def best(runs: list[dict]) -> dict:
-    """Per figure, the best of the rounds (the least disturbed by the rest of the machine)."""
-    out = {}
-    for key in runs[0]:
-        values = [r[key] for r in runs]
-        out[key] = max(values) if key.endswith("rate") else (sum(values) if key in ("messages", "events") else min(values))
-    return out
+def middle(runs: list[dict]) -> dict:
+    """Per figure, the median of the rounds (counts of what was sent: their sum)."""
+    return {key: (sum(r[key] for r in runs) if key in ("messages", "events") else statistics.median(r[key] for r in runs))
+            for key in runs[0]}
 
 
 def measure(port: int, quick: bool) -> dict:
@@ -272,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(ROUNDS):  # interleaved, so that the machine's drift hits every path alike
             for name, port in ports.items():
                 rounds[name].append(measure(port, args.quick))
-        results = {name: best(runs) for name, runs in rounds.items()}
+        results = {name: middle(runs) for name, runs in rounds.items()}
     finally:
         for proc in procs:
             stop(proc)

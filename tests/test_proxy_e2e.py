@@ -211,3 +211,45 @@ def test_the_bare_addon_records_inside_mitmdump(sdk_python, tmp_path):
     assert out["echo"] == "héllo ✓"
     report = assert_no_false_findings(db)
     assert report["sessions"][0]["frames"] >= 8
+
+
+def _self_signed(folder: Path) -> tuple[str, str]:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    import ipaddress
+
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def test_an_https_upstream_is_recorded_with_insecure_for_a_self_signed_certificate(sdk_python, tmp_path):
+    from http_helpers import http_server
+    from conftest import tool
+
+    cert, key = _self_signed(tmp_path)
+    db = tmp_path / "tls.db"
+    port = free_port()
+    with http_server([sdk_python, tool("sdk_http_server.py"), "https", str(port), cert, key], port):
+        upstream = f"https://127.0.0.1:{port}"
+        with mcptap_proxy(db, upstream, "--insecure") as proxy:
+            out = sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
+            assert proxy.stop() == 0, proxy.errors
+    assert out["echo"] == "héllo ✓"
+    report = assert_no_false_findings(db)
+    assert report["sessions"][0]["frames"] >= 10

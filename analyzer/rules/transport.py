@@ -26,13 +26,18 @@ def _after_handshake(ex, s) -> bool:
             and ex.row["started_at"] is not None and ex.row["started_at"] >= s.init_result_ts)
 
 
+def _after_assignment(ex, s) -> bool:
+    """A request sent after the initialize answer assigned the session's id (that POST aside)."""
+    return (_streamable(s) and s.handshake and s.assigned_session is not None and not ex.is_initialize
+            and ex.row["started_at"] >= s.assigned_at)
+
+
 @rule("session-id-missing", group="transport", severity="error", on=["exchange"], layer="mcp",
       ref=f'{HTTP} §Session Management: "clients using the Streamable HTTP transport MUST include it in the '
           'Mcp-Session-Id header on all of their subsequent HTTP requests."',
       summary="the server assigned a session id but a later client request omits it")
 def session_id_missing(ex, s):
-    if (_streamable(s) and s.handshake and s.assigned_session is not None and not ex.is_initialize
-            and ex.row["mcp_session_id"] is None and ex.row["started_at"] >= s.assigned_at):
+    if _after_assignment(ex, s) and ex.row["mcp_session_id"] is None:
         return Hit(f"{ex} carries no Mcp-Session-Id, though the server assigned {s.assigned_session!r}")
 
 
@@ -42,8 +47,7 @@ def session_id_missing(ex, s):
       summary="an HTTP request carries an Mcp-Session-Id other than the one the server assigned")
 def session_id_mismatch(ex, s):
     sent = ex.row["mcp_session_id"]
-    if (_streamable(s) and s.handshake and s.assigned_session is not None and not ex.is_initialize
-            and sent is not None and sent != s.assigned_session and ex.row["started_at"] >= s.assigned_at):
+    if _after_assignment(ex, s) and sent is not None and sent != s.assigned_session:
         return Hit(f"{ex} carries Mcp-Session-Id {sent!r}; the server assigned {s.assigned_session!r}")
 
 

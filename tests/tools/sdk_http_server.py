@@ -1,5 +1,5 @@
 """Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_server.py {streamable|json|sse} PORT. Tools: echo; slow (progress `steps` times); ticks
+sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY. Tools: echo; slow (progress `steps` times); ticks
 (progress every `interval` seconds, each progress message the server's clock when it was sent);
 ask (elicits a name from the client: a server-to-client request)."""
 
@@ -50,7 +50,12 @@ async def ask(ctx: Context) -> str:
 
 if __name__ == "__main__":
     mode, port = sys.argv[1], int(sys.argv[2])
-    if mode == "sse":
+    if mode == "https":  # sdk_http_server.py https PORT CERT KEY: Streamable HTTP over TLS
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, ssl_certfile=sys.argv[3],
+                    ssl_keyfile=sys.argv[4], log_level="warning")
+    elif mode == "sse":
         server.run("sse", host="127.0.0.1", port=port)
     else:
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=mode == "json")

@@ -1,0 +1,33 @@
+"""What the capture's recorder processes (addons/stdio_recorder.py, addons/http_writer.py) do
+before and around their work: no pandas or numpy (sqlite-utils imports them when it can, for a
+migration this process does not need: 45 MB), the lowest CPU priority (recording is background
+work: the processes it serves run first), deaf to SIGINT and SIGHUP (the process that feeds it
+decides when recording ends, by EOF), and a bug said in one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+
+def recorder_main(record_from: Callable[[int, str], int], module: str, what: str) -> None:
+    """Run `record_from(stdin, DB)` as `python -m MODULE DB` and exit with its status."""
+    for optional in ("pandas", "numpy"):
+        sys.modules.setdefault(optional, None)
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    if len(sys.argv) != 2:
+        sys.stderr.write(f"usage: python -m {module} DB < records\n")
+        sys.exit(2)
+    try:
+        status = record_from(sys.stdin.fileno(), sys.argv[1])
+    except Exception as exc:  # a bug: one line (whoever feeds it says what could not be handed over)
+        sys.stderr.write(f"mcptap: error: {what} failed: {type(exc).__name__}: {exc}\n")
+        status = 1
+    sys.exit(status)
