@@ -253,3 +253,38 @@ def test_an_https_upstream_is_recorded_with_insecure_for_a_self_signed_certifica
     assert out["echo"] == "héllo ✓"
     report = assert_no_false_findings(db)
     assert report["sessions"][0]["frames"] >= 10
+
+
+def test_a_client_that_disconnects_mid_stream_leaves_every_event_recorded_and_the_session_closed(sdk_python, tmp_path):
+    from conftest import tool
+
+    db = tmp_path / "cut.db"
+
+    def progress_frames() -> int:
+        try:
+            conn = sqlite3.connect(db)
+            try:
+                return conn.execute("SELECT count(*) FROM frames WHERE raw LIKE "
+                                    "'%notifications/progress%'").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return 0
+
+    with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
+        client = subprocess.Popen([sdk_python, tool("sdk_http_client.py"), "legacy", "streamable", proxy.url + "/mcp",
+                                   "ticks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: progress_frames() >= 3, 30, "three progress events in the database")
+        finally:
+            client.kill()  # mid-stream: the proxy sees the client go away
+            client.wait()
+        seen = progress_frames()
+        assert proxy.stop() == 0, proxy.errors
+    conn = sqlite3.connect(db)
+    outcomes = [r[0] for r in conn.execute("SELECT outcome FROM exchanges WHERE response_type LIKE 'text/event-stream%'")]
+    ended = conn.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
+    conn.close()
+    assert progress_frames() >= seen >= 3
+    assert any(o.startswith("error") for o in outcomes), outcomes  # the ticks stream broke off
+    assert ended == 0
