@@ -1,0 +1,268 @@
+"""The pandas API: a recording's tables as DataFrames, for notebooks and scripts.
+
+    import analyzer.data as mt
+
+    mt.sessions("mcp.db")                                   # one row per session
+    mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
+    mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
+    mt.findings("mcp.db", severity="error")
+    mt.exchanges("mcp.db")                                  # HTTP exchanges
+    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50, p95, max
+    mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
+    mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/jsonwire.py)
+
+Timestamps are timezone-aware datetimes (UTC), kinds, methods, codes, directions and session ids
+categoricals. Frames are read without their text unless it is asked for (`columns=[..., "raw"]`),
+and JSON is parsed only on demand (`value`, or `parse` over a column). Everything is read in
+chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked for), so a large
+file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
+it has run). Any function takes a path or an open sqlite3 connection."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+
+from analyzer import jsonwire, store
+
+CHUNK_ROWS = 200_000
+
+KINDS = ["request", "notification", "response", "error", "batch", "invalid", "unparseable"]
+DIRECTIONS = ["c2s", "s2c"]
+SEVERITIES = ["error", "warning", "info"]
+
+FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "exchange_id", "event_id", "raw"]
+MESSAGE_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "direction", "kind", "id", "method", "paired_frame",
+                   "latency_s"]
+FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "message", "related_frame"]
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _conn(db: str | sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    if isinstance(db, sqlite3.Connection):
+        yield db
+        return
+    conn = store.open_existing(db)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _sessions_filter(conn: sqlite3.Connection, session: str | Sequence[str] | None) -> list[str] | None:
+    """Session ids from ids, unique id prefixes or labels (None: all)."""
+    if session is None:
+        return None
+    refs = [session] if isinstance(session, str) else list(session)
+    return [store.resolve_session(conn, ref) for ref in refs]
+
+
+def _seconds(when: Any) -> float | None:
+    if when is None:
+        return None
+    if isinstance(when, (int, float)):
+        return float(when)
+    stamp = pd.Timestamp(when)
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize("UTC")
+    return stamp.timestamp()
+
+
+def _where(alias: str, ids: list[str] | None, start, end, ts: str = "ts") -> tuple[str, list]:
+    clauses, params = [], []
+    if ids is not None:
+        clauses.append(f"{alias}.session_id IN ({', '.join('?' for _ in ids)})")
+        params += ids
+    if (t := _seconds(start)) is not None:
+        clauses.append(f"{ts} >= ?")
+        params.append(t)
+    if (t := _seconds(end)) is not None:
+        clauses.append(f"{ts} < ?")
+        params.append(t)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+# -- reading in chunks, typed as they come ------------------------------------------------------
+
+def _categories(conn: sqlite3.Connection, sql: str) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(sorted(r[0] for r in conn.execute(sql) if r[0] is not None))
+
+
+def _typed(part: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
+    for column, dtype in dtypes.items():
+        if column not in part:
+            continue
+        if dtype == "datetime":
+            part[column] = pd.to_datetime(part[column], unit="s", utc=True)
+        else:
+            part[column] = part[column].astype(dtype)
+    return part
+
+
+def _read(conn: sqlite3.Connection, sql: str, params: list, columns: list[str], dtypes: dict) -> pd.DataFrame:
+    parts = [_typed(part, dtypes) for part in pd.read_sql_query(sql, conn, params=params, chunksize=CHUNK_ROWS)]
+    if not parts:
+        return _typed(pd.DataFrame({c: pd.Series(dtype="object") for c in columns}), dtypes)
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return frame[columns]
+
+
+def _pick(asked: Iterable[str] | None, known: list[str], default: list[str]) -> list[str]:
+    columns = list(asked) if asked is not None else default
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise ValueError(f"unknown columns {unknown}; known: {known}")
+    return columns
+
+
+# -- the tables ---------------------------------------------------------------------------------
+
+def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
+    """One row per session: the recorded row, frame counts, and (once analysed) the revision
+    and finding counts."""
+    with _conn(db) as conn:
+        analysed = store.has_table(conn, "analyses")
+        sql = (
+            "SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
+            "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
+            "(SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts"
+            + (", a.revision, a.revision_source, a.errors, a.warnings, a.infos FROM sessions s "
+               "LEFT JOIN analyses a ON a.session_id = s.id" if analysed else
+               ", NULL AS revision, NULL AS revision_source, NULL AS errors, NULL AS warnings, NULL AS infos "
+               "FROM sessions s")
+            + " ORDER BY s.started_at, s.id")
+        frame = pd.read_sql_query(sql, conn)
+    end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
+    frame["duration_s"] = (end - frame["started_at"]).astype("float64")
+    frame = frame.drop(columns=["last_ts"])
+    for column in ("started_at", "ended_at"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    frame["transport"] = frame["transport"].astype("category")
+    for column in ("frames", "exit_status", "errors", "warnings", "infos"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
+           columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """Frames in (session, seq) order; without their text unless `columns` names `raw` (str when
+    the frame is UTF-8, else bytes: the exact bytes either way)."""
+    columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
+    with _conn(db) as conn:
+        ids = _sessions_filter(conn, session)
+        have = {r[1] for r in conn.execute("PRAGMA table_info(frames)")}
+        select = ", ".join(f"f.{c}" if c in have else f"NULL AS {c}" for c in columns)
+        where, params = _where("f", ids, start, end, "f.ts")
+        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
+                  "direction": pd.CategoricalDtype(DIRECTIONS), "incomplete": "bool"}
+        return _read(conn, f"SELECT {select} FROM frames f{where} ORDER BY f.session_id, f.seq", params, columns,
+                     dtypes)
+
+
+def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
+             columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """What `mcptap analyze` made of each frame: one row per frame (`idx` missing) and per batch
+    element, with its kind, id (JSON text), method, the frame it pairs with and the latency, and
+    the frame's time."""
+    columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
+    with _conn(db) as conn:
+        if not store.has_table(conn, "messages"):
+            return _read(conn, "SELECT 1 WHERE 0", [], columns, {})
+        ids = _sessions_filter(conn, session)
+        where, params = _where("m", ids, start, end, "f.ts")
+        select = ", ".join("f.ts" if c == "ts" else f"m.{c}" for c in columns)
+        join = " JOIN frames f ON f.session_id = m.session_id AND f.seq = m.frame_seq" if (
+            "ts" in columns or start is not None or end is not None) else ""
+        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
+                  "direction": pd.CategoricalDtype(DIRECTIONS), "kind": pd.CategoricalDtype(KINDS),
+                  "method": _categories(conn, "SELECT DISTINCT method FROM messages"), "idx": "Int64",
+                  "paired_frame": "Int64", "latency_s": "float64"}
+        return _read(conn, f"SELECT {select} FROM messages m{join}{where} ORDER BY m.session_id, m.frame_seq, "
+                           "coalesce(m.idx, -1)", params, columns, dtypes)
+
+
+def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
+             severity: str | Sequence[str] | None = None, code: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The findings of `mcptap analyze`, with the time of the frame each points at."""
+    with _conn(db) as conn:
+        if not store.has_table(conn, "findings"):
+            return _read(conn, "SELECT 1 WHERE 0", [], FINDING_COLUMNS, {})
+        ids = _sessions_filter(conn, session)
+        where, params = _where("g", ids, start, end, "f.ts")
+        for column, wanted in (("severity", severity), ("code", code)):
+            if wanted is not None:
+                values = [wanted] if isinstance(wanted, str) else list(wanted)
+                where += (" AND " if where else " WHERE ") + f"g.{column} IN ({', '.join('?' for _ in values)})"
+                params += values
+        sql = ("SELECT g.session_id, g.frame_seq, g.idx, f.ts, g.code, g.severity, g.message, g.related_frame "
+               "FROM findings g LEFT JOIN frames f ON f.session_id = g.session_id AND f.seq = g.frame_seq"
+               f"{where} ORDER BY g.session_id, coalesce(g.frame_seq, -1), g.rowid")
+        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
+                  "code": _categories(conn, "SELECT DISTINCT code FROM findings"),
+                  "severity": pd.CategoricalDtype(SEVERITIES), "frame_seq": "Int64", "idx": "Int64",
+                  "related_frame": "Int64"}
+        return _read(conn, sql, params, FINDING_COLUMNS, dtypes)
+
+
+def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None,
+              end=None) -> pd.DataFrame:
+    """HTTP exchanges (empty for a database with none): method, URL, status, the MCP headers,
+    timings (datetimes), event counts, outcome; headers stay JSON text (parse on demand)."""
+    with _conn(db) as conn:
+        if not store.has_table(conn, "exchanges"):
+            return pd.DataFrame()
+        ids = _sessions_filter(conn, session)
+        where, params = _where("e", ids, start, end, "e.started_at")
+        frame = pd.read_sql_query(f"SELECT * FROM exchanges e{where} ORDER BY e.started_at, e.id", conn, params=params)
+    for column in ("started_at", "request_end", "response_at", "ended_at"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    frame["status"] = frame["status"].astype("Int64")
+    frame["method"] = frame["method"].astype("category")
+    return frame
+
+
+def latency(msgs: pd.DataFrame) -> pd.DataFrame:
+    """Per method, Wireshark's service response time: calls, errors, unanswered, p50, p95 and
+    max latency in ms, from a `messages` frame (requests and their answers)."""
+    requests = msgs[msgs["kind"] == "request"]
+    errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
+    grouped = requests.groupby("method", observed=True)
+    table = pd.DataFrame({
+        "calls": grouped.size(),
+        "errors": errors.reindex(grouped.size().index, fill_value=0),
+        "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
+        "p50_ms": grouped["latency_s"].quantile(0.5) * 1e3,
+        "p95_ms": grouped["latency_s"].quantile(0.95) * 1e3,
+        "max_ms": grouped["latency_s"].max() * 1e3,
+    })
+    return table.sort_values("calls", ascending=False)
+
+
+def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
+    """One frame's exact text (bytes when it is not UTF-8)."""
+    with _conn(db) as conn:
+        sid = store.resolve_session(conn, session)
+        row = conn.execute("SELECT raw FROM frames WHERE session_id = ? AND seq = ?", (sid, int(seq))).fetchone()
+    if row is None:
+        raise KeyError(f"no frame {seq} in session {sid}")
+    return row[0]
+
+
+def value(db: str | sqlite3.Connection, session: str, seq: int) -> Any:
+    """One frame parsed as the wire said it (duplicate keys and number forms kept: see
+    analyzer/jsonwire.py); raises ValueError when it is not JSON."""
+    parsed = jsonwire.parse(raw(db, session, seq))
+    if parsed.error is not None:
+        raise ValueError(parsed.error)
+    return parsed.value
+
+
+def parse(column: pd.Series) -> pd.Series:
+    """A `raw` column parsed, element by element (None where a frame is not JSON)."""
+    return column.map(lambda text: jsonwire.parse(text).value, na_action="ignore")

@@ -1,0 +1,102 @@
+"""The pandas API (analyzer/data.py) on a small recording whose every frame is known."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import analyzer.data as mt
+from analyzer import engine, store
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+LIST = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+NOISE = b"\xff\xfe not UTF-8"
+DUP = b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"a":1,"a":2}}'
+
+
+@pytest.fixture
+def recording(tmp_path):
+    path = str(tmp_path / "known.db")
+    conn = store.connect(path)
+    with store.write_transaction(conn):
+        store.insert_session(conn, {"id": "s-one", "transport": "stdio", "label": "one", "started_at": 1000.0,
+                                    "ended_at": 1002.0, "exit_status": 0})
+        store.insert_frames(conn, "s-one", [(1, 1000.5, "c2s", PING, 0), (2, 1000.75, "s2c", PONG, 0),
+                                            (3, 1001.0, "c2s", LIST, 0), (4, 1001.5, "s2c", NOISE, 0)])
+        store.insert_session(conn, {"id": "s-two", "transport": "stdio", "label": "two", "started_at": 2000.0})
+        store.insert_frames(conn, "s-two", [(1, 2000.5, "c2s", DUP, 1)])
+    conn.close()
+    engine.analyze(path, fallback_revision="2025-11-25")
+    return path
+
+
+def test_sessions_have_times_counts_and_revision(recording):
+    s = mt.sessions(recording)
+    assert list(s["id"]) == ["s-one", "s-two"]
+    assert list(s["frames"]) == [4, 1]
+    assert s["started_at"][0] == pd.Timestamp(1000.0, unit="s", tz="UTC")
+    assert s["duration_s"][0] == 2.0 and s["duration_s"][1] == 0.5
+    assert list(s["revision"]) == ["2025-11-25", "2025-11-25"] and s["errors"][0] >= 1
+
+
+def test_frames_come_typed_and_without_their_text_unless_asked(recording):
+    f = mt.frames(recording, session="one")
+    assert list(f["seq"]) == [1, 2, 3, 4] and "raw" not in f
+    assert list(f["direction"]) == ["c2s", "s2c", "c2s", "s2c"] and f["direction"].dtype == "category"
+    assert f["ts"].dtype == "datetime64[ns, UTC]" and list(f["size"]) == [len(PING), len(PONG), len(LIST), len(NOISE)]
+    text = mt.frames(recording, session="s-one", columns=["seq", "raw"])
+    assert list(text["raw"]) == [PING.decode(), PONG.decode(), LIST.decode(), NOISE]  # bytes where not UTF-8
+    assert list(mt.frames(recording, session="two")["incomplete"]) == [True]
+
+
+def test_a_time_range_selects_frames_and_messages_in_it(recording):
+    f = mt.frames(recording, start=1000.6, end="1970-01-01 00:16:41.1")  # 1000.6 <= ts < 1001.1
+    assert list(zip(f["session_id"], f["seq"])) == [("s-one", 2), ("s-one", 3)]
+    m = mt.messages(recording, start=1000.6, end=1001.1, columns=["frame_seq", "kind"])
+    assert list(zip(m["frame_seq"], m["kind"])) == [(2, "response"), (3, "request")]
+
+
+def test_messages_carry_kind_method_pair_and_latency(recording):
+    m = mt.messages(recording, session="one")
+    assert list(m["kind"]) == ["request", "response", "request", "unparseable"]
+    assert list(m["method"][:3]) == ["ping", "ping", "tools/list"] and pd.isna(m["method"][3])
+    assert list(m["paired_frame"][:2]) == [2, 1] and m["paired_frame"][2:].isna().all()
+    assert m["latency_s"][0] == pytest.approx(0.25) and m["kind"].dtype == "category"
+
+
+def test_findings_point_at_their_frame_and_time(recording):
+    f = mt.findings(recording, session="one")
+    assert {"parse-error", "missing-response"} <= set(f["code"])
+    noise = f[f["code"] == "parse-error"].iloc[0]
+    assert noise["frame_seq"] == 4 and noise["ts"] == pd.Timestamp(1001.5, unit="s", tz="UTC")
+    assert list(mt.findings(recording, session="two", code="duplicate-key")["frame_seq"]) == [1]
+    assert set(mt.findings(recording, severity="error")["severity"]) == {"error"}
+
+
+def test_latency_table_per_method(recording):
+    table = mt.latency(mt.messages(recording))
+    assert table.loc["ping", "calls"] == 2 and table.loc["tools/list", "unanswered"] == 1
+    assert table.loc["ping", "max_ms"] == pytest.approx(250.0)
+
+
+def test_raw_and_value_give_one_frame_exactly(recording):
+    assert mt.raw(recording, "one", 4) == NOISE
+    assert mt.value(recording, "one", 1) == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with pytest.raises(ValueError):
+        mt.value(recording, "one", 4)
+    parsed = mt.parse(mt.frames(recording, session="one", columns=["raw"])["raw"])
+    assert parsed[1] == {"jsonrpc": "2.0", "id": 1, "result": {}} and parsed[3] is None
+
+
+def test_an_empty_database_gives_empty_frames(tmp_path):
+    path = str(tmp_path / "empty.db")
+    store.connect(path).close()
+    assert mt.sessions(path).empty and mt.frames(path).empty and mt.messages(path).empty
+    assert mt.findings(path).empty and mt.exchanges(path).empty
+    assert list(mt.frames(path).columns) == [c for c in mt.FRAME_COLUMNS if c != "raw"]
+
+
+def test_unknown_columns_are_refused(recording):
+    with pytest.raises(ValueError, match="unknown columns"):
+        mt.frames(recording, columns=["seq", "nope"])
