@@ -336,6 +336,29 @@ def analyze(
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
+@app.command("report")
+def report_cmd(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
+                                                   help="One session (id, unique id prefix or label).")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="The HTML file to write.")] = "report.html",
+) -> None:
+    """Write one self-contained HTML report (no network fetches): the sessions, each finding
+    linked to the frames around it, per-method latency, each session's sequence diagram. The
+    database is analysed first if it has not been.
+
+    Example:  mcptap report --db ~/mcp.db -o report.html
+    """
+    from analyzer import htmlreport
+
+    with one_line_errors():
+        try:
+            htmlreport.write(db, output, session=session)
+        except OSError as exc:
+            raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {output}")
+
+
 @app.command()
 def demo(db: DbOption = DEFAULT_DB) -> None:
     """Record a live session with the bundled MCP server through `mcptap record`, driven by the

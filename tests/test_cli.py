@@ -143,3 +143,6 @@ def test_the_demo_records_the_bundled_servers_through_tee_and_proxy_and_prints_t
                                     "GROUP BY transport").fetchall())
     conn.close()
     assert per_session == {"stdio": 17, "http": 17}  # 7 + 10 each way on stdio; 7 + 10 over HTTP
+    report = tmp_path / "demo-report.html"
+    assert f"The HTML report (sequence diagrams, findings with their frames): {report}" in text
+    assert "sequence diagram of session" in report.read_text(encoding="utf-8")

@@ -1,10 +1,12 @@
 """`mcptap demo`: the main job on an embedded default. The bundled client drives the bundled
 server through `mcptap record` (stdio), then the bundled HTTP server through `mcptap proxy`
 (Streamable HTTP); then the session list, each transcript with its findings, and each session's
-analysis report (stored in the database as `mcptap analyze` stores it) are printed."""
+analysis report (stored in the database as `mcptap analyze` stores it) are printed, and the HTML
+report is written beside the database."""
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -12,7 +14,7 @@ import subprocess
 import sys
 import threading
 
-from analyzer import engine, report, store, transcript
+from analyzer import engine, htmlreport, report, store, transcript
 from analyzer.demo.client import run_http_session, run_session
 from analyzer.errors import MCPTapError
 
@@ -42,8 +44,10 @@ def run_demo(db: str, out=None) -> int:
             out.write(line + "\n")
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
         report.write(engine.analyze(db, session=sid), "table", out)
+    page = os.path.splitext(db)[0] + "-report.html"
+    htmlreport.write(db, page)
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
-              f"or: mcptap analyze --db {db}\n")
+              f"or: mcptap analyze --db {db}\nThe HTML report (sequence diagrams, findings with their frames): {page}\n")
     out.flush()
     return 0 if status == 0 else 1
 
