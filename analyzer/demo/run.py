@@ -48,6 +48,10 @@ def run_demo(db: str, out=None) -> int:
     htmlreport.write(db, page)
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
               f"or: mcptap analyze --db {db}\nThe HTML report (sequence diagrams, findings with their frames): {page}\n")
+    notebook = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "notebooks", "explore.ipynb")
+    if os.path.exists(notebook):
+        out.write(f"Explore it in a notebook: MCPTAP_NOTEBOOK_DB={os.path.abspath(db)} jupyter lab {notebook}\n")
     out.flush()
     return 0 if status == 0 else 1
 
