@@ -25,6 +25,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analyzer import jsonwire, store
@@ -149,20 +150,60 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     return frame
 
 
+def _coded(column: str, categories: Sequence[str]) -> str:
+    """SQL giving a categorical's code for a text column (-1: missing or not a category): small
+    integers, which Python need not allocate, instead of a string per row."""
+    cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(categories) if "'" not in c)
+    return f"CASE {column} {cases} ELSE -1 END"
+
+
+def _read_by_session(conn: sqlite3.Connection, sql: str, params: list, ids: list[str], columns: list[str],
+                     dtypes: dict, coded: Sequence[str]) -> pd.DataFrame:
+    """`sql` (its first parameter the session id) run per session, in chunks; the session id and
+    the `coded` columns come back as categorical codes."""
+    session_dtype = dtypes["session_id"]
+    position = {sid: i for i, sid in enumerate(session_dtype.categories)}
+    parts = []
+    for sid in ids:
+        for part in pd.read_sql_query(sql, conn, params=[sid, *params], chunksize=CHUNK_ROWS):
+            for column in coded:
+                part[column] = pd.Categorical.from_codes(part[column].to_numpy(dtype="int64"), dtype=dtypes[column])
+            if "session_id" in columns:
+                part["session_id"] = pd.Categorical.from_codes(np.full(len(part), position[sid]), dtype=session_dtype)
+            parts.append(_typed(part, {k: v for k, v in dtypes.items() if k not in coded and k != "session_id"}))
+    if not parts:
+        return _typed(pd.DataFrame({c: pd.Series(dtype="object") for c in columns}), dtypes)
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return frame[columns]
+
+
+def _time_clause(start, end, ts: str) -> tuple[str, list]:
+    clauses, params = "", []
+    if (t := _seconds(start)) is not None:
+        clauses += f" AND {ts} >= ?"
+        params.append(t)
+    if (t := _seconds(end)) is not None:
+        clauses += f" AND {ts} < ?"
+        params.append(t)
+    return clauses, params
+
+
 def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
            columns: Iterable[str] | None = None) -> pd.DataFrame:
-    """Frames in (session, seq) order; without their text unless `columns` names `raw` (str when
-    the frame is UTF-8, else bytes: the exact bytes either way)."""
+    """Frames in (session, seq) order, sessions by start; without their text unless `columns`
+    names `raw` (str when the frame is UTF-8, else bytes: the exact bytes either way)."""
     columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
     with _conn(db) as conn:
-        ids = _sessions_filter(conn, session)
+        ids = _sessions_filter(conn, session) or store.session_ids(conn)
         have = {r[1] for r in conn.execute("PRAGMA table_info(frames)")}
-        select = ", ".join(f"f.{c}" if c in have else f"NULL AS {c}" for c in columns)
-        where, params = _where("f", ids, start, end, "f.ts")
+        select = ", ".join(_coded("f.direction", DIRECTIONS) + " AS direction" if c == "direction" else
+                           f"f.{c}" if c in have else f"NULL AS {c}" for c in columns if c != "session_id")
+        when, params = _time_clause(start, end, "f.ts")
         dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "incomplete": "bool"}
-        return _read(conn, f"SELECT {select} FROM frames f{where} ORDER BY f.session_id, f.seq", params, columns,
-                     dtypes)
+        coded = [c for c in ("direction",) if c in columns]
+        return _read_by_session(conn, f"SELECT {select or 'NULL'} FROM frames f WHERE f.session_id = ?{when} "
+                                      "ORDER BY f.seq", params, ids, columns, dtypes, coded)
 
 
 def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
@@ -174,17 +215,25 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     with _conn(db) as conn:
         if not store.has_table(conn, "messages"):
             return _read(conn, "SELECT 1 WHERE 0", [], columns, {})
-        ids = _sessions_filter(conn, session)
-        where, params = _where("m", ids, start, end, "f.ts")
-        select = ", ".join("f.ts" if c == "ts" else f"m.{c}" for c in columns)
+        ids = _sessions_filter(conn, session) or store.session_ids(conn)
+        method_dtype = _categories(conn, "SELECT DISTINCT method FROM messages")
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS mt_methods (name TEXT PRIMARY KEY, code INTEGER)")
+        conn.execute("DELETE FROM temp.mt_methods")
+        conn.executemany("INSERT INTO temp.mt_methods VALUES (?, ?)",
+                         [(name, i) for i, name in enumerate(method_dtype.categories)])
+        expressions = {"ts": "f.ts", "direction": _coded("m.direction", DIRECTIONS), "kind": _coded("m.kind", KINDS),
+                       "method": "coalesce(mm.code, -1)"}
+        select = ", ".join(f"{expressions.get(c, 'm.' + c)} AS {c}" for c in columns if c != "session_id")
+        when, params = _time_clause(start, end, "f.ts")
         join = " JOIN frames f ON f.session_id = m.session_id AND f.seq = m.frame_seq" if (
-            "ts" in columns or start is not None or end is not None) else ""
+            "ts" in columns or when) else ""
         dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "kind": pd.CategoricalDtype(KINDS),
-                  "method": _categories(conn, "SELECT DISTINCT method FROM messages"), "idx": "Int64",
-                  "paired_frame": "Int64", "latency_s": "float64"}
-        return _read(conn, f"SELECT {select} FROM messages m{join}{where} ORDER BY m.session_id, m.frame_seq, "
-                           "coalesce(m.idx, -1)", params, columns, dtypes)
+                  "method": method_dtype, "idx": "Int64", "paired_frame": "Int64", "latency_s": "float64"}
+        coded = [c for c in ("direction", "kind", "method") if c in columns]
+        return _read_by_session(
+            conn, f"SELECT {select or 'NULL'} FROM messages m LEFT JOIN temp.mt_methods mm ON mm.name = m.method{join} "
+                  f"WHERE m.session_id = ?{when} ORDER BY m.frame_seq, m.idx", params, ids, columns, dtypes, coded)
 
 
 def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,

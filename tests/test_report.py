@@ -99,3 +99,10 @@ def test_the_report_renders_in_headless_chromium_with_a_sequence_diagram(tmp_pat
     image = Image.open(shot).convert("L")
     colours = image.getcolors(maxcolors=1 << 16)
     assert colours is not None and len(colours) > 20  # text and a drawn diagram, not a blank page
+    import base64
+    import io
+
+    diagram = re.search(r"class='sequence' src='data:image/png;base64,([^']+)'", page.read_text(encoding="utf-8"))
+    drawn = Image.open(io.BytesIO(base64.b64decode(diagram.group(1)))).convert("L")
+    inked = sum(count for count, level in drawn.getcolors(maxcolors=1 << 16) if level < 200)
+    assert inked > 2000  # lanes, arrows and labels
