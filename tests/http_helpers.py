@@ -60,6 +60,28 @@ def http_server(argv: list[str], port: int, env: dict | None = None):
         proc.stderr.close()
 
 
+@contextlib.contextmanager
+def mitmdump_reverse(upstream: str, *extra: str):
+    """mitmdump itself (this interpreter's) in reverse mode in front of `upstream`; yields its port
+    and stops it with SIGINT, the way a user would, giving its exit status to `status`."""
+    import signal
+    import sys
+
+    port = free_port()
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "mitmdump"), "-q", "--mode",
+                             f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port), *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    outcome = {"port": port}
+    try:
+        wait_for(lambda: accepting(port) or proc.poll() is not None, START_TIMEOUT_S, "mitmdump to listen")
+        yield outcome
+    finally:
+        proc.send_signal(signal.SIGINT)
+        outcome["status"] = proc.wait(30)
+        outcome["errors"] = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+
+
 _LISTENING = re.compile(rb"listening on http://([^/]+)/")
 
 

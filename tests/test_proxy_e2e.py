@@ -4,16 +4,14 @@ a byte-logging relay between client and proxy as the oracle, real mitmproxy, a r
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import assert_no_false_findings, mcptap, run, wait_for
-from http_helpers import (Relay, accepting, free_port, mcptap_proxy, recorded_exchanges, sdk_client,
+from http_helpers import (Relay, free_port, mcptap_proxy, mitmdump_reverse, recorded_exchanges, sdk_client,
                           sdk_http_server, wire_exchanges)
 
 # (server mode, client transport, endpoint path, client mode, what the client calls)
@@ -153,28 +151,15 @@ def test_proxy_bad_arguments_are_one_line_errors(tmp_path, argv, says):
     assert result.stderr.decode().count("\n") == 1
 
 
-def _mitmdump() -> str:
-    return str(Path(sys.executable).parent / "mitmdump")
-
-
 def test_a_mitmdump_capture_and_its_har_import_to_the_frames_recorded_live(sdk_python, tmp_path):
     """client -> mcptap proxy (live.db) -> plain mitmdump (-w, hardump) -> SDK server: one session
     seen three ways."""
     live, dump, har = tmp_path / "live.db", tmp_path / "cap.mitm", tmp_path / "cap.har"
-    with sdk_http_server(sdk_python, "streamable") as upstream:
-        port = free_port()
-        plain = subprocess.Popen([_mitmdump(), "-q", "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1",
-                                  "--listen-port", str(port), "-w", str(dump), "--set", f"hardump={har}"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            wait_for(lambda: accepting(port) or plain.poll() is not None, 30, "mitmdump to listen")
-            with mcptap_proxy(live, f"http://127.0.0.1:{port}") as proxy:
-                sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
-                assert proxy.stop() == 0, proxy.errors
-        finally:
-            plain.send_signal(signal.SIGINT)
-            plain.wait(30)
-            plain.stderr.close()
+    with sdk_http_server(sdk_python, "streamable") as upstream, \
+            mitmdump_reverse(upstream, "-w", str(dump), "--set", f"hardump={har}") as plain:
+        with mcptap_proxy(live, f"http://127.0.0.1:{plain['port']}") as proxy:
+            sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
+            assert proxy.stop() == 0, proxy.errors
     seen = {}
     for name, source in (("live", None), ("flows", dump), ("har", har)):
         db = live if source is None else tmp_path / f"{name}.db"
@@ -194,19 +179,10 @@ def test_a_mitmdump_capture_and_its_har_import_to_the_frames_recorded_live(sdk_p
 def test_the_bare_addon_records_inside_mitmdump(sdk_python, tmp_path):
     db = tmp_path / "addon.db"
     addon = Path(__file__).resolve().parent.parent / "addons" / "http_recorder.py"
-    with sdk_http_server(sdk_python, "json") as upstream:
-        port = free_port()
-        dump = subprocess.Popen([_mitmdump(), "-q", "--mode", f"reverse:{upstream}", "--listen-host", "127.0.0.1",
-                                 "--listen-port", str(port), "-s", str(addon), "--set", f"mcptap_db={db}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            wait_for(lambda: accepting(port) or dump.poll() is not None, 30, "mitmdump to listen")
-            out = sdk_client(sdk_python, "legacy", "streamable", f"http://127.0.0.1:{port}/mcp")
-        finally:
-            dump.send_signal(signal.SIGINT)
-            status = dump.wait(30)
-            errors = dump.stderr.read().decode(errors="replace")
-            dump.stderr.close()
+    with sdk_http_server(sdk_python, "json") as upstream, \
+            mitmdump_reverse(upstream, "-s", str(addon), "--set", f"mcptap_db={db}") as dump:
+        out = sdk_client(sdk_python, "legacy", "streamable", f"http://127.0.0.1:{dump['port']}/mcp")
+    status, errors = dump["status"], dump["errors"]
     assert status == 0, errors
     assert out["echo"] == "héllo ✓"
     report = assert_no_false_findings(db)
