@@ -8,9 +8,9 @@ stateless) into an mcptap database, event by event as it passes, without holding
 What is recorded: every JSON-RPC frame in a POST body, a JSON answer and each SSE event with data,
 with its exchange (table `exchanges`: method, URL, status, the MCP headers, timings; credentials
 redacted unless `mcptap_keep_credentials`). SSE answers are tapped (`flow.response.stream`): each
-chunk is forwarded as it came the moment it came, and a copy goes through an incremental parser
-(decompressed when content-encoded); an event is recorded when its last chunk passes, with that
-time. The SQLite work happens on a thread (analyzer/journal.py), never on mitmproxy's event loop.
+chunk is forwarded as it came the moment it came, and queued with its time; the recorder process
+(addons/http_writer.py) decompresses and cuts the events, each stamped with the time of the chunk
+that completed it, and writes SQLite. On mitmproxy's event loop nothing but queueing happens.
 
 Sessions (spec/mitmproxy-notes.md):
 - Streamable HTTP: one per `Mcp-Session-Id` and upstream; the initialize POST that comes before
@@ -19,11 +19,13 @@ Sessions (spec/mitmproxy-notes.md):
   `session_id`/`sessionId` query parameter); POSTs to that endpoint join it; the stream's end ends it.
 - No session id at all (2026-07-28 stateless, or a server without session management): one
   session per upstream, client address and User-Agent for the life of the proxy.
+- A request without its session id, or with one the server never assigned, on a client
+  connection that carried a session, stays in that session (where the analysis reports it).
 Every session still open when the proxy stops is ended then, after its streams' last events.
 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
-a POST whose body names "jsonrpc", an SSE answer, a GET asking for `text/event-stream` on a known
-session, a DELETE with a session id. Anything else passing the proxy (a browser's traffic in
+a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
+id. Anything else passing the proxy (a browser's traffic in
 explicit mode, OAuth metadata) is not recorded."""
 
 from __future__ import annotations
