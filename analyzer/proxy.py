@@ -32,11 +32,19 @@ def parse_listen(listen: str | None) -> tuple[str, int]:
     return host, int(port)
 
 
-def check_upstream(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+def split_upstream(url: str) -> tuple[str, str]:
+    """(origin, path) of the upstream URL: the proxy forwards to the origin (mitmproxy's reverse
+    mode takes no path); the path is where the host should point, through the proxy."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise MCPTapError(f"--upstream {url!r}: expected an http:// or https:// URL")
-    return url
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    return origin, parts.path if parts.path not in ("", "/") else "/"
 
 
 def _check_free(host: str, port: int) -> None:
@@ -67,11 +75,11 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
         keep_credentials: bool = False, insecure: bool = False,
         on_ready: Callable[[str, int], None] | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop)."""
-    check_upstream(upstream)
+    origin, _ = split_upstream(upstream)
     host, port = parse_listen(listen)
     if port:
         _check_free(host, port)
-    return asyncio.run(_serve(upstream, db, host, port, label, keep_credentials, insecure, on_ready))
+    return asyncio.run(_serve(origin, db, host, port, label, keep_credentials, insecure, on_ready))
 
 
 async def _serve(upstream, db, host, port, label, keep_credentials, insecure, on_ready) -> int:
@@ -111,8 +119,10 @@ async def _serve(upstream, db, host, port, label, keep_credentials, insecure, on
 
 
 def say_listening(upstream: str, db: str) -> Callable[[str, int], None]:
+    origin, path = split_upstream(upstream)
+
     def say(host: str, port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
-        print(f"mcptap proxy: listening on http://{shown}:{port}/ -> {upstream}, recording into {db} "
-              "(Ctrl-C stops)", file=sys.stderr, flush=True)
+        print(f"mcptap proxy: listening on http://{shown}:{port}/ -> {origin}, recording into {db} "
+              f"(point the host at http://{shown}:{port}{path}; Ctrl-C stops)", file=sys.stderr, flush=True)
     return say

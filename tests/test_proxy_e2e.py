@@ -66,9 +66,10 @@ def test_conformant_http_sessions_analyze_without_false_findings(sdk_python, tmp
 
 def test_progress_events_reach_the_client_live_and_are_stamped_as_they_pass(sdk_python, tmp_path):
     db = tmp_path / "live.db"
-    with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
+    with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream + "/mcp") as proxy:
         out = sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp", "ticks")
         assert proxy.stop() == 0, proxy.errors
+    assert f"point the host at {proxy.url}/mcp" in proxy.errors  # the server's URL given: its path is said
     ticks = out["ticks"]
     assert len(ticks) == 10
     sent, received = ticks[0]
