@@ -133,7 +133,7 @@ def proxy(
     come, and every frame is recorded with its HTTP exchange. Point the host at the proxy's URL
     (the same path as the server's). Ctrl-C stops it.
 
-    Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000 --listen 8808
+    Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000/mcp --listen 8808
     """
     from analyzer import proxy as proxy_mod
 
