@@ -16,7 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
-from addons.chunkwire import HEADER, STREAMS, chunk_header
+from addons.chunkwire import HEADER, KINDS, chunk_header
 
 MEMORY_LIMIT_BYTES = 8 << 20
 """Chunk bytes held in memory before further chunks go to the overflow file."""
@@ -49,7 +49,7 @@ class ChunkQueue:
         self._waiters = 0
         self._plenty = threading.Event()
         self._memory: deque[Chunk] = deque()
-        self._put_bytes = dict.fromkeys(STREAMS, 0)  # each key written by one producer only
+        self._put_bytes = dict.fromkeys(KINDS, 0)  # each key written by one producer only
         self._taken_bytes = 0  # written by the consumer only
         self._file = None  # the overflow file, created at the first overflow
         self._overflow_broken = False
@@ -175,7 +175,7 @@ class ChunkQueue:
                 chunk = os.pread(fd, size, offset + HEADER.size)
                 if len(chunk) != size:
                     raise OSError("short read")
-                taken.append((STREAMS[index], ts, chunk))
+                taken.append((KINDS[index], ts, chunk))
                 nbytes += size
                 offset += HEADER.size + size
         except (OSError, struct.error):  # the disk failed us: say how much, never hang on it

@@ -1,6 +1,7 @@
 """Chunks as records on a byte stream: the tee's overflow file and its pipe to the recorder
 process (addons/stdio_recorder.py). A record is a header (kind, time, length) followed by that
-many bytes. Kinds 0, 1, 2 are the streams a chunk passed on (STREAMS); SESSION and END carry a
+many bytes. Kinds 0, 1, 2 are the streams a chunk passed on (STREAMS), 3 and 4 the HTTP capture's
+batches (KINDS); SESSION and END carry a
 JSON object (the session row; its end time and exit status)."""
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import struct
 from collections.abc import Callable, Iterator
 
 STREAMS = ("c2s", "s2c", "stderr")
-STREAM_INDEX = {stream: i for i, stream in enumerate(STREAMS)}
+KINDS = STREAMS + ("ops", "meta")
+"""Record kinds that carry bytes: the stdio streams, and the HTTP capture's marshalled batches
+(`ops` for its recorder process, `meta` for the proxy's own bookkeeping; addons/http_writer.py)."""
+STREAM_INDEX = {kind: i for i, kind in enumerate(KINDS)}
 SESSION, END = 254, 255
 
 HEADER = struct.Struct("<BdI")  # kind, Unix time, payload length (little-endian, no padding)

@@ -1,15 +1,16 @@
 """The HTTP capture's recorder process, and the shipper that feeds it.
 
 The addon (addons/http_tap.py) does no more on mitmproxy's event loop than append what it saw to
-a queue: sessions, request frames, exchanges, and each chunk of an SSE answer as it passed. A
-shipper thread writes the queue every SHIP_INTERVAL_S to `python -P -m addons.http_writer DB`
-as marshalled batches (addons/chunkwire.py records); there the chunks are decompressed and cut
-into events (`Streams`) and everything is stored (analyzer/journal.py `Sink`). Parsing and SQLite
-never hold the proxy's interpreter lock.
+a queue: sessions, request frames, exchanges, and each chunk of an SSE answer as it passed. Every
+SHIP_INTERVAL_S a thread marshals what gathered into a ChunkQueue (addons/chunkqueue.py: bounded
+memory, then an overflow file), and another writes that to `python -P -m addons.http_writer DB`
+(addons/chunkwire.py records); there the chunks are decompressed and cut into events (`Streams`)
+and everything is stored (analyzer/journal.py `Sink`). Parsing and SQLite never hold the proxy's
+interpreter lock, and a recorder that falls behind costs the proxy disk, not memory.
 
 If the process cannot be started, or dies, the rest goes through the same steps in a thread of
-the proxy (`Journal`), with one warning; streams open at that moment go on from their next
-chunk (an event cut there is recorded as it came, marked incomplete)."""
+the proxy (`Journal`), with one warning: what the process had not stored is lost (it is said),
+and streams open at that moment go on from their next chunk (an event cut there may be lost)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,23 @@ import marshal
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import zlib
 from collections import deque
 from collections.abc import Callable
 
 from addons.background import recorder_main
-from addons.chunkwire import HEADER, RecordReader
+from addons.chunkqueue import ChunkQueue
+from addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
 from addons.sse import SSEParser
 from analyzer import store
 from analyzer.journal import Collector, Journal, Sink
 from analyzer.writer import warn_stderr
 
-OPS = 253  # a chunkwire record holding a marshalled list of ops
 SHIP_INTERVAL_S = 0.05
+PACK_BYTES = 256 << 10  # a marshalled batch
+SHIP_BYTES = 1 << 20  # taken from the queue at once
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -163,7 +167,10 @@ class Streams:
 # -- the proxy's side --------------------------------------------------------------------------
 
 class RemoteJournal(Collector):
-    """The addon's journal: ops queued here, shipped to the recorder process."""
+    """The addon's journal: ops queued here by the event loop; a packer thread marshals them every
+    SHIP_INTERVAL_S into a ChunkQueue (memory up to 8 MiB, then an unlinked overflow file, as the
+    stdio tee does: the proxy's memory stays bounded while the recorder process lags); a writer
+    thread hands the queue to the recorder process."""
 
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
         Sink(db_path, warn=warn).close()  # the database opens (and has its tables) before the proxy starts
@@ -173,10 +180,14 @@ class RemoteJournal(Collector):
         self._local: Journal | None = None
         self._streams: dict[str, tuple] = {}  # open streams' (session, encoding), should the process die
         self._sessions: dict[str, dict] = {}  # and the sessions
+        self.queue = ChunkQueue((os.path.dirname(os.path.abspath(db_path)), tempfile.gettempdir()))
         self._proc = self._start()
+        self._packing = True
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mcptap-shipper", daemon=True)
-        self._thread.start()
+        self._packer = threading.Thread(target=self._pack_loop, name="mcptap-packer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name="mcptap-shipper", daemon=True)
+        self._packer.start()
+        self._writer.start()
 
     def _start(self) -> subprocess.Popen | None:
         env = dict(os.environ)
@@ -192,47 +203,93 @@ class RemoteJournal(Collector):
     def close(self) -> None:
         """Ship the rest, then wait for the recorder process to store it all."""
         self._stop.set()
-        self._thread.join()
-        self._ship()
+        self._packer.join()
+        self._pack()
+        self._packing = False
+        self.queue.wake()
+        self._writer.join()
         if self._proc is not None:
             try:
                 self._proc.stdin.close()
             except OSError:
                 pass
             status = self._proc.wait()
-            if status != 0:
+            if status != 0 and self._local is None:
                 self._warn(f"the HTTP recorder process ended with status {status}")
         if self._local is not None:
             self._local.close()
+        self.queue.close()
 
-    def _run(self) -> None:
+    # -- the packer: ops -> queue (never waits) ------------------------------------------------
+
+    def _pack_loop(self) -> None:
         while not self._stop.wait(SHIP_INTERVAL_S):
-            self._ship()
+            self._pack()
 
-    def _ship(self) -> None:
-        ops = [self.ops.popleft() for _ in range(len(self.ops))]
-        if not ops:
-            return
+    def _pack(self) -> None:
+        """What gathered, as batches of about PACK_BYTES (so the queue's memory bound holds)."""
+        batch: list[tuple] = []
+        size = 0
+        for _ in range(len(self.ops)):
+            op = self.ops.popleft()
+            batch.append(op)
+            size += len(op[3]) if op[0] == "chunk" else len(op[1][4]) if op[0] == "frame" else 200
+            if size >= PACK_BYTES:
+                self._put(batch)
+                batch, size = [], 0
+        if batch:
+            self._put(batch)
+
+    def _put(self, ops: list[tuple]) -> None:
+        meta = [op for op in ops if op[0] in ("session", "stream", "close")]
+        if meta:  # what a fallback would need, in order with the ops
+            self.queue.put("meta", 0.0, marshal.dumps(meta))
+        self.queue.put("ops", 0.0, marshal.dumps(ops))
+
+    # -- the writer: queue -> recorder process (may wait on a full pipe) -----------------------
+
+    def _write_loop(self) -> None:
+        while True:
+            self.queue.wait(SHIP_INTERVAL_S)
+            drained = self._drain()
+            if not self._packing and not drained:
+                return
+
+    def _drain(self) -> bool:
+        moved = False
+        closing: list[str] = []
+        while chunks := self.queue.take(SHIP_BYTES):
+            moved = True
+            for kind, _, payload in chunks:
+                if kind == "meta":
+                    closing = self._note(marshal.loads(payload))
+                else:
+                    self._send(payload)
+                    for exchange_id in closing:  # a stream is forgotten once its batch is handed over
+                        self._streams.pop(exchange_id, None)
+                    closing = []
+        return moved
+
+    def _send(self, payload: bytes) -> None:
         if self._local is None and self._proc is not None:
-            payload = marshal.dumps(ops)
             try:
-                _write_all(self._proc.stdin.fileno(), HEADER.pack(OPS, 0.0, len(payload)) + payload)
-                self._note(ops)
+                _write_all(self._proc.stdin.fileno(), HEADER.pack(STREAM_INDEX["ops"], 0.0, len(payload)) + payload)
                 return
             except (OSError, ValueError):
                 self._fall_back("the recorder process is gone (what it had not stored is lost)")
-        self._note(ops)
-        self._local.ops.extend(ops)
+        self._local.ops.extend(marshal.loads(payload))
 
-    def _note(self, ops: list[tuple]) -> None:
-        """What a fallback would need: the sessions, and the streams still open."""
+    def _note(self, ops: list[tuple]) -> list[str]:
+        """Sessions and streams of the batch to come; the streams it closes."""
+        closing = []
         for op in ops:
             if op[0] == "session":
                 self._sessions[op[1]["id"]] = op[1]
             elif op[0] == "stream":
                 self._streams[op[1]] = (op[2], op[3])
-            elif op[0] == "close":
-                self._streams.pop(op[1], None)
+            else:
+                closing.append(op[1])
+        return closing
 
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
@@ -257,7 +314,7 @@ def record_from(fd: int, db_path: str) -> int:
     streams = Streams()
     try:
         for kind, _, payload in RecordReader(fd):
-            if kind == OPS:
+            if kind == STREAM_INDEX["ops"]:
                 sink.write(streams.cut(marshal.loads(payload)))
     finally:
         sink.close()

@@ -290,3 +290,28 @@ def test_when_the_recorder_process_dies_recording_goes_on_inside_the_proxy(tap, 
     assert "recording goes on inside the proxy" in capfd.readouterr().err
     recorded = [r[0] for r in rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")]
     assert RESULT in recorded  # what came after the process died is stored
+
+
+def test_a_recorder_process_that_falls_behind_costs_the_proxy_disk_not_memory(tmp_path):
+    """The recorder process stopped (SIGSTOP) while 40 MB of SSE chunks pass: the queue spills
+    to its overflow file; once the process runs again, every event is stored."""
+    import os
+    import signal
+
+    from addons.http_writer import RemoteJournal
+
+    journal = RemoteJournal(str(tmp_path / "slow.db"))
+    os.kill(journal._proc.pid, signal.SIGSTOP)
+    try:
+        journal.session({"id": "s", "transport": "http", "started_at": 1.0})
+        journal.stream("x", "s", None)
+        for i in range(10_000):  # distinct objects, as chunks off the wire are (marshal shares repeated ones)
+            event = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%d%s"}}\n\n' % (
+                i, b"y" * 4000)
+            journal.chunk("x", 2.0 + i * 1e-6, event)
+        wait_for(lambda: journal.queue.overflowed > 0, 30, "the queue to spill to its file")
+    finally:
+        os.kill(journal._proc.pid, signal.SIGCONT)
+    journal.close_stream("x", 3.0)
+    journal.close()
+    assert rows(journal.db_path, "SELECT count(*) FROM frames") == [(10_000,)]
