@@ -227,24 +227,22 @@ class RemoteJournal(Collector):
             self._pack()
 
     def _pack(self) -> None:
-        """What gathered, as batches of about PACK_BYTES (so the queue's memory bound holds)."""
-        batch: list[tuple] = []
-        size = 0
-        for _ in range(len(self.ops)):
-            op = self.ops.popleft()
-            batch.append(op)
-            size += len(op[3]) if op[0] == "chunk" else len(op[1][4]) if op[0] == "frame" else 200
-            if size >= PACK_BYTES:
-                self._put(batch)
-                batch, size = [], 0
-        if batch:
-            self._put(batch)
+        ops = [self.ops.popleft() for _ in range(len(self.ops))]
+        if ops:
+            self._put(ops, marshal.dumps(ops))
 
-    def _put(self, ops: list[tuple]) -> None:
+    def _put(self, ops: list[tuple], payload: bytes) -> None:
+        """Queue a batch; one larger than PACK_BYTES (a flood) goes as halves, so that the
+        queue's memory bound holds."""
+        if len(payload) > PACK_BYTES and len(ops) > 1:
+            half = len(ops) // 2
+            for part in (ops[:half], ops[half:]):
+                self._put(part, marshal.dumps(part))
+            return
         meta = [op for op in ops if op[0] in ("session", "stream", "close")]
         if meta:  # what a fallback would need, in order with the ops
             self.queue.put("meta", 0.0, marshal.dumps(meta))
-        self.queue.put("ops", 0.0, marshal.dumps(ops))
+        self.queue.put("ops", 0.0, payload)
 
     # -- the writer: queue -> recorder process (may wait on a full pipe) -----------------------
 
