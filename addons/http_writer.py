@@ -14,12 +14,14 @@ and streams open at that moment go on from their next chunk (an event cut there 
 
 from __future__ import annotations
 
+import fcntl
 import marshal
 import os
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable
@@ -35,6 +37,8 @@ from analyzer.writer import warn_stderr
 SHIP_INTERVAL_S = 0.05
 PACK_BYTES = 256 << 10  # a marshalled batch
 SHIP_BYTES = 1 << 20  # taken from the queue at once
+PIPE_BYTES = 1 << 20  # the pipe to the recorder process (Linux: F_SETPIPE_SZ)
+READ_PAUSE_S = 0.02  # the recorder process reads at most this often
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -193,12 +197,17 @@ class RemoteJournal(Collector):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
         try:
-            return subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path],
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
                                     process_group=0)
         except OSError as exc:
             self._fall_back(f"cannot start the recorder process ({exc.strerror or exc})")
             return None
+        try:  # room for a flood's worth of batches between two of its reads
+            fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except (OSError, AttributeError):
+            pass
+        return proc
 
     def close(self) -> None:
         """Ship the rest, then wait for the recorder process to store it all."""
@@ -310,8 +319,10 @@ def _write_all(fd: int, data: bytes) -> None:
 def record_from(fd: int, db_path: str) -> int:
     sink = Sink(db_path)
     streams = Streams()
+    reader = RecordReader(fd)
+    reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy
     try:
-        for kind, _, payload in RecordReader(fd):
+        for kind, _, payload in reader:
             if kind == STREAM_INDEX["ops"]:
                 sink.write(streams.cut(marshal.loads(payload)))
     finally:
