@@ -359,6 +359,49 @@ def report_cmd(
     typer.echo(f"wrote {output}")
 
 
+class DiffFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def replay(
+    session: Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")],
+    db: DbOption = DEFAULT_DB,
+    command: Annotated[Optional[str], typer.Option(
+        "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio.")] = None,
+    url: Annotated[Optional[str], typer.Option(
+        "--url", metavar="URL", help="Connect to the live server at this Streamable HTTP URL.")] = None,
+    sse: Annotated[bool, typer.Option("--sse", help="--url is a legacy HTTP+SSE endpoint (2024-11-05).")] = False,
+    ignore: Annotated[Optional[list[str]], typer.Option(
+        "--ignore", metavar="PATH", help="A volatile member not to compare, as a JSON path: $.result.content[*].text, "
+                                         "$..timestamp (repeatable).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", min=0.1,
+                                           help="How long to wait for each answer.")] = 10.0,
+    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format.")] = DiffFormat.text,
+    no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
+) -> None:
+    """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
+    recording's transport was), answer the server's own requests with the recorded answers,
+    record the replay as a new session linked to the original, and print a structural diff of
+    every answer. Exit 0 when equal, 1 when different, 2 on error.
+
+    Example:  mcptap replay --db ~/mcp.db 0193b2 --command "uvx mcp-server-time" --ignore '$.result.content[*].text'
+    """
+    from analyzer import replay as replay_mod
+
+    with one_line_errors():
+        outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
+                                    timeout=timeout, record=not no_record)
+    if DiffFormat(fmt) is DiffFormat.json:
+        typer.echo(json.dumps(replay_mod.as_json(outcome), ensure_ascii=False))
+    else:
+        replay_mod.render(outcome, typer.echo)
+    if outcome.error is not None:
+        sys.stderr.write(f"mcptap: error: {outcome.error}\n")
+    raise typer.Exit(outcome.exit_status)
+
+
 @app.command()
 def demo(db: DbOption = DEFAULT_DB) -> None:
     """Record a live session with the bundled MCP server through `mcptap record`, driven by the

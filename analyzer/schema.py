@@ -158,6 +158,13 @@ def http_tables(db: Database) -> None:
         db.execute("ALTER TABLE frames ADD COLUMN event_id TEXT")  # an SSE event's id
 
 
+def replay_link(db: Database) -> None:
+    """`mcptap replay` records the replay as a session of its own, linked to the one it replayed."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
+    if "replay_of" not in columns:
+        db.execute("ALTER TABLE sessions ADD COLUMN replay_of TEXT")  # the session this one replayed
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 DERIVED_TABLES = ("messages", "findings", "analyses")
 
@@ -165,6 +172,7 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_recorded_tables", recorded_tables),
     ("0002_derived_tables", derived_tables),
     ("0003_http_tables", http_tables),
+    ("0004_replay_link", replay_link),
 ]
 
 

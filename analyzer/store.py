@@ -26,7 +26,7 @@ StderrRow = tuple[int, float, bytes, int]
 
 SESSION_COLUMNS = (
     "id", "transport", "label", "started_at", "ended_at", "command", "upstream",
-    "exit_status", "recorder", "host", "pid", "source",
+    "exit_status", "recorder", "host", "pid", "source", "replay_of",
 )
 
 

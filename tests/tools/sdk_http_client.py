@@ -1,27 +1,42 @@
 """Test client on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask]; MODE is 'legacy' (initialize handshake) or
-'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON line: what the
-calls returned (`ask`: also a tool that elicits, a server-to-client request), and for `ticks`, each progress as (send time from the server, receive time here)."""
+sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask] [sample] [prompts], or MODE stdio "CMD ARGS" [...]; MODE is
+'legacy' (initialize handshake) or 'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON
+line: what the calls returned (`ask`: also a tool that elicits, a server-to-client request; `sample`: a tool that asks
+for sampling, answered here; `prompts`: prompts/list, or the error it got), and for `ticks`, each progress as (send
+time from the server, receive time here)."""
 
 import asyncio
 import json
+import shlex
 import sys
 import time
 
 import mcp.types as types
 from mcp import Client
 from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 
 async def on_elicit(context, params):
     return types.ElicitResult(action="accept", content={"name": "mcptap"})
 
 
+async def on_sample(context, params):
+    return types.CreateMessageResult(role="assistant", model="test-model",
+                                     content=types.TextContent(type="text", text="an old silent pond"))
+
+
 async def main() -> None:
     mode, transport, url, *what = sys.argv[1:]
-    server = sse_client(url) if transport == "sse" else url
+    if transport == "stdio":
+        command, *args = shlex.split(url)
+        server = StdioServerParameters(command=command, args=args)
+    else:
+        server = sse_client(url) if transport == "sse" else url
     out = {}
-    async with Client(server, mode=mode, read_timeout_seconds=30, elicitation_callback=on_elicit) as client:
+    async with Client(server, mode=mode, read_timeout_seconds=30, elicitation_callback=on_elicit,
+                      sampling_callback=on_sample) as client:
         out["protocol_version"] = client.protocol_version
         if "ticks" in what:
             seen = []
@@ -43,6 +58,13 @@ async def main() -> None:
             out["progress"] = progress
             if "ask" in what:
                 out["ask"] = (await client.call_tool("ask", {})).content[0].text
+            if "sample" in what:
+                out["sample"] = (await client.call_tool("sample", {"topic": "ponds"})).content[0].text
+            if "prompts" in what:
+                try:
+                    out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+                except MCPError as exc:
+                    out["prompts"] = f"error {exc.error.code}: {exc.error.message}"
     print(json.dumps(out))
 
 

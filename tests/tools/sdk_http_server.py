@@ -1,15 +1,20 @@
 """Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY. Tools: echo; slow (progress `steps` times); ticks
-(progress every `interval` seconds, each progress message the server's clock when it was sent);
-ask (elicits a name from the client: a server-to-client request)."""
+sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo;
+slow (progress `steps` times); ticks (progress every `interval` seconds, each progress message the server's clock when
+it was sent); ask (elicits a name from the client: a server-to-client request); sample (asks the client's model for a
+haiku: sampling, a server-to-client request)."""
 
 import sys
 import time
+import warnings
 
 import anyio
 from pydantic import BaseModel
 
+import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
+
+warnings.filterwarnings("ignore", message="The sampling capability is deprecated")
 
 server = MCPServer("mcptap-test-http-server")
 
@@ -48,8 +53,21 @@ async def ask(ctx: Context) -> str:
     return f"hello {result.data.name}" if result.action == "accept" and result.data else result.action
 
 
+@server.tool()
+async def sample(topic: str, ctx: Context) -> str:
+    """Ask the client's model for a haiku about `topic` (sampling)."""
+    result = await ctx.session.create_message(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"a haiku about {topic}"))],
+        max_tokens=50, related_request_id=ctx.request_id)
+    return f"the model said: {result.content.text}"
+
+
 if __name__ == "__main__":
-    mode, port = sys.argv[1], int(sys.argv[2])
+    mode = sys.argv[1]
+    if mode == "stdio":
+        server.run("stdio")
+        sys.exit(0)
+    port = int(sys.argv[2])
     if mode == "https":  # sdk_http_server.py https PORT CERT KEY: Streamable HTTP over TLS
         import uvicorn
 
