@@ -403,6 +403,46 @@ def replay(
 
 
 @app.command()
+def serve(
+    session: Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")],
+    db: DbOption = DEFAULT_DB,
+    listen: Annotated[Optional[str], typer.Option(
+        "--listen", metavar="[HOST:]PORT", help="Serve Streamable HTTP here (path /mcp; port 0: any free port); "
+                                                "default: stdio.")] = None,
+    pace: Annotated[bool, typer.Option("--pace", help="Answer after the recorded latency, notifications at their "
+                                                      "recorded times.")] = False,
+    drop: Annotated[Optional[list[str]], typer.Option(
+        "--drop", metavar="METHOD", help="Fault: never answer this method (* for all; repeatable).")] = None,
+    delay: Annotated[Optional[list[str]], typer.Option(
+        "--delay", metavar="METHOD=SECONDS", help="Fault: answer this method late (* for all; repeatable).")] = None,
+    corrupt: Annotated[Optional[list[str]], typer.Option(
+        "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
+) -> None:
+    """Act as the server of a recorded session for a live client: each request is matched to a
+    recorded one (method and params, else method in order) and answered with the recorded
+    frames, notifications included, under the live id; a request with no recorded answer gets
+    a JSON-RPC error. Over stdio by default (put it in a host's server config), or Streamable
+    HTTP with --listen. Faults and pacing are for testing hosts.
+
+    Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
+    """
+    from analyzer import serve as serve_mod
+
+    def ready(url: str) -> None:
+        sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
+        sys.stderr.flush()
+
+    with one_line_errors():
+        try:
+            faults = serve_mod.Faults(drop=set(drop or ()), delay=serve_mod.parse_delays(delay or ()),
+                                      corrupt=set(corrupt or ()), pace=pace)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready)
+    raise typer.Exit(status)
+
+
+@app.command()
 def demo(db: DbOption = DEFAULT_DB) -> None:
     """Record a live session with the bundled MCP server through `mcptap record`, driven by the
     bundled client, then print the session list and the transcript.

@@ -36,6 +36,9 @@ class Change:
             return f"added    {self.where}: {short(self.live)}"
         if self.op == REMOVED:
             return f"removed  {self.where} (was {short(self.recorded)})"
+        if type(self.recorded) is str and type(self.live) is str:
+            a, b = around_difference(self.recorded, self.live)
+            return f"changed  {self.where}: {a} -> {b}"
         return f"changed  {self.where}: {short(self.recorded)} -> {short(self.live)}"
 
 
@@ -54,6 +57,23 @@ def format_path(path: Path) -> str:
 def short(value: Any, width: int = 80) -> str:
     text = jsonwire.to_json(value)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def around_difference(a: str, b: str, before: int = 24, width: int = 72) -> tuple[str, str]:
+    """Two long strings as JSON text, each cut to the stretch around where they first differ."""
+    ja, jb = jsonwire.to_json(a), jsonwire.to_json(b)
+    if len(ja) <= width and len(jb) <= width:
+        return ja, jb
+    start = 0
+    while start < min(len(ja), len(jb)) and ja[start] == jb[start]:
+        start += 1
+    start = max(0, start - before)
+
+    def cut(text: str) -> str:
+        piece = text[start:start + width]
+        return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+
+    return cut(ja), cut(jb)
 
 
 def diff(recorded: Any, live: Any, ignore: "Ignore | None" = None, path: Path = ()) -> list[Change]:

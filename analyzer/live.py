@@ -25,7 +25,7 @@ from analyzer.errors import MCPTapError
 from analyzer.writer import SessionWriter, warn_stderr
 
 CONNECT_TIMEOUT_S = 10.0
-STOP_GRACE_S = 3.0
+STOP_GRACE_S = 2.0
 SSE_ACCEPT = "text/event-stream"
 
 
@@ -125,13 +125,15 @@ class StdioLive(Live):
                                          stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise MCPTapError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
+        self._stderr_reader = threading.Thread(target=self._read_stderr, name="mcptap-replay-stderr", daemon=True)
+        self._stderr_reader.start()
         threading.Thread(target=self._read_stdout, name="mcptap-replay-stdout", daemon=True).start()
-        threading.Thread(target=self._read_stderr, name="mcptap-replay-stderr", daemon=True).start()
 
     def _read_stdout(self) -> None:
         for line in self.proc.stdout:
             self._received(line[:-1] if line.endswith(b"\n") else line)
         status = self.proc.wait()
+        self._stderr_reader.join(1.0)  # its last words, for the message
         tail = f": {self.stderr_tail[-1]}" if self.stderr_tail else ""
         self._closed(f"the server exited with status {status}{tail}")
 

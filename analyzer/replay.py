@@ -295,8 +295,7 @@ def render(outcome: Outcome, write: Callable[[str], None]) -> None:
     for line in outcome.extra:
         write(line)
     if outcome.error is not None:
-        write(f"error: {outcome.error}")
-        return
+        return  # said on stderr by the caller
     total = len(outcome.compared)
     if outcome.equal:
         write(f"equal: {total} message{'s' if total != 1 else ''} compared, no differences")
