@@ -369,7 +369,8 @@ def replay(
     session: Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")],
     db: DbOption = DEFAULT_DB,
     command: Annotated[Optional[str], typer.Option(
-        "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio.")] = None,
+        "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio "
+                                                   "(default: the recorded server's command or URL).")] = None,
     url: Annotated[Optional[str], typer.Option(
         "--url", metavar="URL", help="Connect to the live server at this Streamable HTTP URL.")] = None,
     sse: Annotated[bool, typer.Option("--sse", help="--url is a legacy HTTP+SSE endpoint (2024-11-05).")] = False,
@@ -382,7 +383,7 @@ def replay(
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
-    recording's transport was), answer the server's own requests with the recorded answers,
+    recording's transport was; by default the server it was recorded from), answer the server's own requests with the recorded answers,
     record the replay as a new session linked to the original, and print a structural diff of
     every answer. Exit 0 when equal, 1 when different, 2 on error.
 

@@ -8,19 +8,22 @@ come back. The replay driver (analyzer/replay.py) decides what to send."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
 import queue
+import re
 import shlex
 import socket
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from analyzer import store
+from analyzer import mcp, store
 from analyzer.errors import MCPTapError
 from analyzer.writer import SessionWriter, warn_stderr
 
@@ -84,7 +87,8 @@ class Live:
     def start(self) -> None:
         raise NotImplementedError
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, message: Any = None) -> None:
+        """Send one frame; `message` is its parsed value, when the transport needs to look."""
         raise NotImplementedError
 
     def close(self) -> int | None:
@@ -144,7 +148,7 @@ class StdioLive(Live):
                 self.recording.stderr(text)
             self.stderr_tail = (self.stderr_tail + [text.decode("utf-8", "replace")])[-5:]
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, message: Any = None) -> None:
         with self._write_lock:
             self._sent(raw)
             try:
@@ -233,11 +237,12 @@ class StreamableHttpLive(_HttpBase):
     def start(self) -> None:
         pass
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, message: Any = None) -> None:
         headers = {"Content-Type": "application/json", "Accept": f"application/json, {SSE_ACCEPT}"}
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version:
+        headers.update(stateless_headers(message))
+        if self.protocol_version and "MCP-Protocol-Version" not in headers:
             headers["MCP-Protocol-Version"] = self.protocol_version
         self._sent(raw)
         ready = threading.Event()
@@ -328,7 +333,7 @@ class LegacySseLive(_HttpBase):
         elif event.type == "message" and event.data:
             self._received(event.data)
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, message: Any = None) -> None:
         self._sent(raw)
         conn, target = self._connection(self.endpoint, CONNECT_TIMEOUT_S)
         try:
@@ -347,6 +352,31 @@ class LegacySseLive(_HttpBase):
             except OSError:
                 pass
         return None
+
+
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""2026-07-28: the methods whose `Mcp-Name` header mirrors a param (spec/mcp-reference.md, HTTP)."""
+_HEADER_SAFE = re.compile(r"[\x20-\x7e]*")
+
+
+def stateless_headers(message: Any) -> dict[str, str]:
+    """The headers a 2026-07-28 request carries on HTTP (its `_meta` names that revision):
+    `MCP-Protocol-Version` matching `_meta`, `Mcp-Method`, and `Mcp-Name` for the methods that
+    name something (a value unsafe in a header goes in the `=?base64?...?=` sentinel)."""
+    if type(message) is not dict:
+        return {}
+    params = message.get("params")
+    meta = params.get("_meta") if type(params) is dict else None
+    version = meta.get(mcp.META_PROTOCOL_VERSION) if type(meta) is dict else None
+    method = message.get("method")
+    if type(version) is not str or type(method) is not str:
+        return {}
+    headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    name = params.get(NAME_BEARING.get(method, ""))
+    if type(name) is str:
+        safe = _HEADER_SAFE.fullmatch(name) and name == name.strip() and not name.startswith("=?base64?")
+        headers["Mcp-Name"] = name if safe else f"=?base64?{base64.b64encode(name.encode()).decode('ascii')}?="
+    return headers
 
 
 def _why(exc: BaseException) -> str:

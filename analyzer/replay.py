@@ -19,13 +19,14 @@ session of its own whose `replay_of` names the original."""
 
 from __future__ import annotations
 
+import json
 import queue
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from analyzer import jsondiff, jsonwire, live, mcp, script, store
+from analyzer import jsondiff, jsonwire, live, script, store
 from analyzer.classify import ERROR, REQUEST, RESPONSE, classify
 from analyzer.errors import MCPTapError
 from analyzer.session import id_key
@@ -74,11 +75,13 @@ def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, ur
         ignored = jsondiff.Ignore(ignore)
     except ValueError as exc:
         raise MCPTapError(str(exc)) from None
-    if (command is None) == (url is None):
-        raise MCPTapError("give the live server as --command or as --url (one of them)")
+    if command is not None and url is not None:
+        raise MCPTapError("give the live server as --command or as --url, not both")
     conn = store.open_existing(db_path)
     try:
         recorded = script.load(conn, ref)
+        if command is None and url is None:
+            command, url, sse = recorded_target(conn, recorded.session)
     finally:
         conn.close()
     if not any(m.direction == script.C2S for m in recorded.messages()):
@@ -106,6 +109,23 @@ def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, ur
         if recording is not None:
             recording.close(status)
     return outcome
+
+
+def recorded_target(conn, session: dict) -> tuple[list[str] | None, str | None, bool]:
+    """The server a session was recorded from, when neither --command nor --url is given: the
+    command line a stdio recording ran, or the URL an HTTP recording's first POST (or legacy
+    event stream) went to."""
+    if session.get("command"):
+        return json.loads(session["command"]), None, False
+    exchanges = store.session_exchanges(conn, session["id"]) if session.get("transport") in ("http", "sse") else []
+    for exchange in exchanges:
+        if exchange.get("endpoint"):
+            return None, exchange["url"], True
+    for exchange in exchanges:
+        if exchange["method"] == "POST":
+            return None, exchange["url"], False
+    raise MCPTapError(f"session {session['id']} names no server to replay against "
+                      f"(transport {session.get('transport')}): give --command or --url")
 
 
 class _Stop(Exception):
@@ -164,10 +184,7 @@ class _Driver:
         for msg in frame.messages:
             if msg.kind == REQUEST:
                 self.sent_requests.add(id_key(msg.id))
-            meta = msg.params.get("_meta") if type(msg.params) is dict else None
-            if type(meta) is dict and type(meta.get(mcp.META_PROTOCOL_VERSION)) is str:
-                self.server.protocol_version = meta[mcp.META_PROTOCOL_VERSION]
-        self.server.send(frame.raw)
+        self.server.send(frame.raw, frame.messages[0].value if len(frame.messages) == 1 else None)
         self.outcome.sent += 1
 
     def _wait_for(self, answer: script.Message) -> None:

@@ -18,7 +18,8 @@ from conftest import CACHE
 
 ROOT = Path(__file__).resolve().parent.parent
 HTTP_TESTS = ["tests/test_sse.py", "tests/test_http_recorder.py", "tests/test_transport_rules.py",
-              "tests/test_proxy_e2e.py", "tests/test_e2e_everything_http.py"]
+              "tests/test_proxy_e2e.py", "tests/test_e2e_everything_http.py", "tests/test_replay.py",
+              "tests/test_serve.py"]
 INSTALL_TIMEOUT_S = 600
 RUN_TIMEOUT_S = 900
 

@@ -104,9 +104,11 @@ def test_server_sampling_and_elicitation_replay_with_the_recorded_answers(db, sd
     assert tool_answer["result"]["content"][0]["text"] == "the model said: an old silent pond"
 
 
-@pytest.mark.parametrize("transport", ["streamable", "sse"])
-def test_a_stdio_recorded_session_replays_against_the_http_form_of_the_same_server(db, sdk_python, transport):
-    record_sdk_stdio_session(db, sdk_python, "legacy", "ask", "sample")
+@pytest.mark.parametrize("mode, transport", [("legacy", "streamable"), ("legacy", "sse"), ("auto", "streamable")])
+def test_a_stdio_recorded_session_replays_against_the_http_form_of_the_same_server(db, sdk_python, mode, transport):
+    """2026-07-28 over HTTP needs the headers its requests imply (MCP-Protocol-Version, Mcp-Method,
+    Mcp-Name): the SDK server refuses requests without them."""
+    record_sdk_stdio_session(db, sdk_python, mode, *(("ask", "sample") if mode == "legacy" else ()))
     with sdk_http_server(sdk_python, transport) as base:
         args = ["--url", f"{base}/mcp"] if transport == "streamable" else ["--url", f"{base}/sse", "--sse"]
         result = replay(db, "sdk", *args)
@@ -122,11 +124,31 @@ def test_an_http_recorded_session_replays_against_the_stdio_form_of_the_same_ser
     with sdk_http_server(sdk_python, "streamable") as base, mcptap_proxy(db, f"{base}/mcp", "--name", "web") as proxy:
         result = run([sdk_python, tool("sdk_http_client.py"), mode, "streamable", f"{proxy.url}/mcp", *what], timeout=120)
         assert result.returncode == 0, result.stderr.decode()[-2000:]
-    (recorded,) = sessions(db)
-    assert recorded["transport"] == "http"
+        (recorded,) = sessions(db)
+        assert recorded["transport"] == "http"
+        again = replay(db, "web")  # no --command, no --url: the URL it was recorded from
+        assert again.returncode == 0, again.stdout.decode() + again.stderr.decode()
+        assert sessions(db)[-1]["upstream"] == f"{base}/mcp"
     replayed = replay(db, "web", "--command", sdk_stdio_server(sdk_python))
     assert replayed.returncode == 0, replayed.stdout.decode() + replayed.stderr.decode()
     assert sessions(db)[-1]["transport"] == "stdio"
+
+
+def test_without_command_or_url_the_server_a_stdio_session_was_recorded_from_runs_again(time_db, time_server):
+    result = replay(time_db, "time", *TIME_VOLATILE)
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+    assert json.loads(sessions(time_db)[-1]["command"]) == time_server
+
+
+def test_a_session_that_names_no_server_needs_command_or_url(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s",
+                               "raw": '{"jsonrpc":"2.0","id":1,"method":"ping"}'}) + "\n", encoding="utf-8")
+    db = tmp_path / "imported.db"
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    result = replay(db, "s1", timeout=30)
+    assert result.returncode == 2
+    assert "names no server to replay against" in one_error_line(result)
 
 
 # -- bad input: a clear message and exit 2, within a bounded time ----------------------------------
@@ -186,8 +208,7 @@ def test_replay_against_a_url_nobody_listens_on_is_a_one_line_error(time_db):
 
 
 @pytest.mark.parametrize("args, says", [
-    ((), "--command or as --url"),
-    (("--command", "true", "--url", "http://127.0.0.1:1/"), "--command or as --url"),
+    (("--command", "true", "--url", "http://127.0.0.1:1/"), "not both"),
     (("--command", "true", "--ignore", "$.result[oops"), "cannot read the JSON path"),
     (("--url", "ftp://example.invalid/"), "http:// or https://"),
 ])
