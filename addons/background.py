@@ -12,8 +12,9 @@ import sys
 from collections.abc import Callable
 
 
-def recorder_main(record_from: Callable[[int, str], int], module: str, what: str) -> None:
-    """Run `record_from(stdin, DB)` as `python -m MODULE DB` and exit with its status."""
+def recorder_main(record_from: Callable, module: str, what: str) -> None:
+    """Run `record_from(stdin, DB, redaction)` as `python -m MODULE DB [REDACTION ARGS]` and exit
+    with its status (the arguments: analyzer/redact.py Redaction.to_args)."""
     for optional in ("pandas", "numpy"):
         sys.modules.setdefault(optional, None)
     try:
@@ -22,11 +23,13 @@ def recorder_main(record_from: Callable[[int, str], int], module: str, what: str
         pass
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
-    if len(sys.argv) != 2:
-        sys.stderr.write(f"usage: python -m {module} DB < records\n")
+    if len(sys.argv) < 2:
+        sys.stderr.write(f"usage: python -m {module} DB [--no-redact] [--redact-key K]... [--redact-path P]... < records\n")
         sys.exit(2)
+    from analyzer.redact import Redaction
+
     try:
-        status = record_from(sys.stdin.fileno(), sys.argv[1])
+        status = record_from(sys.stdin.fileno(), sys.argv[1], Redaction.from_args(sys.argv[2:]))
     except Exception as exc:  # a bug: one line (whoever feeds it says what could not be handed over)
         sys.stderr.write(f"mcptap: error: {what} failed: {type(exc).__name__}: {exc}\n")
         status = 1

@@ -80,7 +80,8 @@ def _timeline(flows: list) -> list[tuple]:
 
 
 def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bool = False,
-                   keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None) -> list:
+                   keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None,
+                   redactor=None) -> list:
     """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
     flows = read_flows(path)
     if kind == "har":
@@ -126,7 +127,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
                 if kind == "har"
                 else "have no body in the file (mitmproxy streamed them without keeping them)")
         warn(f"{path}: {empty} SSE answer(s) {said}: their events, if any, are not imported")
-    ops = journal.number(Streams().cut(collector.ops), {})
+    ops = journal.redact(journal.number(Streams().cut(collector.ops), {}), redactor)
     sessions = [op[1] for op in ops if op[0] == "session"]
     for s in sessions:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],)).fetchone():

@@ -35,6 +35,7 @@ import logging
 import os
 import socket
 import time
+import typing
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
@@ -43,7 +44,7 @@ from mitmproxy import ctx, exceptions, http
 from addons.http_writer import RemoteJournal, Streams
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
-from analyzer.redact import Redactor
+from analyzer.redact import Redaction, Redactor
 
 C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
@@ -131,8 +132,12 @@ class McpTap:
         loader.add_option("mcptap_db", str, "", "mcptap: the SQLite database to record into (required).")
         loader.add_option("mcptap_label", str, "", "mcptap: a label for the sessions recorded.")
         loader.add_option("mcptap_keep_credentials", bool, False,
-                          "mcptap: store Authorization, cookies, API-key headers and token query "
-                          "parameters as they were (default: redacted by a keyed hash).")
+                          "mcptap: store everything as it was: Authorization, cookies, API-key headers, token "
+                          "query parameters and credential members of frames (default: redacted by a keyed hash).")
+        loader.add_option("mcptap_redact_keys", typing.Sequence[str], [],
+                          "mcptap: more frame member names to redact (globs, any case).")
+        loader.add_option("mcptap_redact_paths", typing.Sequence[str], [],
+                          "mcptap: JSON paths of frame members to redact ($.params.arguments.token).")
 
     def configure(self, updated: set[str]) -> None:
         if "mcptap_keep_credentials" in updated or self.journal is None:
@@ -147,7 +152,9 @@ class McpTap:
                 raise exceptions.OptionsError("mcptap: mcptap_db cannot change while recording")
             if self.journal is None:
                 try:
-                    self.journal = RemoteJournal(path)
+                    self.journal = RemoteJournal(path, redaction=Redaction(
+                        keep=ctx.options.mcptap_keep_credentials, keys=tuple(ctx.options.mcptap_redact_keys),
+                        paths=tuple(ctx.options.mcptap_redact_paths)))
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
 

@@ -32,6 +32,7 @@ from addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
 from addons.sse import SSEParser
 from analyzer import store
 from analyzer.journal import Collector, Journal, Sink
+from analyzer.redact import FrameRedactor, Redaction
 from analyzer.writer import warn_stderr
 
 SHIP_INTERVAL_S = 0.05
@@ -176,9 +177,10 @@ class RemoteJournal(Collector):
     stdio tee does: the proxy's memory stays bounded while the recorder process lags); a writer
     thread hands the queue to the recorder process."""
 
-    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redaction: Redaction | None = None):
         Sink(db_path, warn=warn).close()  # the database opens (and has its tables) before the proxy starts
         self.db_path = db_path
+        self.redaction = redaction or Redaction()
         self.ops: deque[tuple] = deque()
         self._warn = warn
         self._local: Journal | None = None
@@ -197,7 +199,8 @@ class RemoteJournal(Collector):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
         try:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path],
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path,
+                                     *self.redaction.to_args()],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
                                     process_group=0)
         except OSError as exc:
@@ -284,7 +287,9 @@ class RemoteJournal(Collector):
                 return
             except (OSError, ValueError):
                 self._fall_back("the recorder process is gone (what it had not stored is lost)")
-        self._local.ops.extend(marshal.loads(payload))
+        # a session this batch begins may be among those the fallback sent again: stored once
+        self._local.ops.extend(("session", op[1], "again") if op[0] == "session" else op
+                               for op in marshal.loads(payload))
 
     def _note(self, ops: list[tuple]) -> list[str]:
         """Sessions and streams of the batch to come; the streams it closes."""
@@ -301,7 +306,8 @@ class RemoteJournal(Collector):
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
         streams = Streams()
-        self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut)
+        self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut,
+                              redactor=FrameRedactor(self.redaction))
         for session in self._sessions.values():  # it may not have stored them
             self._local.ops.append(("session", session, "again"))
         for exchange_id, (session_id, encoding) in self._streams.items():
@@ -316,8 +322,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 # -- the recorder process ----------------------------------------------------------------------
 
-def record_from(fd: int, db_path: str) -> int:
-    sink = Sink(db_path)
+def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> int:
+    sink = Sink(db_path, redactor=FrameRedactor(redaction))
     streams = Streams()
     reader = RecordReader(fd)
     reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy

@@ -22,7 +22,8 @@ from itertools import repeat
 from addons.background import recorder_main
 from addons.chunkwire import END, SESSION, STREAMS, RecordReader
 from addons.framing import LineFramer
-from analyzer.store import stored_raw, stored_raws
+from analyzer.redact import FrameRedactor, Redaction
+from analyzer.store import redact_row, stored_raw, stored_raws
 from analyzer.writer import STALL_S, SessionWriter
 
 C2S, S2C, STDERR = STREAMS
@@ -31,7 +32,8 @@ C2S, S2C, STDERR = STREAMS
 class Recorder:
     """Cuts frames out of chunks, in the order they passed, and hands them to the writer."""
 
-    def __init__(self, writer: SessionWriter):
+    def __init__(self, writer: SessionWriter, redactor: FrameRedactor | None = None):
+        self._redactor = None if redactor is None or redactor.off else redactor
         self._sid = writer.session["id"]
         self._writer = writer
         self._framers = {C2S: LineFramer(), S2C: LineFramer(), STDERR: LineFramer()}
@@ -54,10 +56,15 @@ class Recorder:
             self._writer.add([], list(rows), nbytes)
         else:
             seq = self._seq
-            rows = zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), repeat(stream, n),
-                       stored_raws(lines), map(len, lines), repeat(0, n))
+            rows = list(zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), repeat(stream, n),
+                            stored_raws(lines), map(len, lines), repeat(0, n), repeat(None, n)))
+            if self._redactor is not None:
+                might = self._redactor.might_hold
+                for i, line in enumerate(lines):
+                    if might(line):
+                        rows[i] = redact_row(rows[i], self._redactor)
             self._seq = seq + n
-            self._writer.add(list(rows), [], nbytes)
+            self._writer.add(rows, [], nbytes)
 
     def finish(self) -> None:
         """Record what followed the last newline of each stream (an incomplete line)."""
@@ -66,7 +73,8 @@ class Recorder:
             tail = self._framers[stream].finish()
             if tail is not None:
                 self._seq += 1
-                frames.append((self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1))
+                row = (self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1, None)
+                frames.append(redact_row(row, self._redactor) if self._redactor is not None else row)
                 nbytes += len(tail)
         tail = self._framers[STDERR].finish()
         if tail is not None:
@@ -77,7 +85,7 @@ class Recorder:
             self._writer.add(frames, errs, nbytes)
 
 
-def record_from(fd: int, db_path: str) -> int:
+def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> int:
     """Store the session the records on `fd` carry; 0, or 2 when no session record came."""
     reader = RecordReader(fd)
     records = iter(reader)
@@ -94,7 +102,7 @@ def record_from(fd: int, db_path: str) -> int:
 
     reader.before_read = pace
     writer.start()
-    recorder = Recorder(writer)
+    recorder = Recorder(writer, FrameRedactor(redaction))
     end = {"ended_at": None, "exit_status": None}
     last_ts = None
     for kind, ts, payload in records:

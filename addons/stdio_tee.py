@@ -111,7 +111,8 @@ def exit_status_of(returncode: int) -> int:
 
 
 class Tee:
-    def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr):
+    def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
+                 redaction_args: list[str] | None = None):
         if not argv:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
@@ -127,6 +128,7 @@ class Tee:
         }
         self.db_path = db_path
         self._warn = warn
+        self._redaction_args = redaction_args or []  # for the recorder process (analyzer/redact.py Redaction.to_args)
         db_folder = os.path.dirname(os.path.abspath(db_path))
         self._queue = ChunkQueue((db_folder, tempfile.gettempdir()))
         self._proc: subprocess.Popen | None = None
@@ -184,7 +186,7 @@ class Tee:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path],
+                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path, *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )
         except OSError as exc:

@@ -36,6 +36,29 @@ DbOption = Annotated[
 ]
 
 
+NoRedactOption = Annotated[bool, typer.Option(
+    "--no-redact", help="Store everything as it was (default: credentials in HTTP headers and in frame members "
+                        "such as password, api_key, access_token are replaced by a keyed hash).")]
+RedactKeyOption = Annotated[Optional[list[str]], typer.Option(
+    "--redact-key", metavar="NAME", help="Also redact frame members with this name (a glob, any case; repeatable).")]
+RedactPathOption = Annotated[Optional[list[str]], typer.Option(
+    "--redact-path", metavar="PATH", help="Also redact the frame member at this JSON path, e.g. "
+                                         "$.params.arguments.token (repeatable).")]
+
+
+def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | None):
+    """The Redaction the options ask for; a JSON path that cannot be read is a usage error."""
+    from analyzer.jsonpath import parse_pattern
+    from analyzer.redact import Redaction
+
+    for path in paths or ():
+        try:
+            parse_pattern(path)
+        except ValueError as exc:
+            raise fail(f"--redact-path: {exc}") from None
+    return Redaction(keep=no_redact, keys=tuple(keys or ()), paths=tuple(paths or ()))
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     sys.stderr.write(f"mcptap: error: {message}\n")
     return typer.Exit(code)
@@ -96,6 +119,9 @@ def record(
     db: DbOption = DEFAULT_DB,
     name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
                                                 help="A label for the session.")] = None,
+    no_redact: NoRedactOption = False,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
 ) -> None:
     """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
     is recorded, and the exit status is the server's. Put it in a host's server config in place
@@ -105,9 +131,10 @@ def record(
     """
     from addons.stdio_tee import SpawnError, Tee
 
+    redaction = redaction_of(no_redact, redact_key, redact_path)
     with one_line_errors():
         try:
-            status = Tee(list(command), db, name).run()
+            status = Tee(list(command), db, name, redaction_args=redaction.to_args()).run()
         except SpawnError as exc:
             raise fail(str(exc), exc.exit_status) from None
     raise typer.Exit(status)
@@ -123,8 +150,10 @@ def proxy(
     name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
                                                 help="A label for the sessions recorded.")] = None,
     keep_credentials: Annotated[bool, typer.Option(
-        "--keep-credentials", help="Store Authorization, cookies, API-key headers and token query "
-                                   "parameters as they were (default: redacted by a keyed hash).")] = False,
+        "--keep-credentials", help="The same as --no-redact.")] = False,
+    no_redact: NoRedactOption = False,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
 ) -> None:
@@ -138,7 +167,8 @@ def proxy(
     from analyzer import proxy as proxy_mod
 
     with one_line_errors():
-        status = proxy_mod.run(upstream, db, listen=listen, label=name, keep_credentials=keep_credentials,
+        status = proxy_mod.run(upstream, db, listen=listen, label=name,
+                               redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, on_ready=proxy_mod.say_listening(upstream, db))
     raise typer.Exit(status)
 
@@ -227,13 +257,14 @@ def import_cmd(
     db: DbOption = DEFAULT_DB,
     new_id: Annotated[bool, typer.Option("--new-id", help="Give imported sessions new ids, even if the "
                                                           "database already holds them.")] = False,
-    keep_credentials: Annotated[bool, typer.Option(
-        "--keep-credentials", help="HTTP captures: keep credential headers and token query parameters as they "
-                                   "were (default: redacted by a keyed hash).")] = False,
+    keep_credentials: Annotated[bool, typer.Option("--keep-credentials", help="The same as --no-redact.")] = False,
+    no_redact: NoRedactOption = False,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
-    in whole or not at all.
+    in whole or not at all. Credentials are redacted on the way in, as when recording.
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
@@ -242,6 +273,7 @@ def import_cmd(
     def warn(message: str) -> None:
         sys.stderr.write(f"mcptap: warning: {message}\n")
 
+    redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     with one_line_errors():
         for path in files:
             importer.detect_format(path)
@@ -252,7 +284,8 @@ def import_cmd(
         for path in files:
             with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
                 imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance,
-                                                keep_credentials=keep_credentials)
+                                                keep_credentials=keep_credentials or no_redact,
+                                                redaction=redaction)
             for s in imported:
                 verb = "merged into" if s.merged else "imported"
                 typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")
@@ -441,6 +474,32 @@ def serve(
             raise fail(str(exc)) from None
         status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready)
     raise typer.Exit(status)
+
+
+@app.command("redact")
+def redact_cmd(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
+                                                         help="Only this session (repeatable); default all.")] = None,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
+) -> None:
+    """Apply redaction to a database already written (recorded with --no-redact, or before
+    more keys or paths were wanted): credential members of frames and credential HTTP headers
+    are replaced by their keyed hash, each frame records which members were, the analysis of a
+    changed session is dropped, and the file is rewritten so that no replaced byte survives.
+
+    Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
+    """
+    from analyzer import scrub
+
+    redaction = redaction_of(False, redact_key, redact_path)
+    with one_line_errors():
+        done = scrub.redact_database(db, sessions=session, redaction=redaction)
+    typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
+               f"exchanges of {done.sessions} sessions")
+    for path, count in done.members.most_common():
+        typer.echo(f"  {count:>6}  {path}")
 
 
 @app.command()

@@ -16,7 +16,7 @@ def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str]) ->
     for sid in session_ids:
         out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
         for f in store.iter_frames(conn, sid):
-            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete)) + "\n")
+            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted)) + "\n")
             written += 1
         for e in store.iter_stderr(conn, sid):
             out.write(framelog.dumps(framelog.stderr_record(sid, e.seq, e.ts, e.raw, e.incomplete)) + "\n")

@@ -36,10 +36,17 @@ def dumps(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False) -> dict:
+def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False,
+                 redacted: str | None = None) -> dict:
+    """`redacted`: the frames column (JSON array text of the member paths redaction replaced)."""
     rec = {"session": session, "seq": seq, "ts": ts, "direction": direction, **_raw_fields(raw)}
+    meta = {}
     if incomplete:
-        rec["meta"] = {"incomplete": True}
+        meta["incomplete"] = True
+    if redacted:
+        meta["redacted"] = json.loads(redacted)
+    if meta:
+        rec["meta"] = meta
     return rec
 
 
@@ -59,8 +66,9 @@ def _raw_json(stored: str | bytes) -> str:
 def frame_line(row: tuple) -> str:
     """The frame-log line of a store row (store.frame_row), built without json.dumps: the fast
     path of the recorder's spool. Same content as dumps(frame_record(...))."""
-    sid, seq, ts, direction, stored, _size, incomplete = row
-    meta = ',"meta":{"incomplete":true}' if incomplete else ""
+    sid, seq, ts, direction, stored, _size, incomplete, redacted = row
+    parts = (['"incomplete":true'] if incomplete else []) + ([f'"redacted":{redacted}'] if redacted else [])
+    meta = ',"meta":{' + ",".join(parts) + "}" if parts else ""
     return f'{{"session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},"direction":"{direction}",{_raw_json(stored)}{meta}}}'
 
 
@@ -91,6 +99,7 @@ class FrameIn:
     incomplete: bool
     transport: str | None
     line: int
+    redacted: list | None = None  # meta.redacted: member paths a recorder's redaction replaced
 
 
 @dataclass(slots=True)
@@ -197,6 +206,16 @@ def _incomplete(obj: dict) -> bool:
     return bool(meta and meta.get("incomplete"))
 
 
+def _redacted(obj: dict) -> list | None:
+    meta = obj.get("meta")
+    paths = meta.get("redacted") if isinstance(meta, dict) else None
+    if paths is None:
+        return None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise ValueError("'meta.redacted' must be a list of strings")
+    return paths
+
+
 def _record(obj: dict, lineno: int, default_session: str) -> Record:
     kind = obj.get("record", "frame")
     session = _session_name(obj, default_session)
@@ -208,7 +227,7 @@ def _record(obj: dict, lineno: int, default_session: str) -> Record:
         if transport is not None and not isinstance(transport, str):
             raise ValueError("'transport' must be a string")
         return FrameIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), direction, _raw(obj),
-                       _incomplete(obj), transport, lineno)
+                       _incomplete(obj), transport, lineno, _redacted(obj))
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":

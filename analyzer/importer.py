@@ -5,6 +5,7 @@ captures (mitmproxy dumps and HAR), which are replayed through the capture's own
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -76,13 +77,22 @@ def sniff_capture(head: bytes) -> str | None:
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
-                progress: Callable[[int], None] | None = None, keep_credentials: bool = False) -> list[ImportedSession]:
-    """Import one file in one transaction: all of it, or (on an error) none of it."""
+                progress: Callable[[int], None] | None = None, keep_credentials: bool = False,
+                redaction=None) -> list[ImportedSession]:
+    """Import one file in one transaction: all of it, or (on an error) none of it. Credentials
+    are redacted on the way in (analyzer/redact.py; `redaction` a Redaction, default the
+    contract's; `keep_credentials` keeps HTTP credentials as they were)."""
+    from analyzer.redact import FrameRedactor
+
+    redactor = FrameRedactor(redaction)
+    if redactor.off:
+        redactor = None
     kind = detect_format(path)
     if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
         from addons.capture_import import import_capture
 
-        found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn)
+        found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
+                               redactor=redactor)
         if progress is not None:
             progress(os.path.getsize(path))
         return found
@@ -102,7 +112,10 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
             if isinstance(rec, framelog.FrameIn):
                 seq = rec.seq if rec.seq is not None else target.next_seq
                 target.next_seq = max(target.next_seq, seq + 1)
-                target.frames.append((seq, rec.ts, rec.direction, rec.raw, int(rec.incomplete)))
+                raw, paths = redactor.frame(rec.raw) if redactor is not None else (rec.raw, None)
+                if rec.redacted or paths:
+                    paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
+                target.frames.append((seq, rec.ts, rec.direction, raw, int(rec.incomplete), paths))
                 if rec.transport and "transport" not in target.fields:
                     target.fields["transport"] = rec.transport
             else:

@@ -59,9 +59,10 @@ class Sink:
     """Writes ops into the database, numbered, a transaction per call; if the database fails,
     the frames of each session go on into a spool file beside it."""
 
-    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr):
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redactor=None):
         self.db_path = db_path
         self._warn = warn
+        self.redactor = None if redactor is None or redactor.off else redactor
         self._sessions: dict[str, dict] = {}
         self._spools: dict[str, Spool] = {}
         self._seq: dict[str, int] = {}  # last seq given, per session
@@ -79,7 +80,7 @@ class Sink:
                 except sqlite3.Error:
                     last = None  # the write below fails too, and says so
                 self._seq[op[1][0]] = last or 0
-        ops = number(ops, self._seq)
+        ops = redact(number(ops, self._seq), self.redactor)
         if self.conn is not None:
             try:
                 with store.write_transaction(self.conn):
@@ -112,7 +113,7 @@ class Sink:
                 row = op[1]
                 spool = self._spool(row[0])
                 if spool is not None:
-                    spool.write([row[:7]], [])
+                    spool.write([row[:7] + row[9:10]], [])  # the frames row without its HTTP columns
             elif op[0] == "end":
                 spool = self._spool(op[1])
                 if spool is not None:
@@ -132,13 +133,13 @@ class Journal(Collector):
     after `transform` (which turns stream chunks into frames, addons/http_writer.py)."""
 
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr,
-                 transform: Callable[[list[tuple]], list[tuple]] | None = None):
+                 transform: Callable[[list[tuple]], list[tuple]] | None = None, redactor=None):
         self.db_path = db_path
         self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
         self._transform = transform
         self._wake = threading.Event()
         self._closing = False
-        self.sink = Sink(db_path, warn=warn)
+        self.sink = Sink(db_path, warn=warn, redactor=redactor)
         self._thread = threading.Thread(target=self._run, name="mcptap-journal", daemon=True)
         self._thread.start()
 
@@ -176,6 +177,14 @@ def number(ops: list[tuple], last_seq: dict[str, int]) -> list[tuple]:
         seq = last_seq[row[0]] = last_seq.get(row[0], 0) + 1
         numbered.append(("frame", (row[0], seq) + row[2:]))
     return [op for op in ops if op[0] == "session"] + numbered + [op for op in ops if op[0] in ("exchange", "end")]
+
+
+def redact(ops: list[tuple], redactor) -> list[tuple]:
+    """Frames with their credential members replaced (analyzer/redact.py FrameRedactor), before
+    they are stored or spooled; None: nothing is redacted."""
+    if redactor is None:
+        return ops
+    return [("frame", store.redact_row(op[1], redactor)) if op[0] == "frame" else op for op in ops]
 
 
 def apply(conn: sqlite3.Connection, ops: list[tuple]) -> None:

@@ -2,18 +2,16 @@
 compared as written), each named by its JSON path, with paths the user marks as volatile left
 out.
 
-Paths are written `$.result.content[0].text`. An ignore pattern uses the same form with `*` for
-any one member or element (`$.result.content[*].text`), `..name` for `name` at any depth
-(`$..timestamp`), and `$` optional; a pattern that names a member ignores everything under it."""
+Paths are written `$.result.content[0].text`; ignore patterns are analyzer/jsonpath patterns, and
+a pattern that names a member ignores everything under it."""
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from analyzer import jsonwire
+from analyzer.jsonpath import Ignore, format_path
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 
@@ -40,18 +38,6 @@ class Change:
             a, b = around_difference(self.recorded, self.live)
             return f"changed  {self.where}: {a} -> {b}"
         return f"changed  {self.where}: {short(self.recorded)} -> {short(self.live)}"
-
-
-def format_path(path: Path) -> str:
-    out = ["$"]
-    for step in path:
-        if type(step) is int:
-            out.append(f"[{step}]")
-        elif _PLAIN.fullmatch(step):
-            out.append(f".{step}")
-        else:
-            out.append(f"[{jsonwire.to_json(step)}]")
-    return "".join(out)
 
 
 def short(value: Any, width: int = 80) -> str:
@@ -116,66 +102,3 @@ def _same(a: Any, b: Any) -> bool:
         return type(a) in (float, jsonwire.NumberText) and type(b) in (float, jsonwire.NumberText) \
             and jsonwire.to_json(a) == jsonwire.to_json(b)
     return a == b
-
-
-_PLAIN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
-_STEP = re.compile(r"""
-    \.\.(?P<deep>[A-Za-z_$][A-Za-z0-9_$-]*|\*)   # ..name: at any depth
-  | \.(?P<name>[A-Za-z_$][A-Za-z0-9_$-]*|\*)     # .name
-  | \[(?P<index>\d+|\*)\]                         # [0] [*]
-  | \[(?P<quoted>"(?:[^"\\]|\\.)*")\]             # ["odd name"]
-""", re.VERBOSE)
-
-ANY, DEEP = object(), object()
-
-
-class Ignore:
-    """Compiled ignore patterns (see the module text); `matches(path)` when a pattern matches
-    the path or one of its ancestors."""
-
-    def __init__(self, patterns):
-        self.patterns = [parse_pattern(p) for p in patterns]
-
-    def matches(self, path: Path) -> bool:
-        return any(_match(p, 0, path, 0) for p in self.patterns)
-
-
-def parse_pattern(text: str) -> list:
-    """`$.a[*]..b` -> ["a", ANY, DEEP, "b"]. Raises ValueError naming what it could not read."""
-    src = text.strip()
-    rest = src[1:] if src.startswith("$") else src
-    if rest and not rest.startswith((".", "[")):
-        rest = "." + rest
-    steps: list = []
-    pos = 0
-    while pos < len(rest):
-        m = _STEP.match(rest, pos)
-        if m is None:
-            raise ValueError(f"cannot read the JSON path {text!r} at {rest[pos:]!r}")
-        pos = m.end()
-        if m.group("deep") is not None:
-            steps += [DEEP, ANY if m.group("deep") == "*" else m.group("deep")]
-        elif m.group("name") is not None:
-            steps.append(ANY if m.group("name") == "*" else m.group("name"))
-        elif m.group("index") is not None:
-            steps.append(ANY if m.group("index") == "*" else int(m.group("index")))
-        else:
-            steps.append(json.loads(m.group("quoted")))
-    if not steps:
-        raise ValueError(f"the JSON path {text!r} names the whole message; nothing would be compared")
-    return steps
-
-
-def _match(pattern: list, i: int, path: Path, j: int) -> bool:
-    """Whether pattern[i:] matches a prefix of path[j:] (so that a match covers the subtree)."""
-    if i == len(pattern):
-        return True
-    step = pattern[i]
-    if step is DEEP:
-        return any(_match(pattern, i + 1, path, k) for k in range(j, len(path)))
-    if j == len(path):
-        return False
-    here = path[j]
-    if step is ANY or (step == here and type(step) is type(here)):
-        return _match(pattern, i + 1, path, j + 1)
-    return False

@@ -46,8 +46,11 @@ class Recording:
     """One session of the database, written as frames pass (analyzer/writer.SessionWriter: its
     own thread, a spool file if the database refuses)."""
 
-    def __init__(self, db_path: str, session: dict):
+    def __init__(self, db_path: str, session: dict, redaction=None):
+        from analyzer.redact import FrameRedactor
+
         self.id = session["id"]
+        self._redactor = FrameRedactor(redaction)
         self._writer = SessionWriter(db_path, session, warn=warn_stderr)
         self._writer.start()
         self._lock = threading.Lock()
@@ -58,6 +61,8 @@ class Recording:
         with self._lock:
             self._seq += 1
             row = store.frame_row(self.id, self._seq, time.time() if ts is None else ts, direction, raw, 0)
+            if not self._redactor.off:
+                row = store.redact_row(row, self._redactor)
             self._writer.add([row], [], len(raw))
 
     def stderr(self, raw: bytes) -> None:

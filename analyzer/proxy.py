@@ -72,17 +72,21 @@ class _Ready:
 
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
-        keep_credentials: bool = False, insecure: bool = False,
+        redaction=None, insecure: bool = False,
         on_ready: Callable[[str, int], None] | None = None) -> int:
-    """Run until interrupted; returns the exit status (0 after a clean stop)."""
+    """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
+    to redact (analyzer/redact.py Redaction; default the contract's)."""
+    from analyzer.redact import Redaction
+
+    redaction = redaction or Redaction()
     origin, _ = split_upstream(upstream)
     host, port = parse_listen(listen)
     if port:
         _check_free(host, port)
-    return asyncio.run(_serve(origin, db, host, port, label, keep_credentials, insecure, on_ready))
+    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready))
 
 
-async def _serve(upstream, db, host, port, label, keep_credentials, insecure, on_ready) -> int:
+async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -93,7 +97,8 @@ async def _serve(upstream, db, host, port, label, keep_credentials, insecure, on
     tap = McpTap(recorder=f"mcptap {__version__} proxy")
     master.addons.add(tap, _Ready(master, on_ready or (lambda h, p: None)))
     try:
-        master.options.update(mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=keep_credentials,
+        master.options.update(mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=redaction.keep,
+                              mcptap_redact_keys=list(redaction.keys), mcptap_redact_paths=list(redaction.paths),
                               termlog_verbosity="warn")
     except exceptions.OptionsError as exc:
         raise MCPTapError(str(exc).removeprefix("mcptap: ")) from None

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
@@ -33,6 +35,9 @@ _CREDENTIAL_NAME = re.compile(
 """Query parameter names (and header names beyond the list above) that carry a credential."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9._~+-]*)\s+(\S.*)$")
+
+MASKED = re.compile(r"\[redacted:[0-9a-f]{16}\]")
+"""What a redacted value looks like: redacting what was redacted already changes nothing."""
 
 
 def _key_file() -> Path:
@@ -74,6 +79,8 @@ class Redactor:
         self._key = key if key is not None else (b"" if keep else load_key())
 
     def mask(self, secret: str) -> str:
+        if MASKED.fullmatch(secret):
+            return secret
         digest = hmac.new(self._key, secret.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
         return f"[redacted:{digest[:16]}]"
 
@@ -138,3 +145,238 @@ class Redactor:
         if not redacted:
             return url, []
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), redacted
+
+
+# -- frame members ----------------------------------------------------------------------------------
+
+CREDENTIAL_KEYS = frozenset({
+    "authorization", "password", "passwd", "secret", "client_secret", "api_key", "apikey", "access_token",
+    "refresh_token", "id_token",
+})
+"""Member names (any case) whose value is a credential (spec/contract.md, Redaction)."""
+
+PROTOCOL_MEMBERS = frozenset({
+    "jsonrpc", "id", "method", "params", "result", "error", "_meta", "progressToken", "cursor", "nextCursor",
+    "requestId", "protocolVersion", "io.modelcontextprotocol/protocolVersion",
+})
+"""MCP protocol members a user's key pattern never redacts: they carry no secrets and the analysis
+needs them (a JSON path given by the user still can)."""
+
+_LITERALS = frozenset({"true", "false", "null"})
+_FRAME_TOKEN = re.compile(r"""
+    (?P<ws>[ \t\n\r]+)
+  | (?P<punct>[{}\[\]:,])
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<scalar>[^\s{}\[\]:,"]+)
+""", re.VERBOSE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """What is taken out of frames: the contract's credential names (unless `keep`), member
+    names matching the user's glob patterns (any case), and the user's JSON paths."""
+
+    keep: bool = False
+    keys: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    def to_args(self) -> list[str]:
+        """Command-line arguments that rebuild this in a recorder process (see from_args)."""
+        args = ["--no-redact"] if self.keep else []
+        for key in self.keys:
+            args += ["--redact-key", key]
+        for path in self.paths:
+            args += ["--redact-path", path]
+        return args
+
+    @classmethod
+    def from_args(cls, argv: list[str]) -> "Redaction":
+        keep, keys, paths = False, [], []
+        it = iter(argv)
+        for arg in it:
+            if arg == "--no-redact":
+                keep = True
+            elif arg == "--redact-key":
+                keys.append(next(it))
+            elif arg == "--redact-path":
+                paths.append(next(it))
+        return cls(keep, tuple(keys), tuple(paths))
+
+
+class FrameRedactor:
+    """Replaces credential members' values inside frames by their keyed hash (as a JSON string),
+    touching no other byte, and says which members it replaced (as JSON paths).
+
+    Most frames hold none: a regular expression over the bytes rules them out, so a frame that is
+    left alone costs one search. Only a frame that might hold one is scanned token by token
+    (frames that are not JSON included: the scan needs no valid JSON)."""
+
+    def __init__(self, redaction: Redaction | None = None, masker: Redactor | None = None):
+        from analyzer.jsonpath import Ignore
+
+        self.redaction = redaction or Redaction()
+        self.off = self.redaction.keep and not self.redaction.keys and not self.redaction.paths
+        self._masker = masker or (Redactor(keep=False) if not self.off else None)
+        self._paths = Ignore(self.redaction.paths)
+        names = [] if self.redaction.keep else sorted(CREDENTIAL_KEYS)
+        globs = [_glob(k) for k in self.redaction.keys]
+        exact = self._paths.last_names()
+        self._scan_all = exact is None
+        alternatives = [re.escape(n) for n in names] + globs + [re.escape(n) for n in sorted(exact or ())]
+        key_regex = "|".join(alternatives) or "(?!)"
+        self._candidate = re.compile(rf'"(?:{key_regex})"\s*:|"(?:[^"\\]|\\.)*\\u[0-9a-fA-F]{{4}}(?:[^"\\]|\\.)*"\s*:'
+                                     .encode(), re.IGNORECASE)
+        self._credential = {n.lower() for n in names}
+        self._loose = re.compile(rf'"(?P<key>{key_regex})"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*\Z|[-+0-9.eE]+)',
+                                 re.IGNORECASE)
+        self._globs = [re.compile(g, re.IGNORECASE | re.DOTALL) for g in globs]
+
+    def might_hold(self, raw: bytes) -> bool:
+        """False when `raw` certainly holds nothing to redact (one regular expression search)."""
+        return not self.off and (self._scan_all or self._candidate.search(raw) is not None)
+
+    def frame(self, raw: bytes) -> tuple[bytes, list[str] | None]:
+        """(the bytes to store, the JSON paths of the members replaced, or None: none was)."""
+        if not self.might_hold(raw):
+            return raw, None
+        text = raw.decode("utf-8", "surrogateescape")
+        spans = self._spans(text)
+        if spans is None:  # not JSON
+            spans = self._loose_spans(text)
+        if not spans:
+            return raw, None
+        out, last, paths = [], 0, []
+        for start, end, path, key in spans:
+            out.append(text[last:start])
+            out.append(self._replacement(text[start:end], key))
+            last = end
+            paths.append(_format_path(path))
+        out.append(text[last:])
+        return "".join(out).encode("utf-8", "surrogateescape"), paths
+
+    def _key_wanted(self, key: str) -> bool:
+        if key.lower() in self._credential:
+            return True
+        return key not in PROTOCOL_MEMBERS and any(g.fullmatch(key) for g in self._globs)
+
+    def _replacement(self, value_text: str, key: str) -> str:
+        if not value_text.startswith('"'):
+            return json.dumps(self._masker.mask(value_text))  # a number, literal or container: its text
+        try:
+            secret = json.loads(value_text)
+        except ValueError:  # a string cut off (text that is not JSON), or a bad escape
+            secret = value_text[1:-1] if len(value_text) > 1 and value_text.endswith('"') else value_text[1:]
+        scheme = _SCHEME.match(secret) if key.lower().endswith("authorization") else None
+        if MASKED.fullmatch(scheme.group(2) if scheme else secret):
+            return value_text  # redacted already
+        if scheme:  # keep the scheme: "Bearer [redacted:...]", as in a header
+            return json.dumps(f"{scheme.group(1)} {self._masker.mask(scheme.group(2))}")
+        return json.dumps(self._masker.mask(secret))
+
+    def _spans(self, text: str) -> list[tuple[int, int, tuple, str]] | None:
+        """(start, end, path, member name) of each value to replace, in order, never nested;
+        None when the text turns out not to be JSON."""
+        spans: list[tuple[int, int, tuple, str]] = []
+        stack: list[list] = []  # per open container: [is_object, path, next index or pending key]
+        expect_key = False
+        skip_depth = 0  # > 0: inside a value being replaced
+        skip_from = 0
+        skip_path: tuple = ()
+        skip_key = ""
+        pending: tuple | None = None  # (path, key) of the member whose value comes next
+        tops = 0  # top-level values seen whole
+        pos, end = 0, len(text)
+        while pos < end:
+            m = _FRAME_TOKEN.match(text, pos)
+            if m is None:
+                return None
+            pos = m.end()
+            kind = m.lastgroup
+            if kind == "ws":
+                continue
+            tok = m.group()
+            if skip_depth:
+                if tok in "{[" and kind == "punct":
+                    skip_depth += 1
+                elif tok in "}]" and kind == "punct":
+                    skip_depth -= 1
+                    if skip_depth == 0:
+                        spans.append((skip_from, pos, skip_path, skip_key))
+                        self._close(stack)
+                continue
+            if not stack and (tops or (kind == "punct" and tok in ":,]}")):
+                return None  # a second value, or punctuation, outside any container: not JSON
+            if kind == "punct":
+                if tok == ":":
+                    continue
+                if tok == ",":
+                    if stack and not stack[-1][0]:
+                        stack[-1][2] += 1
+                    expect_key = bool(stack) and stack[-1][0]
+                    continue
+                if tok in "}]":
+                    if stack:
+                        stack.pop()
+                    tops += not stack
+                    expect_key = False
+                    continue
+            if expect_key and kind == "string":
+                try:
+                    key = json.loads(tok)
+                except ValueError:
+                    key = tok[1:-1]
+                pending = (stack[-1][1] + (key,), key)
+                expect_key = False
+                continue
+            # a value
+            if stack and stack[-1][0]:
+                path, key = pending if pending is not None else (stack[-1][1] + ("?",), "")
+            elif stack:
+                path, key = stack[-1][1] + (stack[-1][2],), ""
+            else:
+                path, key = (), ""
+                tops += tok not in "{["
+            pending = None
+            container = tok in "{[" and kind == "punct"
+            if path and self._paths and self._paths.matches(path):  # a user's path: the whole value
+                if container:
+                    skip_depth, skip_from, skip_path, skip_key = 1, m.start(), path, key
+                    stack.append([tok == "{", path, 0])
+                else:
+                    spans.append((m.start(), pos, path, key))
+                continue
+            if key and (kind == "string" or (kind == "scalar" and tok not in _LITERALS)) and self._key_wanted(key):
+                spans.append((m.start(), pos, path, key))  # a credential is a string or a number, never
+                continue  # an object (a JSON Schema's "password" property) or true, false, null
+            if tok in "{[" and kind == "punct":
+                stack.append([tok == "{", path, 0])
+                expect_key = tok == "{"
+        return spans if not stack and not skip_depth else None
+
+    def _loose_spans(self, text: str) -> list[tuple[int, int, tuple, str]]:
+        """For text that is not JSON (a log line on stdout, a truncated frame): credential
+        members written `"name": value` anywhere in it."""
+        spans = []
+        for m in self._loose.finditer(text):
+            key = m.group("key")
+            if self._key_wanted(key):
+                spans.append((m.start("value"), m.end("value"), ("..", key), key))
+        return spans
+
+    @staticmethod
+    def _close(stack: list) -> None:
+        if stack:
+            stack.pop()
+
+
+def _glob(pattern: str) -> str:
+    """A member-name glob (`*`, `?`) as a regular expression that never crosses a quote."""
+    return "".join('[^"\\\\]*' if c == "*" else '[^"\\\\]' if c == "?" else re.escape(c) for c in pattern)
+
+
+def _format_path(path: tuple) -> str:
+    from analyzer.jsonpath import format_path
+
+    if path[:1] == ("..",):  # found in text that is not JSON
+        return "$.." + path[1]
+    return format_path(path)

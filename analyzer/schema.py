@@ -165,6 +165,13 @@ def replay_link(db: Database) -> None:
         db.execute("ALTER TABLE sessions ADD COLUMN replay_of TEXT")  # the session this one replayed
 
 
+def frame_redactions(db: Database) -> None:
+    """Redaction of frame members (spec/contract.md, Redaction) is recorded on the frame."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(frames)").fetchall()}
+    if "redacted" not in columns:
+        db.execute("ALTER TABLE frames ADD COLUMN redacted TEXT")  # JSON array of the member paths replaced
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 DERIVED_TABLES = ("messages", "findings", "analyses")
 
@@ -173,6 +180,7 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0002_derived_tables", derived_tables),
     ("0003_http_tables", http_tables),
     ("0004_replay_link", replay_link),
+    ("0005_frame_redactions", frame_redactions),
 ]
 
 

@@ -19,8 +19,9 @@ BUSY_TIMEOUT_S = 5.0
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-# A frame row as the writers hand it over: (seq, ts, direction, raw bytes, incomplete flag).
-FrameRow = tuple[int, float, str, bytes, int]
+# A frame row as the writers hand it over: (seq, ts, direction, raw bytes, incomplete flag[,
+# redacted: JSON array text of the member paths redaction replaced]).
+FrameRow = tuple
 # A stderr line: (seq, ts, raw bytes, incomplete flag).
 StderrRow = tuple[int, float, bytes, int]
 
@@ -38,6 +39,7 @@ class Frame:
     direction: str
     raw: bytes
     incomplete: bool
+    redacted: str | None = None  # JSON array text: the member paths redaction replaced
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,14 +164,14 @@ def insert_session(conn: sqlite3.Connection, session: dict, *, or_ignore: bool =
     )
 
 
-_INSERT_FRAME = (
-    "INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_FRAME = ("INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete, redacted) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_STDERR = "INSERT INTO stderr_lines (session_id, seq, ts, raw, incomplete) VALUES (?, ?, ?, ?, ?)"
 
 
-def frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: int) -> tuple:
-    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete)
+def frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: int,
+              redacted: str | None = None) -> tuple:
+    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete, redacted)
 
 
 def stderr_row(session_id: str, seq: int, ts: float, raw: bytes, incomplete: int) -> tuple:
@@ -177,9 +179,9 @@ def stderr_row(session_id: str, seq: int, ts: float, raw: bytes, incomplete: int
 
 
 # Rows in their final form, built once off the wire by a recorder and inserted as they are:
-# frames (session_id, seq, ts, direction, stored raw, size, incomplete),
+# frames (session_id, seq, ts, direction, stored raw, size, incomplete, redacted),
 # stderr (session_id, seq, ts, stored raw, incomplete).
-FrameDbRow = tuple[str, int, float, str, "str | bytes", int, int]
+FrameDbRow = tuple[str, int, float, str, "str | bytes", int, int, "str | None"]
 StderrDbRow = tuple[str, int, float, "str | bytes", int]
 
 
@@ -206,8 +208,8 @@ def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: 
             conn.executemany(_INSERT_STDERR, stderr)
 
 
-_INSERT_HTTP_FRAME = ("INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete, exchange_id, event_id) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_HTTP_FRAME = ("INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete, exchange_id, event_id, "
+                      "redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 EXCHANGE_COLUMNS = (
     "id", "session_id", "method", "url", "status", "request_type", "response_type", "mcp_session_id",
@@ -218,9 +220,21 @@ EXCHANGE_COLUMNS = (
 
 
 def http_frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, exchange_id: str | None,
-                   event_id: str | None, incomplete: int = 0) -> tuple:
+                   event_id: str | None, incomplete: int = 0, redacted: str | None = None) -> tuple:
     """A frame that crossed HTTP: the frames row with its exchange and SSE event id."""
-    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete, exchange_id, event_id)
+    return (session_id, seq, ts, direction, stored_raw(raw), len(raw), incomplete, exchange_id, event_id, redacted)
+
+
+def redact_row(row: tuple, redactor, raw_at: int = 4) -> tuple:
+    """A stored row (frame_row or http_frame_row) with its frame redacted (analyzer/redact.py
+    FrameRedactor): the raw, its size and the `redacted` column (the last) replaced, when any
+    member was."""
+    stored = row[raw_at]
+    raw = stored.encode("utf-8", "surrogatepass") if isinstance(stored, str) else bytes(stored)
+    new, paths = redactor.frame(raw)
+    if paths is None:
+        return row
+    return row[:raw_at] + (stored_raw(new), len(new)) + row[raw_at + 2:-1] + (json.dumps(paths),)
 
 
 def insert_http_frames(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
@@ -261,6 +275,25 @@ _INSERT_MESSAGE = ("INSERT INTO messages (session_id, frame_seq, idx, direction,
                    "latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_FINDING = ("INSERT INTO findings (session_id, frame_seq, idx, code, severity, message, related_frame) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
+def frames_after(conn: sqlite3.Connection, session_id: str, seq: int, limit: int) -> list[tuple[int, bytes, str | None]]:
+    """(seq, raw bytes, redacted) of up to `limit` frames after `seq`, in order."""
+    return conn.execute("SELECT seq, CAST(raw AS BLOB), redacted FROM frames WHERE session_id = ? AND seq > ? "
+                        "ORDER BY seq LIMIT ?", (session_id, seq, limit)).fetchall()
+
+
+def replace_frame(conn: sqlite3.Connection, session_id: str, seq: int, raw: bytes, redacted: str) -> None:
+    """Redaction (`mcptap redact`): the one change ever made to a recorded frame, and recorded."""
+    conn.execute("UPDATE frames SET raw = ?, size = ?, redacted = ? WHERE session_id = ? AND seq = ?",
+                 (stored_raw(raw), len(raw), redacted, session_id, seq))
+
+
+def compact(conn: sqlite3.Connection) -> None:
+    """Rewrite the file so that nothing replaced survives in free pages or the WAL."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def clear_analysis(conn: sqlite3.Connection, session_id: str) -> None:
@@ -429,12 +462,17 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
 
 
 def iter_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
+    redacted = "redacted" if has_column(conn, "frames", "redacted") else "NULL"  # a file older than 0005, read-only
     cur = conn.execute(
-        "SELECT seq, ts, direction, CAST(raw AS BLOB), incomplete FROM frames WHERE session_id = ? ORDER BY seq",
-        (session_id,),
+        f"SELECT seq, ts, direction, CAST(raw AS BLOB), incomplete, {redacted} FROM frames WHERE session_id = ? "
+        "ORDER BY seq", (session_id,),
     )
-    for seq, ts, direction, raw, incomplete in cur:
-        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete))
+    for seq, ts, direction, raw, incomplete, paths in cur:
+        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths)
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def iter_stderr(conn: sqlite3.Connection, session_id: str) -> Iterator[StderrLine]:

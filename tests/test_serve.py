@@ -197,6 +197,8 @@ def test_fault_drop_never_answers_that_method_but_answers_the_rest(client_factor
 
 def test_fault_delay_answers_late_without_holding_up_other_requests(client_factory):
     c = client_factory("--delay", "tools/list=1.0")
+    c.send({"jsonrpc": "2.0", "id": 0, "method": "ping"})
+    assert c.read_json()["id"] == 0  # it is up and reading: what follows times answers, not start-up
     sent = c.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     c.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
     first_at, first = c.read()

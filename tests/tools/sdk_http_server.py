@@ -1,5 +1,5 @@
 """Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo;
+sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo; login (a password argument);
 slow (progress `steps` times); ticks (progress every `interval` seconds, each progress message the server's clock when
 it was sent); ask (elicits a name from the client: a server-to-client request); sample (asks the client's model for a
 haiku: sampling, a server-to-client request)."""
@@ -23,6 +23,12 @@ server = MCPServer("mcptap-test-http-server")
 def echo(text: str) -> str:
     """Return the text."""
     return text
+
+
+@server.tool()
+def login(user: str, password: str) -> str:
+    """Pretend to log in (a tool argument that is a credential)."""
+    return f"welcome {user}"
 
 
 @server.tool()

@@ -1,0 +1,294 @@
+"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames and
+credential HTTP headers replaced by a stable keyed hash at capture (tee, proxy, spool), at
+import, and by `mcptap redact`; nothing else changes, and each frame lists what was replaced."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shlex
+import sqlite3
+import tempfile
+import urllib.error
+import urllib.request
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzer.redact import MASKED, FrameRedactor, Redaction, Redactor
+from conftest import frames, mcptap, run, tee, tool
+from http_helpers import mcptap_proxy, sdk_http_server
+
+KEY = b"test-key"
+
+
+def redactor(**kw) -> FrameRedactor:
+    return FrameRedactor(Redaction(**kw), masker=Redactor(KEY))
+
+
+def mask(secret: str) -> str:
+    return Redactor(KEY).mask(secret)
+
+
+def files_bytes(db) -> bytes:
+    """Every file of the database: the file, its write-ahead log, its shared memory."""
+    data = b""
+    for path in glob.glob(f"{db}*"):
+        with open(path, "rb") as fh:
+            data += fh.read()
+    return data
+
+
+# -- the frame redactor -----------------------------------------------------------------------------
+
+def test_credential_members_are_replaced_and_every_other_byte_is_kept():
+    raw = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"login", "arguments":'
+           b'{"user":"ann","password":"hunter2","nested":{"API_KEY":"k-1"},"apiKey":"k-2"}}}')
+    out, paths = redactor().frame(raw)
+    assert paths == ["$.params.arguments.password", "$.params.arguments.nested.API_KEY", "$.params.arguments.apiKey"]
+    assert out == raw.replace(b'"hunter2"', json.dumps(mask("hunter2")).encode()) \
+        .replace(b'"k-1"', json.dumps(mask("k-1")).encode()).replace(b'"k-2"', json.dumps(mask("k-2")).encode())
+
+
+def test_a_frame_without_credentials_is_returned_as_the_same_bytes():
+    raw = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"the password is in the vault"}]}}'
+    out, paths = redactor().frame(raw)
+    assert out is raw and paths is None
+
+
+@pytest.mark.parametrize("member", ["progressToken", "cursor", "nextCursor", "requestId", "protocolVersion"])
+def test_protocol_members_are_never_redacted_even_by_a_broad_user_pattern(member):
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"%s":"tok-1","_meta":{"%s":"tok-2"}}}' % (
+        member.encode(), member.encode())
+    out, paths = redactor(keys=("*tok*", "*cursor*", "*id*", "*version*")).frame(raw)
+    assert out == raw and paths is None
+
+
+def test_a_json_schema_property_named_password_is_not_a_credential():
+    raw = b'{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"login","inputSchema":{"properties":{"password":{"type":"string"}}}}]}}'
+    assert redactor().frame(raw) == (raw, None)
+
+
+def test_null_and_boolean_values_carry_nothing_to_hide():
+    raw = b'{"password":null,"secret":true}'
+    assert redactor().frame(raw) == (raw, None)
+
+
+def test_a_number_is_redacted_as_its_text_and_an_authorization_keeps_its_scheme():
+    out, paths = redactor().frame(b'{"api_key":12345,"Authorization":"Bearer abc"}')
+    assert json.loads(out) == {"api_key": mask("12345"), "Authorization": f"Bearer {mask('abc')}"}
+    assert paths == ["$.api_key", "$.Authorization"]
+
+
+def test_the_same_secret_gives_the_same_hash_and_another_secret_another():
+    out, _ = redactor().frame(b'[{"password":"a"},{"secret":"a"},{"passwd":"b"}]')
+    first, second, third = (next(iter(d.values())) for d in json.loads(out))
+    assert first == second != third and MASKED.fullmatch(first)
+
+
+def test_redacting_a_redacted_frame_changes_nothing():
+    once, _ = redactor().frame(b'{"password":"hunter2","authorization":"Basic Zm9v"}')
+    twice, _ = redactor().frame(once)
+    assert twice == once
+
+
+def test_a_member_name_written_with_escapes_is_still_found():
+    out, paths = redactor().frame(b'{"pass\\u0077ord":"hunter2"}')
+    assert b"hunter2" not in out and paths == ["$.password"]
+
+
+def test_text_that_is_not_json_still_loses_its_credential_members():
+    out, paths = redactor().frame(b'debug: sent {"password": "hunter2", "user": "ann"} and more')
+    assert b"hunter2" not in out and b'"user": "ann"} and more' in out and paths == ["$..password"]
+
+
+def test_bytes_that_are_not_utf8_elsewhere_in_the_frame_are_kept():
+    raw = b'{"note":"\xff\xfe","password":"hunter2"}'
+    out, _ = redactor().frame(raw)
+    assert out.startswith(b'{"note":"\xff\xfe","password":"[redacted:')
+
+
+def test_user_keys_and_json_paths_are_redacted_too_and_a_path_may_name_a_whole_object():
+    raw = b'{"params":{"arguments":{"dsn":{"host":"db","pw":"x"},"gh_token":"t","other":1}}}'
+    out, paths = redactor(keys=("*_TOKEN",), paths=("$.params.arguments.dsn",)).frame(raw)
+    assert paths == ["$.params.arguments.dsn", "$.params.arguments.gh_token"]
+    value = json.loads(out)["params"]["arguments"]
+    assert MASKED.fullmatch(value["dsn"]) and MASKED.fullmatch(value["gh_token"]) and value["other"] == 1
+
+
+def test_no_redact_keeps_everything():
+    raw = b'{"password":"hunter2"}'
+    assert FrameRedactor(Redaction(keep=True)).frame(raw) == (raw, None)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20)
+
+
+CREDENTIALS = {"password", "secret", "access_token", "passwd", "api_key", "apikey", "authorization", "client_secret",
+               "refresh_token", "id_token"}
+
+
+def masked_document(v):
+    """What the redactor should make of a parsed document: credential strings and numbers masked."""
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            secret = k.lower() in CREDENTIALS and isinstance(x, (str, int)) and not isinstance(x, bool)
+            if secret and isinstance(x, str) and k.lower().endswith("authorization") and " " in x.strip() \
+                    and x.split(None, 1)[0].replace(".", "").replace("-", "").isalnum():
+                scheme, rest = x.split(None, 1)
+                out[k] = x if MASKED.fullmatch(rest) else f"{scheme} {mask(rest)}"
+            elif secret:
+                out[k] = x if isinstance(x, str) and MASKED.fullmatch(x) else mask(x if isinstance(x, str) else str(x))
+            else:
+                out[k] = masked_document(x)
+        return out
+    if isinstance(v, list):
+        return [masked_document(x) for x in v]
+    return v
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.sampled_from(["password", "Secret", "access_token"]), st.text(alphabet="abcxyz019", min_size=1, max_size=12))
+def test_any_json_keeps_its_shape_and_only_credential_values_change(value, name, secret):
+    document = {"data": value, "creds": {name: secret}}
+    out, paths = redactor().frame(json.dumps(document).encode())
+    assert json.loads(out) == masked_document(document)
+    assert f"$.creds.{name}" in paths
+
+
+# -- at capture, at import, and afterwards ----------------------------------------------------------
+
+def test_a_password_tool_argument_recorded_through_the_tee_is_replaced_and_listed(tmp_path, db, sdk_python):
+    chain = shlex.join(tee(db, sdk_python, tool("sdk_http_server.py"), "stdio"))
+    result = run([sdk_python, tool("sdk_http_client.py"), "legacy", "stdio", chain, "login"], timeout=120)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert json.loads(result.stdout)["login"] == "welcome ann"  # the wire carried the password
+    assert b"hunter2-pw" not in files_bytes(db)
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT CAST(raw AS BLOB), redacted FROM frames WHERE redacted IS NOT NULL").fetchall()
+    conn.close()
+    assert len(rows) == 2 and all(json.loads(r) == ["$.params.arguments.password"] for _, r in rows)
+    first, second = (json.loads(raw)["params"]["arguments"]["password"] for raw, _ in rows)
+    assert first == second and MASKED.fullmatch(first)
+    (schema,) = [f for f in frames(db, "s2c") if b'"inputSchema"' in f]
+    assert b'"password":{' in schema  # tools/list's schema names the argument: kept as it was
+
+
+def test_a_secret_in_a_header_and_in_a_tool_argument_appears_nowhere_in_the_database(tmp_path, sdk_python):
+    db = tmp_path / "secret.db"
+    with sdk_http_server(sdk_python, "json") as upstream, mcptap_proxy(db, upstream) as proxy:
+        for ident in (1, 2):  # the same secrets twice
+            body = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {
+                "name": "login", "arguments": {"user": "ann", "password": "hunter2-in-body"},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+            request = urllib.request.Request(proxy.url + "/mcp", data=body, method="POST", headers={
+                "Authorization": "Bearer hunter2-in-header", "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call", "Mcp-Name": "login"})
+            try:
+                answer = urllib.request.urlopen(request, timeout=10).read()
+            except urllib.error.HTTPError as exc:
+                answer = exc.read()
+            assert b"welcome ann" in answer, answer
+        assert proxy.stop() == 0, proxy.errors
+    data = files_bytes(db)
+    assert b"hunter2-in-body" not in data and b"hunter2-in-header" not in data
+    conn = sqlite3.connect(db)
+    bodies = conn.execute("SELECT CAST(raw AS BLOB), redacted FROM frames WHERE direction = 'c2s' ORDER BY seq").fetchall()
+    headers = [json.loads(h) for (h,) in conn.execute("SELECT request_headers FROM exchanges ORDER BY started_at")]
+    conn.close()
+    passwords = {json.loads(raw)["params"]["arguments"]["password"] for raw, _ in bodies}
+    assert len(bodies) == 2 and len(passwords) == 1 and MASKED.fullmatch(passwords.pop())
+    assert all(json.loads(r) == ["$.params.arguments.password"] for _, r in bodies)
+    tokens = {dict(map(tuple, h))["Authorization"] for h in headers}
+    assert len(tokens) == 1 and tokens.pop().startswith("Bearer [redacted:")
+
+
+def test_no_redact_records_the_frame_as_it_was(db):
+    line = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"kept"}}'
+    result = run(mcptap("record", "--db", str(db), "--no-redact", "--", "cat"), input=line + b"\n")
+    assert result.returncode == 0
+    assert frames(db, "c2s") == [line]
+
+
+def test_extra_keys_and_paths_given_to_record_are_redacted(db):
+    line = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"dsn":"pg://u:p@h","gh_token":"t0k"}}'
+    result = run(mcptap("record", "--db", str(db), "--redact-key", "*_token", "--redact-path", "$.params.dsn", "--",
+                        "cat"), input=line + b"\n")
+    assert result.returncode == 0 and result.stdout == line + b"\n"  # the wire is never touched
+    (stored,) = frames(db, "c2s")
+    assert b"pg://" not in stored and b"t0k" not in stored
+
+
+def test_a_spooled_frame_is_redacted_like_a_stored_one(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl")))
+    line = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"spooled-secret"}}'
+    result = run(tee(blocker / "rec.db", "cat"), input=line + b"\n")
+    assert result.returncode == 0 and result.stdout == line + b"\n"
+    (spool,) = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl"))) - before
+    try:
+        with open(spool, "rb") as fh:
+            text = fh.read()
+        assert b"spooled-secret" not in text and b'"redacted":["$.params.password"]' in text
+        good = tmp_path / "good.db"
+        assert run(mcptap("import", "--db", str(good), spool)).returncode == 0
+        conn = sqlite3.connect(good)
+        assert conn.execute("SELECT redacted FROM frames WHERE direction = 'c2s'").fetchone() == ('["$.params.password"]',)
+        conn.close()
+    finally:
+        os.unlink(spool)
+
+
+def write_log(path, raw: str) -> None:
+    path.write_text(json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s", "raw": raw}) + "\n", encoding="utf-8")
+
+
+def test_import_redacts_unless_told_not_to(tmp_path):
+    log = tmp_path / "log.jsonl"
+    write_log(log, '{"jsonrpc":"2.0","id":1,"method":"x","params":{"client_secret":"imported-secret"}}')
+    redacted, kept = tmp_path / "r.db", tmp_path / "k.db"
+    assert run(mcptap("import", "--db", str(redacted), str(log))).returncode == 0
+    assert run(mcptap("import", "--db", str(kept), "--no-redact", str(log))).returncode == 0
+    assert b"imported-secret" not in files_bytes(redacted)
+    assert frames(kept) == [b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"client_secret":"imported-secret"}}']
+
+
+def test_mcptap_redact_rewrites_a_file_recorded_without_redaction_and_leaves_no_trace(tmp_path):
+    log = tmp_path / "log.jsonl"
+    write_log(log, '{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"old-secret","dsn":"pg://old"}}')
+    db = tmp_path / "old.db"
+    assert run(mcptap("import", "--db", str(db), "--no-redact", str(log))).returncode == 0
+    assert run(mcptap("analyze", "--db", str(db))).returncode in (0, 1)
+    assert b"old-secret" in files_bytes(db)
+    result = run(mcptap("redact", "--db", str(db), "--redact-path", "$.params.dsn"))
+    assert result.returncode == 0, result.stderr
+    assert "redacted 2 members in 1 frames" in result.stdout.decode()
+    data = files_bytes(db)
+    assert b"old-secret" not in data and b"pg://old" not in data
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT redacted FROM frames").fetchone() == ('["$.params.password", "$.params.dsn"]',)
+    assert conn.execute("SELECT count(*) FROM analyses").fetchone() == (0,)  # dropped: analyze writes it again
+    conn.close()
+    again = run(mcptap("redact", "--db", str(db)))
+    assert again.returncode == 0 and "redacted 0 members" in again.stdout.decode()
+
+
+def test_mcptap_redact_with_a_bad_path_or_file_is_a_one_line_error(tmp_path):
+    bad = run(mcptap("redact", "--db", str(tmp_path / "none.db"), "--redact-path", "$.a["))
+    assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1 and "JSON path" in bad.stderr.decode()
+    missing = run(mcptap("redact", "--db", str(tmp_path / "none.db")))
+    assert missing.returncode == 2 and "no database" in missing.stderr.decode()
+
+
+def test_database_and_spool_files_are_private(db):
+    assert run(tee(db, "cat"), input=b"{}\n").returncode == 0
+    assert os.stat(db).st_mode & 0o077 == 0
