@@ -36,7 +36,8 @@ KINDS = ["request", "notification", "response", "error", "batch", "invalid", "un
 DIRECTIONS = ["c2s", "s2c"]
 SEVERITIES = ["error", "warning", "info"]
 
-FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "exchange_id", "event_id", "raw"]
+FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "exchange_id", "event_id", "redacted",
+                 "raw"]
 MESSAGE_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "direction", "kind", "id", "method", "paired_frame",
                    "latency_s"]
 FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "message", "related_frame"]

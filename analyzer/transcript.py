@@ -81,11 +81,12 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
         yield f"        {f[4]}: {f[3]}: {f[5]}"
     yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
     t0 = s["started_at"]
-    frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete)
+    frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
               for f in store.iter_frames(conn, session_id))
-    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete) for e in store.iter_stderr(conn, session_id)) \
+    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None) for e in store.iter_stderr(conn, session_id)) \
         if stderr else iter(())
-    for ts, is_err, seq, direction, raw, incomplete in heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2])):
+    for ts, is_err, seq, direction, raw, incomplete, redacted in heapq.merge(frames, lines,
+                                                                          key=lambda r: (r[0], r[1], r[2])):
         number = "" if is_err else str(seq)
         row = None if is_err else frame_rows.get(seq)
         what = describe(row, elements.get(seq, 0)) + (" (no newline)" if incomplete else "")
@@ -94,11 +95,21 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
             yield head + raw.decode("utf-8", "backslashreplace")
         else:
             yield head + preview(raw, max(width - len(head), 20))
+        if redacted:
+            yield f"{'':>6}  {'':>10}  redacted: {', '.join(_paths(redacted))}"
         if not is_err:
             for f in by_frame.get(seq, ()):
                 where = f"[{f[2]}] " if f[2] is not None else ""
                 related = f" (see #{f[6]})" if f[6] is not None else ""
                 yield f"{'':>6}  {'':>10}  {where}{f[4]}: {f[3]}: {f[5]}{related}"
+
+
+def _paths(redacted: str) -> list[str]:
+    try:
+        paths = json.loads(redacted)
+    except ValueError:
+        return [redacted]
+    return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
 
 
 def _blank(value) -> str:

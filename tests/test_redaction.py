@@ -280,6 +280,11 @@ def test_mcptap_redact_rewrites_a_file_recorded_without_redaction_and_leaves_no_
     conn.close()
     again = run(mcptap("redact", "--db", str(db)))
     assert again.returncode == 0 and "redacted 0 members" in again.stdout.decode()
+    shown = run(mcptap("show", "--db", str(db), "s1"))
+    assert "redacted: $.params.password, $.params.dsn" in shown.stdout.decode()
+    import analyzer.data as mt
+
+    assert list(mt.frames(str(db))["redacted"]) == ['["$.params.password", "$.params.dsn"]']
 
 
 def test_mcptap_redact_with_a_bad_path_or_file_is_a_one_line_error(tmp_path):
