@@ -85,11 +85,14 @@ class Responder:
         self._last_method: dict[str, script.Message] = {}
         self._lock = threading.Lock()
         self.has_handshake = any(m.method == "initialize" for m in self.entries)
+        from analyzer.redact import FrameRedactor
+
+        self._redactor = FrameRedactor()  # live params as a recording would hold them, for matching
 
     def reply(self, request: dict) -> Reply:
         method = request.get("method")
         with self._lock:
-            entry, how = self._match(method, _canonical_params(request.get("params")))
+            entry, how = self._match(method, _canonical_params(self._as_recorded(request.get("params"))))
         if self.faults._hit(self.faults.drop, method):
             return Reply(dropped=True, matched=how)
         if entry is None:
@@ -106,6 +109,13 @@ class Responder:
             delay, raw = frames[-1]
             frames[-1] = (delay, raw[: max(1, len(raw) // 2)])
         return Reply(frames, matched=how)
+
+    def _as_recorded(self, params: Any) -> Any:
+        """Params with credential members replaced as the recorder replaced them (same key,
+        same hash), so that a call with a password matches its recorded, redacted self."""
+        raw = _encode(params)
+        redacted, paths = self._redactor.frame(raw)
+        return params if paths is None else jsonwire.parse(redacted).value
 
     def _match(self, method: Any, params: str) -> tuple[script.Message | None, str]:
         """The recorded request to answer with: the same method and params (unused first, else

@@ -5,6 +5,7 @@ pacing are checked frame by frame with a hand-driven stdio client."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shlex
 import shutil
@@ -22,7 +23,10 @@ ANSWER_TIMEOUT_S = 10
 
 
 def record(db, sdk_python, mode: str, *what: str) -> dict:
-    chain = shlex.join(tee(db, sdk_python, tool("sdk_http_server.py"), "stdio", name="sdk"))
+    # the SDK starts servers with a minimal environment: hand the tee the tests' own config folder (its
+    # redaction key), which `mcptap serve`, started by the tests, uses too
+    chain = shlex.join(["env", f"XDG_CONFIG_HOME={os.environ['XDG_CONFIG_HOME']}",
+                        *tee(db, sdk_python, tool("sdk_http_server.py"), "stdio", name="sdk")])
     result = run([sdk_python, tool("sdk_http_client.py"), mode, "stdio", chain, *what], timeout=120)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     return json.loads(result.stdout)
@@ -34,7 +38,7 @@ def recorded(tmp_path_factory, sdk_python):
     and 2026-07-28; and what the client got each time."""
     folder = tmp_path_factory.mktemp("serve")
     out = {}
-    for mode, what in (("legacy", ("ask", "sample")), ("auto", ())):
+    for mode, what in (("legacy", ("ask", "sample", "login")), ("auto", ())):
         path = folder / f"{mode}.db"
         out[mode] = (path, what, record(path, sdk_python, mode, *what))
     return out
@@ -160,6 +164,13 @@ def test_a_request_is_matched_by_params_first_then_by_method_in_recorded_order(c
     answer = c.read_json()
     assert answer["id"] == "x" and text_of(answer) == "héllo ✓"  # the first tools/call not yet used: echo's
     assert c.close() == 0
+
+
+def test_a_call_with_a_password_matches_its_recorded_redacted_self(client_factory):
+    c = client_factory()
+    c.send(call(1, "login", {"user": "ann", "password": "hunter2-pw"}))  # first: by method order it would be echo's
+    answer = c.read_json()
+    assert answer["id"] == 1 and text_of(answer) == "welcome ann"
 
 
 def test_progress_notifications_come_first_and_carry_the_live_progress_token(client_factory):
