@@ -36,6 +36,7 @@ DbOption = Annotated[
 ]
 
 
+SessionArgument = Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")]
 NoRedactOption = Annotated[bool, typer.Option(
     "--no-redact", help="Store everything as it was (default: credentials in HTTP headers and in frame members "
                         "such as password, api_key, access_token are replaced by a keyed hash).")]
@@ -399,7 +400,7 @@ class DiffFormat(str, Enum):
 
 @app.command()
 def replay(
-    session: Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")],
+    session: SessionArgument,
     db: DbOption = DEFAULT_DB,
     command: Annotated[Optional[str], typer.Option(
         "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio "
@@ -438,7 +439,7 @@ def replay(
 
 @app.command()
 def serve(
-    session: Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")],
+    session: SessionArgument,
     db: DbOption = DEFAULT_DB,
     listen: Annotated[Optional[str], typer.Option(
         "--listen", metavar="[HOST:]PORT", help="Serve Streamable HTTP here (path /mcp; port 0: any free port); "
