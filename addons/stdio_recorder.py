@@ -59,10 +59,8 @@ class Recorder:
             rows = list(zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), repeat(stream, n),
                             stored_raws(lines), map(len, lines), repeat(0, n), repeat(None, n)))
             if self._redactor is not None:
-                might = self._redactor.might_hold
-                for i, line in enumerate(lines):
-                    if might(line):
-                        rows[i] = redact_row(rows[i], self._redactor)
+                for i in self._redactor.candidates(lines):
+                    rows[i] = redact_row(rows[i], self._redactor)
             self._seq = seq + n
             self._writer.add(rows, [], nbytes)
 

@@ -224,8 +224,16 @@ class FrameRedactor:
         self._scan_all = exact is None
         alternatives = [re.escape(n) for n in names] + globs + [re.escape(n) for n in sorted(exact or ())]
         key_regex = "|".join(alternatives) or "(?!)"
-        self._candidate = re.compile(rf'"(?:{key_regex})"\s*:|"(?:[^"\\]|\\.)*\\u[0-9a-fA-F]{{4}}(?:[^"\\]|\\.)*"\s*:'
-                                     .encode(), re.IGNORECASE)
+        # Which frames might hold one, cheaply: the bytes in lower case must hold the end of a
+        # name and a quote (a substring search each), then a member of that name (one regular
+        # expression). A user's glob has no fixed end: with globs, the expression alone decides.
+        self._stems = None if globs else sorted({_stem(n) for n in names} | {n.lower().encode() + b'"' for n in exact or ()})
+        self._candidate = re.compile(rf'"(?:{key_regex.lower() if not globs else key_regex})"\s*:'.encode(),
+                                     re.IGNORECASE if globs else 0)
+        # a member name written with escapes ("pass\u0077ord") is looked for only in the rare
+        # frame that has a \u escape at all
+        self._escaped_key = re.compile(rf'"(?:{"|".join(_escapable(a) for a in alternatives) or "(?!)"})"\s*:'.encode(),
+                                       re.IGNORECASE)
         self._credential = {n.lower() for n in names}
         self._loose = re.compile(rf'"(?P<key>{key_regex})"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*\Z|[-+0-9.eE]+)',
                                  re.IGNORECASE)
@@ -233,7 +241,30 @@ class FrameRedactor:
 
     def might_hold(self, raw: bytes) -> bool:
         """False when `raw` certainly holds nothing to redact (one regular expression search)."""
-        return not self.off and (self._scan_all or self._candidate.search(raw) is not None)
+        if self.off:
+            return False
+        if self._scan_all:
+            return True
+        if b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None and self._escaped_key.search(raw) is not None:
+            return True  # a name written with escapes of plain letters: rare, and looked at closely
+        if self._stems is None:
+            return self._candidate.search(raw) is not None
+        low = raw.lower()
+        for stem in self._stems:
+            if stem in low:
+                return self._candidate.search(low) is not None
+        return False
+
+    def candidates(self, lines: list[bytes]) -> list[int]:
+        """Indexes of the lines that might hold something to redact; one search over all of
+        them first, as nearly always none does."""
+        if self.off:
+            return []
+        if self._scan_all:
+            return list(range(len(lines)))
+        if len(lines) > 1 and not self.might_hold(b"\n".join(lines)):
+            return []
+        return [i for i, line in enumerate(lines) if self.might_hold(line)]
 
     def frame(self, raw: bytes) -> tuple[bytes, list[str] | None]:
         """(the bytes to store, the JSON paths of the members replaced, or None: none was)."""
@@ -367,6 +398,37 @@ class FrameRedactor:
     def _close(stack: list) -> None:
         if stack:
             stack.pop()
+
+
+_ASCII_ESCAPE = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
+"""A JSON escape of a printable ASCII character: what a name hidden by escapes must contain."""
+_STEMS = (b'password"', b'passwd"', b'secret"', b'token"', b'key"', b'authorization"')
+
+
+def _stem(name: str) -> bytes:
+    """The end of a credential name that a substring search looks for (with its closing quote)."""
+    low = name.lower().encode() + b'"'
+    return next((stem for stem in _STEMS if low.endswith(stem)), low)
+
+
+def _escapable(regex: str) -> str:
+    """A name's expression in which each plain letter, digit or underscore may also be written
+    as a JSON \\u escape."""
+    out, i = [], 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\" and i + 1 < len(regex):
+            out.append(_one(regex[i + 1]) if regex[i + 1] in "_-." else regex[i:i + 2])
+            i += 2
+            continue
+        out.append(_one(c) if c.isalnum() or c == "_" else c)
+        i += 1
+    return "".join(out)
+
+
+def _one(c: str) -> str:
+    codes = {f"{ord(x):04x}" for x in {c.lower(), c.upper()}}
+    return "(?:" + re.escape(c) + "".join(f"|\\\\u{code}" for code in sorted(codes)) + ")"
 
 
 def _glob(pattern: str) -> str:
