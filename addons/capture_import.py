@@ -36,6 +36,12 @@ def read_flows(path: str) -> list:
             flows = [f for f in FlowReader(fh).stream() if isinstance(f, http.HTTPFlow)]
     except exceptions.FlowReadException as exc:
         raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file ({exc})") from None
+    except RecursionError:
+        raise ImportFormatError(f"{path}: not a readable mitmproxy dump (nested too deep)") from None
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, UnicodeError) as exc:
+        # mitmproxy's reader trusts the records' shapes: a record of the wrong shape is a bad file
+        raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file "
+                                f"({type(exc).__name__}: {exc})") from None
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
     return flows
@@ -49,12 +55,17 @@ def _har_times(path: str, flows: list) -> None:
             entries = json.load(fh)["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError):
         return
+    if not isinstance(entries, list):
+        return
     for f, entry in zip(flows, entries):
-        timings = entry.get("timings") or {}
+        timings = entry.get("timings") if isinstance(entry, dict) else None
+        if not isinstance(timings, dict):
+            timings = {}
 
         def ms(name: str) -> float:
             value = timings.get(name)
-            return value / 1000 if isinstance(value, (int, float)) and value > 0 else 0.0
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e12  # finite, sane
+            return value / 1000 if ok else 0.0
 
         sent = f.request.timestamp_start + ms("blocked") + ms("dns") + ms("connect") + ms("send")
         f.request.timestamp_end = sent

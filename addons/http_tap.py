@@ -202,7 +202,8 @@ class McpTap:
         resp = flow.response
         fields, h = _fields(resp)
         assigned = h.get("mcp-session-id")
-        ex.row.update(status=resp.status_code, response_type=h.get("content-type"),
+        status = resp.status_code if isinstance(resp.status_code, int) and 0 <= resp.status_code <= 999 else None
+        ex.row.update(status=status, response_type=h.get("content-type"),
                       assigned_session=assigned, content_encoding=h.get("content-encoding"),
                       response_at=resp.timestamp_start)
         headers, redacted = self.redactor.headers(fields)

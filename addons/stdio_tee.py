@@ -133,6 +133,7 @@ class Tee:
         self._queue = ChunkQueue((db_folder, tempfile.gettempdir()))
         self._proc: subprocess.Popen | None = None
         self._sigint_seen = False
+        self._server_gone = threading.Event()
         self._escalation: threading.Timer | None = None
 
     @property
@@ -166,6 +167,7 @@ class Tee:
         shipper.start()
         try:
             returncode = proc.wait()
+            self._server_gone.set()  # what the host writes from now on reaches no server: not recorded
             self._drain(pumps)
         finally:
             if self._escalation is not None:
@@ -207,13 +209,14 @@ class Tee:
 
     def _pump(self, src: int, dst: int, stream: str, on_eof) -> None:
         read, write, now, put = os.read, os.write, time.time, self._queue.put
+        gone = self._server_gone if stream == C2S else None
         forwarding = True
         while True:
             try:
                 chunk = read(src, CHUNK_SIZE)
             except OSError:
                 chunk = b""
-            if not chunk:
+            if not chunk or (gone is not None and gone.is_set()):
                 break
             put(stream, now(), chunk)  # queued before it is forwarded: causality in seq
             if forwarding:

@@ -161,20 +161,64 @@ def read(path: str, *, default_session: str, warn: Callable[[str], None],
                 raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
 
 
+MAX_TIME = 9.2e9
+"""Times are Unix seconds within pandas' calendar (1677 to 2262): a time beyond it is no time."""
+MAX_INT = 2**63 - 1  # what SQLite's INTEGER holds
+
+
 def _number(obj: dict, key: str) -> float:
     value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{key!r} must be a number")
-    return float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        value = math.inf
+    if not -MAX_TIME <= value <= MAX_TIME:  # NaN fails both
+        raise ValueError(f"{key!r} must be a time in Unix seconds (years 1677 to 2262)")
+    return value
 
 
 def _optional_int(obj: dict, key: str) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{key!r} must be a non-negative integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
+        raise ValueError(f"{key!r} must be a non-negative integer below 2**63")
     return value
+
+
+def _text(value: str) -> str:
+    """Text SQLite can store: a lone surrogate (legal in a JSON escape) is written escaped."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_SESSION_FIELD_TYPES = {"started_at": "time", "ended_at": "time", "exit_status": "int", "pid": "int"}
+
+
+def _session_fields(obj: dict) -> dict:
+    """A session record's columns, each checked: times are times, counts integers, the rest text."""
+    fields = {}
+    for column in SESSION_COLUMNS:
+        if column == "id" or column not in obj or obj[column] is None:
+            continue
+        kind = _SESSION_FIELD_TYPES.get(column, "text")
+        if kind == "time":
+            fields[column] = _number(obj, column)
+        elif kind == "int":
+            value = obj[column]
+            if isinstance(value, bool) or not isinstance(value, int) or not -MAX_INT <= value <= MAX_INT:
+                raise ValueError(f"{column!r} must be an integer")
+            fields[column] = value
+        else:
+            if not isinstance(obj[column], str):
+                raise ValueError(f"{column!r} must be a string")
+            fields[column] = _text(obj[column])
+    return fields
 
 
 def _raw(obj: dict) -> bytes:
@@ -196,7 +240,7 @@ def _session_name(obj: dict, default: str) -> str:
     name = obj.get("session", default)
     if isinstance(name, bool) or not isinstance(name, (str, int)) or name == "":
         raise ValueError("'session' must be a non-empty string")
-    return str(name)
+    return _text(str(name))
 
 
 def _incomplete(obj: dict) -> bool:
@@ -226,13 +270,11 @@ def _record(obj: dict, lineno: int, default_session: str) -> Record:
         transport = obj.get("transport")
         if transport is not None and not isinstance(transport, str):
             raise ValueError("'transport' must be a string")
+        transport = _text(transport) if transport is not None else None
         return FrameIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), direction, _raw(obj),
                        _incomplete(obj), transport, lineno, _redacted(obj))
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":
-        fields = {c: obj[c] for c in SESSION_COLUMNS if c != "id" and c in obj}
-        if "started_at" in fields:
-            fields["started_at"] = _number(obj, "started_at")
-        return SessionIn(session, fields, bool(obj.get("spool")), lineno)
+        return SessionIn(session, _session_fields(obj), bool(obj.get("spool")), lineno)
     raise ValueError(f"unknown record {kind!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from collections.abc import Sequence
 
 import pandas as pd
@@ -53,7 +54,9 @@ def _shown(raw) -> str:
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
+    with warnings.catch_warnings():  # a method name in a script the font lacks: drawn as boxes, said nowhere
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        fig.savefig(buf, format="png", dpi=90)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -54,6 +54,8 @@ def detect_format(path: str) -> str:
     if head.startswith(store.SQLITE_HEADER):
         raise ImportFormatError(f"{path} is an SQLite database; use it with --db, or export it first")
     first = head.lstrip().split(b"\n", 1)[0]
+    if b"\n" not in head and len(head) == 1 << 16 and first.startswith(b"{") and sniff_capture(head) is None:
+        first = _first_line(path)  # a first line longer than the head: a frame-log with a big frame
     if first and framelog.looks_like_framelog(first):
         return "framelog"
     if not head.strip():
@@ -62,6 +64,17 @@ def detect_format(path: str) -> str:
     if capture is not None:
         return capture
     raise ImportFormatError(f"{path}: not a format mcptap imports (frame-log JSONL, a mitmproxy dump, HAR)")
+
+
+def _first_line(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    return line.strip()
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    return b""
 
 
 def sniff_capture(head: bytes) -> str | None:

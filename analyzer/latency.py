@@ -21,6 +21,8 @@ class LatencySketch:
         self.max: float | None = None
 
     def add(self, seconds: float) -> None:
+        if not math.isfinite(seconds):  # a log's impossible times: no latency to count
+            return
         value = seconds if seconds > MIN_SECONDS else MIN_SECONDS
         key = math.ceil(math.log(value) / _LOG_GAMMA)
         self.buckets[key] = self.buckets.get(key, 0) + 1

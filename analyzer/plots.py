@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analyzer import data
+from analyzer.textsafe import printable
 
 KIND_COLOURS = {"request": "#1f77b4", "response": "#2ca02c", "error": "#d62728", "notification": "#9467bd",
                 "batch": "#ff7f0e", "invalid": "#8c564b", "unparseable": "#7f7f7f"}
@@ -31,7 +32,13 @@ def _label(row) -> str:
     method = row.method if isinstance(row.method, str) else ""
     ident = f" id={row.id}" if isinstance(row.id, str) else ""
     text = f"{row.kind} {method}{ident}".strip()
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+    return safe(text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…")
+
+
+def safe(text: str) -> str:
+    """Text from the traffic as matplotlib should draw it: control characters escaped, and `$`
+    escaped so that a method name is never read as mathtext (which can fail to parse)."""
+    return printable(str(text)).replace("$", r"\$")
 
 
 def sequence(db: str | sqlite3.Connection, session: str, *, first: int = 1, limit: int = MAX_ARROWS) -> Figure:
@@ -66,7 +73,7 @@ def sequence(db: str | sqlite3.Connection, session: str, *, first: int = 1, limi
         ax.text(-0.08, y, str(row.frame_seq), ha="right", va="center", fontsize=6, color="#666666")
         if row.frame_seq in marks:
             ax.plot([end], [y], marker="X", color=SEVERITY_COLOURS["error"], markersize=7)
-            ax.text(1.08 if end == 1 else -0.12, y, marks[row.frame_seq][:40], fontsize=6,
+            ax.text(1.08 if end == 1 else -0.12, y, safe(marks[row.frame_seq][:40]), fontsize=6,
                     color=SEVERITY_COLOURS["error"], va="center", ha="left" if end == 1 else "right")
     for row in shown.itertuples(index=False):  # request -> response brackets, on the server side
         if row.kind == "request" and not pd.isna(row.paired_frame) and row.paired_frame in y_of:
@@ -74,7 +81,7 @@ def sequence(db: str | sqlite3.Connection, session: str, *, first: int = 1, limi
             ax.plot([1.03, 1.05, 1.05, 1.03], [y0, y0, y1, y1], color="#bbbbbb", linewidth=0.8)
     note = f"frames {first} on: {len(shown)} of {total} messages drawn" if total > len(shown) else \
         f"{total} messages"
-    ax.set_title(f"session {session}: {note}", fontsize=9)
+    ax.set_title(safe(f"session {session}: {note}"), fontsize=9)
     return fig
 
 
@@ -89,7 +96,7 @@ def latency(db_or_messages, *, session: str | None = None) -> Figure:
     fig = Figure(figsize=(8, 0.9 + 0.35 * max(len(names), 1)))
     ax = fig.add_subplot()
     if values:
-        ax.boxplot(values, orientation="horizontal", tick_labels=names, showfliers=True)
+        ax.boxplot(values, orientation="horizontal", tick_labels=[safe(n) for n in names], showfliers=True)
         ax.set_xscale("log")
     else:
         ax.text(0.5, 0.5, "no answered requests", ha="center", va="center", transform=ax.transAxes)

@@ -97,7 +97,10 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready)
     tap = McpTap(recorder=f"mcptap {__version__} proxy")
     master.addons.add(tap, _Ready(master, on_ready or (lambda h, p: None)))
     try:
-        master.options.update(mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=redaction.keep,
+        # lazy: the upstream is dialled once the request is read, so a refused connection is the
+        # client's 502 and a recorded request with its error, not a connection closed unanswered
+        master.options.update(connection_strategy="lazy",
+                              mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=redaction.keep,
                               mcptap_redact_keys=list(redaction.keys), mcptap_redact_paths=list(redaction.paths),
                               termlog_verbosity="warn")
     except exceptions.OptionsError as exc:

@@ -11,6 +11,7 @@ from typing import IO
 
 from analyzer import __version__, rules
 from analyzer.engine import Report
+from analyzer.textsafe import printable
 
 FORMATS = ("table", "json", "jsonl", "sarif")
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -93,14 +94,14 @@ def write_table(report: Report, out: IO[str], *, color: bool = False) -> None:
     from rich.table import Table
 
     console = Console(file=out, force_terminal=color, no_color=not color, width=max(100, _width(out)),
-                      highlight=False)
+                      highlight=False, markup=False, emoji=False)  # text from the traffic is never markup
     sessions = Table(title="sessions", title_justify="left", box=None, pad_edge=False)
     for col in ("session", "revision", "source", "frames", "kinds", "errors", "warnings", "infos"):
         sessions.add_column(col, justify="right" if col in ("frames", "errors", "warnings", "infos") else "left")
     for s in report.sessions:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["kinds"].items(), key=lambda kv: -kv[1]))
         counts = s["findings"]
-        sessions.add_row(s["id"], s["revision"] or "unknown", s["revision_source"], str(s["frames"]), kinds,
+        sessions.add_row(printable(s["id"]), printable(s["revision"] or "unknown"), s["revision_source"], str(s["frames"]), kinds,
                          str(counts["error"]), str(counts["warning"]), str(counts["info"]))
     console.print(sessions)
     console.print()
@@ -111,7 +112,7 @@ def write_table(report: Report, out: IO[str], *, color: bool = False) -> None:
         ordered = sorted(report.findings, key=lambda f: (f[0], f[1] if f[1] is not None else -1, RANK[f[4]]))
         for sid, seq, idx, code, severity, message, related in ordered:
             where = "" if seq is None else str(seq) + (f"[{idx}]" if idx is not None else "")
-            found.add_row(severity, code, sid[:13], where, message)
+            found.add_row(severity, code, printable(sid[:13]), where, printable(message))
         console.print(found)
     else:
         console.print("no findings")
@@ -120,7 +121,7 @@ def write_table(report: Report, out: IO[str], *, color: bool = False) -> None:
     for col in ("method", "calls", "errors", "unanswered", "p50 ms", "p95 ms", "max ms"):
         srt.add_column(col, justify="left" if col == "method" else "right")
     for method, calls, errors, unanswered, p50, p95, top in method_rows(report):
-        srt.add_row(method, str(calls), str(errors), str(unanswered), *(_ms(v) for v in (p50, p95, top)))
+        srt.add_row(printable(str(method)), str(calls), str(errors), str(unanswered), *(_ms(v) for v in (p50, p95, top)))
     console.print(srt)
     totals = {"error": 0, "warning": 0, "info": 0}
     for s in report.sessions:

@@ -9,6 +9,7 @@ its response comes (then both rows are emitted with the pair and the latency).""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from analyzer import jsonwire, mcp, rules
@@ -226,7 +227,8 @@ class SessionAnalysis:
                 return
         self.severities[severity] += 1
         self._findings.append((self.session_id, hit.seq if hit.seq is not None else seq,
-                               hit.idx if hit.seq is not None else idx, rule.code, severity, hit.message, hit.related))
+                               hit.idx if hit.seq is not None else idx, rule.code, severity, _storable_uncached(hit.message),
+                               hit.related))
 
     def first(self, what: str) -> bool:
         """True the first time a rule asks about `what` in this session (for once-only findings)."""
@@ -478,9 +480,13 @@ class SessionAnalysis:
         msg.pairing, msg.request, msg.related = how, req, req.seq
         self.answered[key] = (req.seq, msg.seq)
         latency = msg.ts - req.ts
-        msg.row[6], msg.row[7], msg.row[8] = req.method, req.seq, latency  # a response row names its method
+        if not math.isfinite(latency):  # a log's impossible times
+            latency = None
+        method = _storable(req.method) if req.method is not None else None
+        msg.row[6], msg.row[7], msg.row[8] = method, req.seq, latency  # a response row names its method
         stats = self._stats(req.method)
-        stats["latencies"].add(latency)
+        if latency is not None:
+            stats["latencies"].add(latency)
         if msg.kind == ERROR:
             stats["errors"] += 1
         if req.row is not None:
@@ -589,6 +595,8 @@ class SessionAnalysis:
                 self.assigned_session, self.assigned_at = row["assigned_session"], row["response_at"] or row["started_at"]
 
     def _stats(self, method: str) -> dict:
+        if method is not None:
+            method = _storable(method)  # printed and stored: lone surrogates escaped
         stats = self.method_stats.get(method)
         if stats is None:
             stats = self.method_stats[method] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()}

@@ -130,6 +130,11 @@ def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Co
         raise NotADatabase(f"{path} is not an SQLite database")
     try:
         if write:
+            probe = sqlite3.connect(path)
+            try:
+                _check_columns(probe, path)
+            finally:
+                probe.close()
             return connect(path)
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -142,8 +147,28 @@ def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Co
         raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
     missing = [t for t in RECORDED_TABLES[:2] if t not in tables]
     if missing:
+        conn.close()
         raise NotADatabase(f"{path} is not an mcptap database (no {missing[0]} table)")
+    _check_columns(conn, path)
     return conn
+
+
+REQUIRED_COLUMNS = {"sessions": ("id", "transport", "started_at"),
+                    "frames": ("session_id", "seq", "ts", "direction", "raw")}
+"""What another program's tables of the same names would lack."""
+
+
+def _check_columns(conn: sqlite3.Connection, path: str) -> None:
+    for table, columns in REQUIRED_COLUMNS.items():
+        try:
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
+        if have and not set(columns) <= have:
+            lacking = next(c for c in columns if c not in have)
+            conn.close()
+            raise NotADatabase(f"{path} is not an mcptap database (its {table} table has no {lacking} column)")
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:

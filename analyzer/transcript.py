@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from analyzer import store
+from analyzer.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
 def clock(ts: float | None) -> str:
@@ -41,7 +42,7 @@ def describe(row: list | None, elements: int = 0) -> str:
         parts.append(method)
     if ident is not None:
         parts.append(f"id={ident}")
-    return " ".join(parts)
+    return printable(" ".join(parts))
 
 
 def pairing(row: list | None) -> str:
@@ -74,11 +75,11 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
             what = " ".join(json.loads(s["command"]))
         except (ValueError, TypeError):
             pass
-    yield f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip()
+    yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
            f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
     for f in by_frame.pop(None, []):
-        yield f"        {f[4]}: {f[3]}: {f[5]}"
+        yield f"        {f[4]}: {f[3]}: {printable(f[5])}"
     yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
     t0 = s["started_at"]
     frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
@@ -92,16 +93,16 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
         what = describe(row, elements.get(seq, 0)) + (" (no newline)" if incomplete else "")
         head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
         if full:
-            yield head + raw.decode("utf-8", "backslashreplace")
+            yield head + printable(raw.decode("utf-8", "backslashreplace"))
         else:
             yield head + preview(raw, max(width - len(head), 20))
         if redacted:
-            yield f"{'':>6}  {'':>10}  redacted: {', '.join(_paths(redacted))}"
+            yield f"{'':>6}  {'':>10}  redacted: {printable(', '.join(_paths(redacted)))}"
         if not is_err:
             for f in by_frame.get(seq, ()):
                 where = f"[{f[2]}] " if f[2] is not None else ""
                 related = f" (see #{f[6]})" if f[6] is not None else ""
-                yield f"{'':>6}  {'':>10}  {where}{f[4]}: {f[3]}: {f[5]}{related}"
+                yield f"{'':>6}  {'':>10}  {where}{f[4]}: {f[3]}: {printable(f[5])}{related}"
 
 
 def _paths(redacted: str) -> list[str]:
@@ -125,7 +126,7 @@ def session_rows(conn: sqlite3.Connection) -> list[dict]:
         end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
         rows.append({
             "id": s["id"],
-            "label": s["label"] or "",
+            "label": printable(s["label"] or ""),
             "transport": s["transport"],
             "started": clock(s["started_at"]),
             "duration": "-" if end is None else f"{max(end - s['started_at'], 0):.3f}s" + ("" if s["ended_at"] else "+"),

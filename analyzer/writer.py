@@ -88,20 +88,35 @@ class Spool:
         self.session = session
         self._warn = warn
         self._lock = threading.Lock()
-        self.path, self._fh = self._open(db_path, session["id"])
         self.lost = 0
-        self._write_lines([framelog.dumps(framelog.session_record(session, spool=True))])
+        self.path, self._fh = self._open(db_path, framelog.dumps(framelog.session_record(session, spool=True)))
 
-    @staticmethod
-    def _open(db_path: str, session_id: str):
-        name = f"{os.path.basename(db_path) or 'mcptap.db'}.{session_id}.spool.jsonl"
+    def _open(self, db_path: str, first_line: str):
+        """The spool beside the database, else in the temp folder: the first that takes its
+        first line (a full disk lets a file be created and then refuses to write to it)."""
+        name = f"{os.path.basename(db_path) or 'mcptap.db'}.{self.session['id']}.spool.jsonl"
         for folder in (os.path.dirname(os.path.abspath(db_path)), tempfile.gettempdir()):
             path = os.path.join(folder, name)
+            fh = None
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                return path, os.fdopen(fd, "w", encoding="utf-8")
+                fh = os.fdopen(fd, "w", encoding="utf-8")
+                fh.write(first_line + "\n")
+                fh.flush()
+                return path, fh
             except OSError:
+                if fh is not None:
+                    try:
+                        fh.close()
+                    except OSError:
+                        pass
+                    try:
+                        if os.path.getsize(path) == 0:
+                            os.unlink(path)
+                    except OSError:
+                        pass
                 continue
+        self.lost += 1
         return None, None
 
     def _write_lines(self, lines: list[str]) -> None:
