@@ -74,6 +74,21 @@ def _har_times(path: str, flows: list) -> None:
             f.response.timestamp_end = f.response.timestamp_start + ms("receive")
 
 
+def _check_times(path: str, flows: list) -> None:
+    """Every time stamp a real capture can hold: Unix seconds in the calendar the readers use
+    (analyzer/framelog.py MAX_TIME), or none."""
+    from analyzer.framelog import MAX_TIME
+
+    for n, f in enumerate(flows, 1):
+        for part in (f.request, f.response):
+            for name in ("timestamp_start", "timestamp_end"):
+                value = getattr(part, name, None) if part is not None else None
+                if value is None:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not -MAX_TIME <= value <= MAX_TIME:
+                    raise ImportFormatError(f"{path}: flow {n} has a {name.replace('_', ' ')} that is no time ({value!r})")
+
+
 def _timeline(flows: list) -> list[tuple]:
     """(time, tie-break, hook, flow) for each flow's request, answer headers and answer end (or
     error), sorted by time: a stream that ends after a DELETE still began before it."""
@@ -97,6 +112,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     flows = read_flows(path)
     if kind == "har":
         _har_times(path, flows)
+    _check_times(path, flows)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
     collector = journal.Collector()

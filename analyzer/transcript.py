@@ -20,7 +20,10 @@ ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
 def clock(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):  # a time no calendar holds (an imported log's)
+        return f"{ts!r}"
 
 
 def preview(raw: bytes, width: int) -> str:
