@@ -67,3 +67,17 @@ def test_event_type_other_than_message_is_reported():
 def test_bytes_that_are_not_utf8_are_kept_as_they_came():
     events, _ = events_of([b"data: \xff\xfe\n\n"])
     assert events[0].data == b"\xff\xfe"
+
+
+_SSE_BYTES = st.lists(st.sampled_from([b"data:", b"data: x", b"id: 3", b"id:\x00", b"event: e", b"retry: 9", b"retry: x",
+                                       b": c", b"\r", b"\n", b"\r\n", b"\xef\xbb\xbf", b"\xff", b":", b" ", b"d"]),
+                      max_size=40).map(b"".join) | st.binary(max_size=200)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_SSE_BYTES, st.lists(st.integers(min_value=0, max_value=200), max_size=8))
+def test_any_bytes_in_any_split_parse_without_error_and_as_when_whole(stream, cuts):
+    cuts = sorted({c for c in cuts if c <= len(stream)})
+    chunks = [stream[a:b] for a, b in zip([0] + cuts, cuts + [len(stream)])]
+    (split, a), (whole, b) = events_of(chunks), events_of([stream])
+    assert split == whole and (a.last_id, a.incomplete) == (b.last_id, b.incomplete)
