@@ -44,7 +44,7 @@ from mitmproxy import ctx, exceptions, http
 from addons.http_writer import RemoteJournal, Streams
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
-from analyzer.redact import Redaction, Redactor
+from analyzer.redact import FrameRedactor, Redaction, Redactor
 
 C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
@@ -151,10 +151,15 @@ class McpTap:
             if self.journal is not None and self.journal.db_path != path:
                 raise exceptions.OptionsError("mcptap: mcptap_db cannot change while recording")
             if self.journal is None:
+                redaction = Redaction(keep=ctx.options.mcptap_keep_credentials,
+                                      keys=tuple(ctx.options.mcptap_redact_keys),
+                                      paths=tuple(ctx.options.mcptap_redact_paths))
                 try:
-                    self.journal = RemoteJournal(path, redaction=Redaction(
-                        keep=ctx.options.mcptap_keep_credentials, keys=tuple(ctx.options.mcptap_redact_keys),
-                        paths=tuple(ctx.options.mcptap_redact_paths)))
+                    FrameRedactor(redaction)  # a path it cannot read is the user's error now, not the recorder's later
+                except ValueError as exc:
+                    raise exceptions.OptionsError(f"mcptap: mcptap_redact_paths: {exc}") from None
+                try:
+                    self.journal = RemoteJournal(path, redaction=redaction)
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
 

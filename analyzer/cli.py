@@ -429,7 +429,7 @@ def replay(
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
                                     timeout=timeout, record=not no_record)
     if DiffFormat(fmt) is DiffFormat.json:
-        typer.echo(json.dumps(replay_mod.as_json(outcome), ensure_ascii=False))
+        typer.echo(json.dumps(replay_mod.as_json(outcome)))
     else:
         replay_mod.render(outcome, typer.echo)
     if outcome.error is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from analyzer.errors import ImportFormatError
 from analyzer.store import SESSION_COLUMNS
+from analyzer.textsafe import storable as _text
 
 DIRECTIONS = ("c2s", "s2c")
 
@@ -186,15 +187,6 @@ def _optional_int(obj: dict, key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
         raise ValueError(f"{key!r} must be a non-negative integer below 2**63")
     return value
-
-
-def _text(value: str) -> str:
-    """Text SQLite can store: a lone surrogate (legal in a JSON escape) is written escaped."""
-    try:
-        value.encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _SESSION_FIELD_TYPES = {"started_at": "time", "ended_at": "time", "exit_status": "int", "pid": "int"}

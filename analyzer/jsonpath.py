@@ -25,10 +25,10 @@ def format_path(path: Path) -> str:
     return "".join(out)
 
 
-_PLAIN = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
+_PLAIN = re.compile(r"[^\W\d][\w$-]*|\$[\w$-]*")  # an identifier, letters of any script
 _STEP = re.compile(r"""
-    \.\.(?P<deep>[A-Za-z_$][A-Za-z0-9_$-]*|\*)   # ..name: at any depth
-  | \.(?P<name>[A-Za-z_$][A-Za-z0-9_$-]*|\*)     # .name
+    \.\.(?P<deep>(?:[^\W\d]|\$)[\w$-]*|\*)   # ..name: at any depth
+  | \.(?P<name>(?:[^\W\d]|\$)[\w$-]*|\*)     # .name
   | \[(?P<index>\d+|\*)\]                         # [0] [*]
   | \[(?P<quoted>"(?:[^"\\]|\\.)*")\]             # ["odd name"]
 """, re.VERBOSE)

@@ -15,6 +15,7 @@ import os
 import queue
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import threading
@@ -169,9 +170,12 @@ class StdioLive(Live):
             self.proc.stdin.close()
         except OSError:
             pass
-        for stop in (None, self.proc.terminate, self.proc.kill):
-            if stop is not None:
-                stop()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:  # the whole group: a launcher's (uvx, npx) children too
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 return self.proc.wait(STOP_GRACE_S)
             except subprocess.TimeoutExpired:

@@ -81,7 +81,7 @@ class Redactor:
     def mask(self, secret: str) -> str:
         if MASKED.fullmatch(secret):
             return secret
-        digest = hmac.new(self._key, secret.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+        digest = hmac.new(self._key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
         return f"[redacted:{digest[:16]}]"
 
     def header_value(self, name: str, value: str) -> str | None:
@@ -227,9 +227,14 @@ class FrameRedactor:
         # Which frames might hold one, cheaply: the bytes in lower case must hold the end of a
         # name and a quote (a substring search each), then a member of that name (one regular
         # expression). A user's glob has no fixed end: with globs, the expression alone decides.
-        self._stems = None if globs else sorted({_stem(n) for n in names} | {n.lower().encode() + b'"' for n in exact or ()})
-        self._candidate = re.compile(rf'"(?:{key_regex.lower() if not globs else key_regex})"\s*:'.encode(),
-                                     re.IGNORECASE if globs else 0)
+        # bytes.lower() folds ASCII only: names are folded the same way
+        self._stems = None if globs else sorted({_stem(n) for n in names} | {n.encode().lower() + b'"' for n in exact or ()})
+        self._candidate = re.compile(b'"(?:' + (key_regex.encode().lower() if not globs else key_regex.encode())
+                                     + rb')"\s*:', re.IGNORECASE if globs else 0)
+        # a name with letters beyond ASCII may hide behind any \u escape; an ASCII one only behind
+        # an escape of an ASCII character
+        ascii_only = all(a.isascii() for a in alternatives)
+        self._escape_gate = _ASCII_ESCAPE if ascii_only else re.compile(rb"\\u[0-9a-fA-F]{4}")
         # a member name written with escapes ("pass\u0077ord") is looked for only in the rare
         # frame that has a \u escape at all
         self._escaped_key = re.compile(rf'"(?:{"|".join(_escapable(a) for a in alternatives) or "(?!)"})"\s*:'.encode(),
@@ -245,7 +250,7 @@ class FrameRedactor:
             return False
         if self._scan_all:
             return True
-        if b"\\u00" in raw and _ASCII_ESCAPE.search(raw) is not None and self._escaped_key.search(raw) is not None:
+        if b"\\u" in raw and self._escape_gate.search(raw) is not None and self._escaped_key.search(raw) is not None:
             return True  # a name written with escapes of plain letters: rare, and looked at closely
         if self._stems is None:
             return self._candidate.search(raw) is not None
@@ -291,6 +296,8 @@ class FrameRedactor:
         return key not in PROTOCOL_MEMBERS and any(g.fullmatch(key) for g in self._globs)
 
     def _replacement(self, value_text: str, key: str) -> str:
+        if value_text.startswith('"') and (len(value_text) < 2 or not value_text.endswith('"')):
+            return json.dumps(self._masker.mask(value_text[1:]))[:-1]  # a string cut off: left unclosed
         if not value_text.startswith('"'):
             return json.dumps(self._masker.mask(value_text))  # a number, literal or container: its text
         try:
@@ -361,7 +368,9 @@ class FrameRedactor:
                 continue
             # a value
             if stack and stack[-1][0]:
-                path, key = pending if pending is not None else (stack[-1][1] + ("?",), "")
+                if pending is None:
+                    return None  # a value where a member name should be (a comma missing): not JSON
+                path, key = pending
             elif stack:
                 path, key = stack[-1][1] + (stack[-1][2],), ""
             else:

@@ -26,13 +26,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mcp_types import jsonrpc
+
 from analyzer import jsondiff, jsonwire, live, script, store
+from analyzer.textsafe import printable
 from analyzer.classify import ERROR, REQUEST, RESPONSE, classify
 from analyzer.errors import MCPTapError
 from analyzer.session import id_key
 
 DEFAULT_TIMEOUT_S = 10.0
-UNKNOWN_METHOD = -32601
+UNKNOWN_METHOD = jsonrpc.METHOD_NOT_FOUND
 
 
 @dataclass
@@ -116,7 +119,14 @@ def recorded_target(conn, session: dict) -> tuple[list[str] | None, str | None, 
     command line a stdio recording ran, or the URL an HTTP recording's first POST (or legacy
     event stream) went to."""
     if session.get("command"):
-        return json.loads(session["command"]), None, False
+        try:
+            argv = json.loads(session["command"])
+        except ValueError:
+            argv = None
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise MCPTapError(f"session {session['id']} names its server as {session['command']!r}, not a command "
+                              "line mcptap can run: give --command or --url")
+        return argv, None, False
     exchanges = store.session_exchanges(conn, session["id"]) if session.get("transport") in ("http", "sse") else []
     for exchange in exchanges:
         if exchange.get("endpoint"):
@@ -298,19 +308,19 @@ class _Driver:
 def render(outcome: Outcome, write: Callable[[str], None]) -> None:
     """The human report: one block per differing message, then a one-line verdict."""
     who = f" -> recorded as session {outcome.replay}" if outcome.replay else ""
-    write(f"replayed session {outcome.original} against {outcome.target}{who}")
+    write(printable(f"replayed session {outcome.original} against {outcome.target}{who}"))
     differing = [c for c in outcome.compared if not c.equal]
     for c in differing:
         what = c.recorded.label()
         if c.recorded.request is not None:
             what = f"answer to {c.recorded.request.label()}"
-        write(f"{what}:")
+        write(printable(f"{what}:"))
         if c.note:
-            write(f"  {c.note}")
+            write(f"  {printable(c.note)}")
         for change in c.changes:
-            write(f"  {change}")
+            write(f"  {printable(str(change))}")
     for line in outcome.extra:
-        write(line)
+        write(printable(line))
     if outcome.error is not None:
         return  # said on stderr by the caller
     total = len(outcome.compared)

@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO, Callable
 
+from mcp_types import jsonrpc
+
 from analyzer import jsonwire, script
 from analyzer.classify import NOTIFICATION, REQUEST, classify
 from analyzer.errors import MCPTapError
 
-UNKNOWN_METHOD, PARSE_ERROR, INVALID_REQUEST = -32601, -32700, -32600
+UNKNOWN_METHOD, PARSE_ERROR, INVALID_REQUEST = jsonrpc.METHOD_NOT_FOUND, jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST
 ANY_METHOD = "*"
+MAX_DELAY_S = 86_400.0
+MAX_BODY_BYTES = 1 << 30
 
 
 @dataclass
@@ -57,7 +61,7 @@ def parse_delays(items) -> dict[str, float]:
             value = float(seconds)
         except ValueError:
             value = -1.0
-        if not sep or not method or not value >= 0:
+        if not sep or not method or not 0 <= value <= MAX_DELAY_S:
             raise ValueError(f"--delay takes METHOD=SECONDS (METHOD may be *), not {item!r}")
         out[method] = value
     return out
@@ -80,6 +84,7 @@ class Responder:
         self.faults = faults or Faults()
         self.script = recorded
         self.entries = [m for m in recorded.messages(script.C2S, REQUEST) if m.answer is not None]
+        self._keys = {id(e): _canonical_params(e.params) for e in self.entries}
         self.used: set[int] = set()
         self._last_exact: dict[tuple, script.Message] = {}
         self._last_method: dict[str, script.Message] = {}
@@ -123,7 +128,7 @@ class Responder:
         the method in recorded order, else the last one of the method used."""
         key = (method, params)
         for entry in self.entries:
-            if id(entry) not in self.used and entry.method == method and _canonical_params(entry.params) == params:
+            if id(entry) not in self.used and entry.method == method and self._keys[id(entry)] == params:
                 return self._use(entry), "exact"
         if key in self._last_exact:
             return self._last_exact[key], "exact"
@@ -135,7 +140,7 @@ class Responder:
 
     def _use(self, entry: script.Message) -> script.Message:
         self.used.add(id(entry))
-        self._last_exact[(entry.method, _canonical_params(entry.params))] = entry
+        self._last_exact[(entry.method, self._keys[id(entry)])] = entry
         self._last_method[entry.method] = entry
         return entry
 
@@ -147,7 +152,8 @@ class Responder:
             if note.method == "notifications/progress":
                 if token is _NONE:
                     continue
-                value = {**value, "params": {**value["params"], "progressToken": token}}
+                if type(value.get("params")) is dict:
+                    value = {**value, "params": {**value["params"], "progressToken": token}}
             out.append((max(0.0, note.ts - entry.ts), _encode(value)))
         answer = {**entry.answer.value, "id": request.get("id")}
         out.append((max(0.0, entry.answer.ts - entry.ts), _encode(answer)))
@@ -165,7 +171,10 @@ def _progress_token(params: Any) -> Any:
 def _canonical_params(params: Any) -> str:
     if type(params) is dict:
         params = {k: v for k, v in params.items() if k != "_meta"}
-    return _canonical(params)
+    try:
+        return _canonical(params)
+    except RecursionError:  # nested past the interpreter's stack: matched by method only
+        return "<nested too deep>"
 
 
 def _canonical(value: Any) -> str:
@@ -271,7 +280,15 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY_BYTES:
+            self._json(400, error_frame(None, INVALID_REQUEST, "Invalid Request: a body of a known, bounded length"),
+                       {"Connection": "close"})
+            self.close_connection = True
+            return
         raw = self.rfile.read(length)
         started = time.monotonic()
         requests, immediate, batch = requests_in(raw)

@@ -18,6 +18,7 @@ from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RES
 from analyzer.jsonwire import NumberText
 from analyzer.latency import LatencySketch
 from analyzer.rules import Hit, Rule
+from analyzer.textsafe import storable
 
 C2S, S2C = mcp.C2S, mcp.S2C
 OTHER = mcp.OTHER
@@ -622,12 +623,7 @@ def _storable(text: str) -> str:
     return _storable_uncached(text)
 
 
-def _storable_uncached(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+_storable_uncached = storable
 
 
 class _Dispatch:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from analyzer import schema
-from analyzer.errors import NotADatabase, SessionNotFound
+from analyzer.errors import MCPTapError, NotADatabase, SessionNotFound
 from analyzer.schema import RECORDED_TABLES
 
 BUSY_TIMEOUT_S = 5.0
@@ -315,10 +315,13 @@ def replace_frame(conn: sqlite3.Connection, session_id: str, seq: int, raw: byte
 
 
 def compact(conn: sqlite3.Connection) -> None:
-    """Rewrite the file so that nothing replaced survives in free pages or the WAL."""
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    """Rewrite the file so that nothing replaced survives in free pages or the WAL. Raises
+    MCPTapError when another connection keeps the write-ahead log from being emptied."""
+    for step in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+        row = conn.execute(step).fetchone()
+        if row is not None and row[0] != 0:  # busy: a reader holds old pages
+            raise MCPTapError("another process has the database open, so replaced bytes may remain in its "
+                              "write-ahead log: run mcptap redact again once it is closed")
 
 
 def clear_analysis(conn: sqlite3.Connection, session_id: str) -> None:

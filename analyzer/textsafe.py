@@ -6,6 +6,16 @@ shown). Each such character is written as its escape (`\\x1b`, `\\u202e`)."""
 from __future__ import annotations
 
 
+def storable(text: str) -> str:
+    """Text SQLite (and UTF-8 output) can take: a lone surrogate, legal in a JSON escape, is
+    written escaped."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def printable(text: str) -> str:
     if text.isprintable():
         return text

@@ -118,6 +118,28 @@ def test_user_keys_and_json_paths_are_redacted_too_and_a_path_may_name_a_whole_o
     assert MASKED.fullmatch(value["dsn"]) and MASKED.fullmatch(value["gh_token"]) and value["other"] == 1
 
 
+def test_a_lone_surrogate_secret_is_masked_without_an_error():
+    out, paths = redactor().frame(b'{"password":"\\ud800"}')
+    assert paths == ["$.password"] and MASKED.fullmatch(json.loads(out)["password"])
+
+
+def test_a_frame_missing_a_comma_still_loses_its_credential():
+    out, paths = redactor().frame(b'{"id":1 "password":"hunter2"}')
+    assert b"hunter2" not in out and paths == ["$..password"]
+
+
+def test_a_string_cut_off_stays_cut_off_when_masked():
+    out, _ = redactor().frame(b'{"password":"hunter2')
+    assert b"hunter2" not in out and out.startswith(b'{"password":"[redacted:') and not out.endswith(b'"')
+
+
+def test_a_user_path_with_letters_beyond_ascii_is_found_written_plain_or_escaped():
+    r = redactor(paths=("$.params.PASSÉ",))
+    for raw in ('{"params":{"PASSÉ":"x1"}}'.encode(), b'{"params":{"PASS\\u00c9":"x1"}}'):
+        out, paths = r.frame(raw)
+        assert b"x1" not in out and paths == ["$.params.PASSÉ"], raw
+
+
 def test_no_redact_keeps_everything():
     raw = b'{"password":"hunter2"}'
     assert FrameRedactor(Redaction(keep=True)).frame(raw) == (raw, None)

@@ -140,6 +140,18 @@ def test_without_command_or_url_the_server_a_stdio_session_was_recorded_from_run
     assert json.loads(sessions(time_db)[-1]["command"]) == time_server
 
 
+def test_a_session_whose_command_is_not_a_command_line_is_a_one_line_error(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"record": "session", "session": "s1", "command": "not json"}) + "\n"
+                   + json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s",
+                                 "raw": '{"jsonrpc":"2.0","id":1,"method":"ping"}'}) + "\n", encoding="utf-8")
+    db = tmp_path / "imported.db"
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    result = replay(db, "s1", timeout=30)
+    assert result.returncode == 2
+    assert "not a command line" in one_error_line(result)
+
+
 def test_a_session_that_names_no_server_needs_command_or_url(tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s",

@@ -243,6 +243,7 @@ def test_pace_answers_after_the_recorded_latency(client_factory, legacy_db):
 @pytest.mark.parametrize("args, says", [
     (("no-such-session",), "no session 'no-such-session'"),
     (("sdk", "--delay", "tools/list"), "--delay takes METHOD=SECONDS"),
+    (("sdk", "--delay", "tools/list=inf"), "--delay takes METHOD=SECONDS"),
     (("sdk", "--listen", "99999"), "expected [HOST:]PORT"),
 ])
 def test_serve_usage_mistakes_are_one_line_errors(legacy_db, args, says):
