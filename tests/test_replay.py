@@ -121,10 +121,12 @@ def test_a_stdio_recorded_session_replays_against_the_http_form_of_the_same_serv
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_an_http_recorded_session_replays_against_the_stdio_form_of_the_same_server(db, sdk_python, mode):
     what = ("ask", "sample") if mode == "legacy" else ()  # 2026-07-28 has no server-to-client requests
-    with sdk_http_server(sdk_python, "streamable") as base, mcptap_proxy(db, f"{base}/mcp", "--name", "web") as proxy:
-        result = run([sdk_python, tool("sdk_http_client.py"), mode, "streamable", f"{proxy.url}/mcp", *what], timeout=120)
-        assert result.returncode == 0, result.stderr.decode()[-2000:]
-        (recorded,) = sessions(db)
+    with sdk_http_server(sdk_python, "streamable") as base:
+        with mcptap_proxy(db, f"{base}/mcp", "--name", "web") as proxy:
+            result = run([sdk_python, tool("sdk_http_client.py"), mode, "streamable", f"{proxy.url}/mcp", *what],
+                         timeout=120)
+            assert result.returncode == 0, result.stderr.decode()[-2000:]
+        (recorded,) = sessions(db)  # the proxy has stopped: all of it is stored
         assert recorded["transport"] == "http"
         again = replay(db, "web")  # no --command, no --url: the URL it was recorded from
         assert again.returncode == 0, again.stdout.decode() + again.stderr.decode()
