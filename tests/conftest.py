@@ -52,6 +52,15 @@ def frames(db: Path | str, direction: str | None = None) -> list[bytes]:
     return [r[0] for r in rows]
 
 
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+            return "\nState:\tZ" not in fh.read()
+    except FileNotFoundError:
+        return False
+
+
 def wait_for(condition, timeout: float, what: str, interval: float = 0.01):
     """Poll `condition` until it returns something truthy, failing after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
-from conftest import frames, mcptap, run, tee, tool, wait_for
+from conftest import alive, frames, mcptap, run, tee, tool, wait_for
 from http_helpers import accepting, free_port, mcptap_proxy
 
 END_S = 60  # the most any tee here may take to end once its session is over
@@ -101,14 +101,6 @@ def echo(proc, reader: Reader, line: bytes) -> None:
     proc.stdin.write(line + b"\n")
     proc.stdin.flush()
     assert reader.line() == line + b"\n"
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
-            return "\nState:\tZ" not in fh.read()
-    except FileNotFoundError:
-        return False
 
 
 def recorder_pids(db) -> list[int]:

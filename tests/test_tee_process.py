@@ -11,7 +11,7 @@ import time
 import pytest
 
 from addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
-from conftest import frames, run, tee, tool, wait_for
+from conftest import alive, frames, run, tee, tool, wait_for
 
 
 def start(db, *argv):
@@ -32,14 +32,6 @@ def read_line(proc, timeout=30.0) -> bytes:
             break
         buf += chunk
     return buf
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
-            return "\nState:\tZ" not in fh.read()
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.parametrize("code", [0, 1, 3, 42, 255])
