@@ -161,6 +161,8 @@ class _Driver:
         self.live_requests: dict[str, int] = defaultdict(int)
         self.sent_requests: set[tuple] = set()
         self._timed_out: set[tuple] = set()  # answers given up on
+        self.init_key = next((id_key(m.id) for m in recorded.messages(script.C2S, REQUEST) if m.method == "initialize"),
+                             None)  # the initialize request's id: its answer names the version
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -244,16 +246,9 @@ class _Driver:
     def _note_version(self, value: dict) -> None:
         """After the initialize answer, HTTP requests carry the negotiated version."""
         result = value.get("result")
-        init = self._initialize_id()
-        if init is not None and id_key(value.get("id")) == init and type(result) is dict \
+        if self.init_key is not None and id_key(value.get("id")) == self.init_key and type(result) is dict \
                 and type(result.get("protocolVersion")) is str:
             self.server.protocol_version = result["protocolVersion"]
-
-    def _initialize_id(self) -> tuple | None:
-        for msg in self.script.messages(script.C2S, REQUEST):
-            if msg.method == "initialize":
-                return id_key(msg.id)
-        return None
 
     def _server_request(self, value: dict) -> None:
         method = value.get("method")
