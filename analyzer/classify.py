@@ -83,6 +83,13 @@ def classify(value: Any) -> tuple[Signature, str]:
         "absent" if error is _ABSENT else _error_shape(error),
     )
     found = _SHAPES.get(key)
+    return found if found is not None else by_key(key)
+
+
+def by_key(key: tuple) -> tuple[Signature, str]:
+    """(signature, kind) of an object message from its shape key: (jsonrpc, method, id, params,
+    has result, error), as `classify` computes it (analyzer/_wirescan.c gives the same key)."""
+    found = _SHAPES.get(key)
     if found is None:
         sig = Signature("object", *key)
         found = _SHAPES[key] = (sig, kind_of(sig))

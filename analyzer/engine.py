@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,9 @@ from analyzer.session import SessionAnalysis
 
 FLUSH_FRAMES = 20_000
 """Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""
+
+MAX_UNWRITTEN = 5 * FLUSH_FRAMES
+"""Rows kept waiting, at most, while another writer holds the database."""
 
 PARALLEL_MIN_FRAMES = 50_000
 """Below this many frames, or with a single session, everything runs in this process."""
@@ -107,32 +109,48 @@ def _worker_count(workers: int | None, ids: list[str], sizes: dict[str, int]) ->
 
 
 def _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results) -> str | None:
-    """Sessions shared out to `n` worker processes, largest first; each writes its rows to a
-    scratch file of its own (no lock to wait for), merged here in one transaction per worker."""
+    """Sessions shared out to `n` worker processes, largest first. Each writes its sessions'
+    rows into the database itself, in transactions of at most FLUSH_FRAMES frames: while one
+    commits, the other goes on analysing (a write takes milliseconds, a flush's analysis far
+    longer), so nothing is copied afterwards."""
     groups: list[list[str]] = [[] for _ in range(n)]
     loads = [0] * n
     for sid in sorted(ids, key=lambda s: -sizes[s]):
         i = loads.index(min(loads))
         groups[i].append(sid)
         loads[i] += sizes[sid]
-    folder = os.path.dirname(os.path.abspath(db_path))
-    scratches: list[str | None] = []
-    try:
-        for _ in groups:
-            scratches.append(_scratch_path(folder) if store_it else None)
-        with ProcessPoolExecutor(n, mp_context=_pool_context()) as pool:
-            futures = [pool.submit(_run_group, db_path, group, scratch, fallback_revision, policy)
-                       for group, scratch in zip(groups, scratches)]
-            for future in as_completed(futures):
-                for result in future.result():
-                    results[result.summary["id"]] = result
-                    if progress is not None:
-                        progress(result.frames)
-        return _merge(db_path, groups, scratches) if store_it else None
-    finally:
-        for path in scratches:
-            if path is not None and os.path.exists(path):
-                os.unlink(path)
+    reason = None
+    if store_it:
+        writer, reason = _writer(db_path)
+        if writer is None:
+            return reason
+        try:
+            store.clear_analyses(writer, ids)  # while the index can find their rows
+            store.drop_message_index(writer)
+        except (sqlite3.Error, OSError) as exc:
+            return _why(exc)
+        finally:
+            writer.close()
+    with ProcessPoolExecutor(n, mp_context=_pool_context()) as pool:
+        futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy) for group in groups]
+        for future in as_completed(futures):
+            for result in future.result():
+                results[result.summary["id"]] = result
+                if result.not_stored_reason and reason is None:
+                    reason = result.not_stored_reason
+                if progress is not None:
+                    progress(result.frames)
+    if store_it:
+        writer, why = _writer(db_path)
+        if writer is None:
+            return reason or why
+        try:
+            store.ensure_message_indexes(writer)
+        except (sqlite3.Error, OSError) as exc:
+            return reason or _why(exc)
+        finally:
+            writer.close()
+    return reason
 
 
 def _pool_context():
@@ -145,31 +163,8 @@ def _pool_context():
     return get_context("spawn")
 
 
-def _scratch_path(folder: str) -> str:
-    fd, path = tempfile.mkstemp(prefix=".mcptap-analyze-", suffix=".db", dir=folder)
-    os.close(fd)
-    return path
-
-
-def _merge(db_path: str, groups: list[list[str]], scratches: list[str | None]) -> str | None:
-    writer, reason = _writer(db_path)
-    if writer is None:
-        return reason
-    try:
-        store.clear_analyses(writer, [sid for group in groups for sid in group])
-        store.drop_message_index(writer)
-        for scratch in scratches:
-            store.merge_scratch(writer, scratch)
-        store.ensure_message_indexes(writer)
-        return None
-    except (sqlite3.Error, OSError) as exc:
-        return _why(exc)
-    finally:
-        writer.close()
-
-
-def _run_group(db_path: str, group: list[str], scratch: str | None, fallback_revision, policy) -> list[SessionResult]:
-    job = _Job(db_path, fallback_revision, policy, scratch is not None, None, scratch=scratch)
+def _run_group(db_path: str, group: list[str], store_it: bool, fallback_revision, policy) -> list[SessionResult]:
+    job = _Job(db_path, fallback_revision, policy, store_it, None, cleared=True)
     try:
         return [job.run(sid) for sid in group]
     finally:
@@ -179,19 +174,39 @@ def _run_group(db_path: str, group: list[str], scratch: str | None, fallback_rev
 class _Job:
     """Analyses sessions one at a time over one reader and (when storing) one writer connection."""
 
-    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, scratch: str | None = None):
+    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, cleared: bool = False):
+        """`cleared`: the sessions' earlier results are already gone."""
         self.db_path = db_path
         self.fallback_revision = fallback_revision
         self.policy = policy
         self.progress = progress
+        self.cleared = cleared
+        self.unwritten: list = []  # message rows made but not yet stored (the database was busy)
+        self.unwritten_findings: list = []
+        self.unwritten_clear = False  # the session's earlier results are still to be deleted
         self.reader = store.open_existing(db_path)
         self.writer: sqlite3.Connection | None = None
         self.reason: str | None = None
-        self.scratch = scratch is not None
-        if scratch is not None:
-            self.writer = store.create_scratch(scratch)
-        elif store_it:
+        if store_it:
             self.writer, self.reason = _writer(db_path)
+
+    def _begin(self, *, wait: bool) -> bool:
+        """A write transaction: False, at once, when another writer holds the database and
+        `wait` is not asked for."""
+        conn = self.writer
+        if wait:
+            conn.execute("BEGIN IMMEDIATE")
+            return True
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+                return False
+            raise
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(store.BUSY_TIMEOUT_S * 1000)}")
 
     def close(self) -> None:
         self.reader.close()
@@ -203,11 +218,9 @@ class _Job:
         findings: list[tuple] = []
         first = True
         count = 0
-        feed = analysis.frame if analysis.exchanges is None else analysis.http_frame
-        for row in frames_of(self.reader, sid, analysis):
-            feed(*row)
-            count += 1
-            if count % FLUSH_FRAMES == 0:
+        for chunk in chunks_of(self.reader, sid, analysis):
+            count += len(chunk)
+            if len(chunk) == FLUSH_FRAMES:
                 self._flush(sid, analysis, findings, first=first, last=False)
                 first = False
                 if self.progress is not None:
@@ -219,19 +232,28 @@ class _Job:
         return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
 
     def _flush(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
+        """Store the rows made since the last flush. While another writer holds the database
+        (the other worker, committing), the rows wait for the next flush instead of the writer
+        (SQLite's busy handler sleeps in steps of up to 100 ms); the last flush of a session,
+        or one with more than MAX_UNWRITTEN rows waiting, waits its turn."""
         rows, found = analysis.take_rows(), analysis.take_findings()
         findings.extend(found)
         if self.writer is None:
             return
+        self.unwritten.extend(rows)
+        self.unwritten_findings.extend(found)
+        self.unwritten_clear = self.unwritten_clear or (first and not self.cleared)
         conn = self.writer
         try:
-            conn.execute("BEGIN" if self.scratch else "BEGIN IMMEDIATE")
-            if first and not self.scratch:
+            if not self._begin(wait=last or len(self.unwritten) >= MAX_UNWRITTEN):
+                return
+            if self.unwritten_clear:
                 store.clear_analysis(conn, sid)
-            store.insert_analysis_rows(conn, rows, found)
+            store.insert_analysis_rows(conn, self.unwritten, self.unwritten_findings)
             if last:
                 store.insert_analysis_summary(conn, analysis.summary(), time.time(), f"mcptap {__version__}")
             conn.execute("COMMIT")
+            self.unwritten, self.unwritten_findings, self.unwritten_clear = [], [], False
         except (sqlite3.Error, OSError) as exc:
             self.reason = _why(exc)
             try:
@@ -257,20 +279,28 @@ def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision:
                            transport=meta["transport"], exchanges=exchanges)
 
 
-def frames_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnalysis):
-    """The rows `analysis.frame` takes: (seq, ts, direction, raw), and the exchange on HTTP."""
+def chunks_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnalysis):
+    """The session's frames fed to `analysis` FLUSH_FRAMES at a time; yields each chunk once fed
+    (its rows are then ready to store)."""
     if analysis.exchanges is not None:
-        return store.iter_http_frames(reader, session_id)
-    return store.iter_raw_frames(reader, session_id)
+        cursor = store.iter_http_frames(reader, session_id)
+        while chunk := cursor.fetchmany(FLUSH_FRAMES):
+            for row in chunk:
+                analysis.http_frame(*row)
+            yield chunk
+    else:
+        cursor = store.iter_raw_frames(reader, session_id)
+        while chunk := cursor.fetchmany(FLUSH_FRAMES):
+            analysis.feed(chunk)
+            yield chunk
 
 
 def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
                     policy=None) -> tuple[dict, list, list]:
     """One session analysed in memory, nothing stored: (summary, message rows, finding rows)."""
     analysis = new_analysis(reader, session_id, fallback_revision, policy)
-    feed = analysis.frame if analysis.exchanges is None else analysis.http_frame
-    for row in frames_of(reader, session_id, analysis):
-        feed(*row)
+    for _ in chunks_of(reader, session_id, analysis):
+        pass
     analysis.end()
     return analysis.summary(), analysis.take_rows(), analysis.take_findings()
 

@@ -30,6 +30,20 @@ MODERN_REQUIRED_META = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
 RESULT_TYPES = frozenset({"complete", "input_required"})
 """2026-07-28 `resultType` values (S/2026-07-28/basic/index §ResultType)."""
 
+ABSENT = object()
+"""A member that is not there (where null would be a value)."""
+
+
+def missing_meta(meta: dict | None) -> list[str]:
+    """The 2026-07-28 per-request `_meta` fields a request's params._meta lacks."""
+    meta = meta if type(meta) is dict else {}
+    return [key for key in MODERN_REQUIRED_META if key not in meta]
+
+
+def bad_result_type(result_type: object) -> bool:
+    """A `resultType` that is present but not a known value (ABSENT: not present)."""
+    return result_type is not ABSENT and not (type(result_type) is str and result_type in RESULT_TYPES)
+
 # 2025-11-25 tasks (experimental): in both ClientRequest and ServerRequest and both notification
 # unions of T/2025-11-25 (spec/mcp-reference.md 5.2); mcp-types leaves them out deliberately.
 _TASK_REQUESTS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
@@ -109,6 +123,21 @@ CAPABILITY_GATES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "notifications/roots/list_changed": ("client", ("roots", "listChanged"), "2024-11-05"),
     "elicitation/create": ("client", ("elicitation",), "2025-06-18"),
 }
+
+
+def gate_missing(method: str, revision: str | None, server_caps: object, client_caps: object
+                 ) -> tuple[str, tuple[str, ...]] | None:
+    """(side, capability path) when `method` needs a capability its side did not declare at
+    initialize; None when the method is not gated in this revision or the capabilities were
+    not seen (not negotiated yet, or the handshake was not captured)."""
+    gate = CAPABILITY_GATES.get(method)
+    if gate is None or not revision_at_least(revision, gate[2]):
+        return None
+    side, path, _ = gate
+    caps = server_caps if side == "server" else client_caps
+    if caps is None or declared(caps, path):
+        return None
+    return side, path
 
 
 def revision_at_least(revision: str | None, minimum: str) -> bool:

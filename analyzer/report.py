@@ -9,6 +9,8 @@ import os
 from collections.abc import Iterator
 from typing import IO
 
+import orjson
+
 from analyzer import __version__, rules
 from analyzer.engine import Report
 from analyzer.textsafe import printable
@@ -29,7 +31,11 @@ def session_objects(report: Report) -> list[dict]:
 
 
 def write_json(report: Report, out: IO[str]) -> None:
-    json.dump({"sessions": session_objects(report), "findings": list(finding_objects(report))}, out, indent=1)
+    document = {"sessions": session_objects(report), "findings": list(finding_objects(report))}
+    try:  # orjson: at C speed (json.dump with an indent runs in Python)
+        out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    except TypeError:  # text orjson refuses (a lone surrogate from a hostile log)
+        json.dump(document, out, indent=2)
     out.write("\n")
 
 

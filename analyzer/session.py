@@ -9,20 +9,26 @@ its response comes (then both rows are emitted with the pair and the latency).""
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any
 
 from analyzer import jsonwire, mcp, rules
 from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
-                               Signature, classify, kind_of, signature)
+                               Signature, by_key, classify, kind_of, signature)
 from analyzer.jsonwire import NumberText
 from analyzer.latency import LatencySketch
 from analyzer.rules import Hit, Rule
 from analyzer.textsafe import storable
 
+try:  # the native envelope scanner (setup.py builds it; without it every frame takes the exact path)
+    from analyzer import _wirescan
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _wirescan = None
+
 C2S, S2C = mcp.C2S, mcp.S2C
 OTHER = mcp.OTHER
-_MISSING = object()
+_MISSING = mcp.ABSENT
 _SCALAR, _ARRAY = Signature("scalar"), Signature("array")
 _NO_META: dict = {}
 
@@ -74,6 +80,31 @@ class Msg:
 
 
 Req = Msg  # a request, in its role as the record its response is paired with
+
+
+class WireMsg(Msg):
+    """A message the fast path read from its envelope alone (analyzer/_wirescan.c): everything
+    the core needs is set, and its value is parsed, exactly, only if a rule asks for it."""
+
+    idx = None
+    frame = None
+
+    def __init__(self, seq: int, ts: float, direction: str, raw: bytes, sig: Signature, kind: str, method,
+                 ident, id_json, row):
+        self.seq, self.ts, self.direction, self.raw, self.sig, self.kind = seq, ts, direction, raw, sig, kind
+        self.method, self.id, self.id_json, self.row = method, ident, id_json, row
+        if kind is REQUEST:
+            self.pairing = "new"
+
+    @property
+    def request(self) -> Msg | None:
+        """A request is its own record (a property, not `self.request = self`: no reference cycle
+        for the garbage collector to find, a million times)."""
+        return self if self.kind is REQUEST else None
+
+    @property
+    def value(self) -> Any:
+        return jsonwire.parse(self.raw).value
 
 
 class Posted:
@@ -160,8 +191,13 @@ class SessionAnalysis:
     and `take_findings()` as they are ready."""
 
     def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
-                 ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None):
+                 ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None,
+                 exact_only: bool = False):
+        """`exact_only`: every frame through the exact parser (analyzer/jsonwire.py), never the
+        fast path; the reference the fast path is tested against."""
         self.session_id = session_id
+        self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
+        self._feed = _wirescan.feed if _wirescan is not None and not exact_only else None
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
         self.declared_revision = revision
         self.revision_source = revision_source
@@ -187,7 +223,7 @@ class SessionAnalysis:
         # pairing
         self.outstanding: dict[tuple, Req] = {}
         self.answered: dict[tuple, tuple[int, int]] = {}  # key -> (request seq, response seq)
-        self.last_sent: dict[str, Msg | Frame] = {}
+        self.last_sent: dict[str, Msg | Frame | tuple] = {}  # a tuple: a fast-path message, built if asked for
         # lifecycle (handshake era)
         self.client_requests = 0
         self.init_request: Req | None = None
@@ -198,12 +234,15 @@ class SessionAnalysis:
         self.server_caps: Any = None
         self.initialized_seq: int | None = None
         self.once: set[str] = set()
+        self._gates: dict[str, bool] = {}  # method -> its capability gate cannot be closed (until caps change)
+        self._quiet: dict[tuple, bool] = {}  # (method, direction, is request) -> no rule looks (`_quiet_method`)
         # progress
         self.tokens: dict[tuple, list] = {}  # (request direction, token key) -> [Req, last value]
         self.done_tokens: dict[tuple, int] = {}  # token of an answered request -> response seq
         # service response time per method (Wireshark's SRT): calls, errors, unanswered, latencies
         self.method_stats: dict[str, dict] = {}
         self._dispatch = _Dispatch.for_revision(self.revision)
+        self._progress_quiet = not self._dispatch.rules("notification", ("progress:ok",))
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(
                 "the MCP revision could not be established (no initialize exchange and no per-request "
@@ -236,12 +275,20 @@ class SessionAnalysis:
         if what in self.once:
             return False
         self.once.add(what)
+        self._lifecycle_changed()
         return True
 
     def hit_once(self, code: str, seq: int | None, hit: Hit) -> None:
         if code not in self.once:
             self.once.add(code)
+            self._lifecycle_changed()
             self.add(rules.RULES[code], hit, seq, None)
+
+    def _lifecycle_changed(self) -> None:
+        """What the methods' rules look at changed (the handshake's progress, the capabilities,
+        a once-only finding given): the quiet methods are worked out again."""
+        self._quiet.clear()
+        self._gates = {}
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -250,14 +297,37 @@ class SessionAnalysis:
         what it carried for the transport rules."""
         self.frame(seq, ts, direction, raw)
         if exchange is not None and direction == C2S and exchange not in self._posted:
-            last = self.last_sent[direction]
+            last = self._last(direction)
             messages = last.elements if isinstance(last, Frame) else [last]
             meta = messages[0].meta() if len(messages) == 1 and type(messages[0].value) is dict else {}
             self._posted[exchange] = Posted(seq, tuple(m.kind for m in messages) or (last.kind,),
                                             tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION))
 
+    def feed(self, rows: list[tuple]) -> None:
+        """`frame()` for each (seq, ts, direction, raw) row, in order: the common frames natively
+        (analyzer/_wirescan.c, the same changes as `_fast`), the others here."""
+        collecting = gc.isenabled()
+        gc.disable()  # rows and records, not cycles: the collector would only walk them again and again
+        try:
+            if self._feed is not None:
+                self._feed(self, rows)
+            else:
+                for row in rows:
+                    self.frame(*row)
+        finally:
+            if collecting:
+                gc.enable()
+
     def frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         self.frames += 1
+        if self._scan is not None:
+            envelope = self._scan(raw)
+            if envelope is not None and self._fast(seq, ts, direction, raw, envelope):
+                return
+        self._exact(seq, ts, direction, raw)
+
+    def _exact(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
+        """A frame through the exact parser (analyzer/jsonwire.py), whatever it holds."""
         parsed = jsonwire.parse(raw)
         value = parsed.value
         kinds = self.kinds
@@ -311,6 +381,87 @@ class SessionAnalysis:
         self._frame_rules(frame, tags)
         self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) or not frame.elements else frame.elements[0]
 
+    def _fast(self, seq: int, ts: float, direction: str, raw: bytes, envelope: tuple) -> bool:
+        """The common frame, from its envelope alone (analyzer/_wirescan.c): one well-formed
+        request, notification, response or error that no rule needs to see. The same state
+        changes and rows as the exact path, without building the frame's value. False, before
+        anything has changed, for anything else: the exact path then takes the frame."""
+        key, method, ident, id_json, meta, params, result_type = envelope
+        shape = self._dispatch.clean.get(key)
+        if shape is None:
+            shape = self._dispatch.clean_shape(key)
+        if not shape:
+            return False
+        sig, kind = shape
+        if kind is REQUEST:
+            key = (direction, ("n", ident) if type(ident) is int else ("s", ident))
+            if key in self.outstanding or key in self.answered or method == "initialize":
+                return False
+            if meta is None:
+                meta = _NO_META
+            elif self.handshake and direction == C2S and self.init_request is None and mcp.META_PROTOCOL_VERSION in meta:
+                return False  # a dual-era client's probe
+            quiet = self._quiet.get((method, direction, True))
+            if quiet is None:
+                quiet = self._quiet_method(method, direction, True)
+            if not quiet or (self.stateless and direction == C2S and mcp.missing_meta(meta)):
+                return False
+            row = [self.session_id, seq, None, direction, REQUEST, id_json, method, None, None]
+            msg = WireMsg(seq, ts, direction, raw, sig, REQUEST, method, ident, id_json, row)
+            self._await(msg, key, meta)
+            if direction == C2S:
+                self.client_requests += 1
+            self.last_sent[direction] = msg
+        elif kind is NOTIFICATION:
+            if method == "notifications/cancelled" or method == "notifications/initialized":
+                return False
+            quiet = self._quiet.get((method, direction, False))
+            if quiet is None:
+                quiet = self._quiet_method(method, direction, False)
+            if not quiet or self._log_unasked(method, direction):
+                return False
+            if method == "notifications/progress":
+                progress = self._progress(direction, params if params is not None else _NO_META)
+                if (progress[1] is not None and progress[1].batch is not None) or self._dispatch.rules(
+                        "notification", (progress[0],)):
+                    return False  # a rule looks at it (or, answering a batch's request, the frame rules do)
+                _progressed(progress)
+            self._rows.append([self.session_id, seq, None, direction, NOTIFICATION, None, method, None, None])
+            self.last_sent[direction] = (seq, ts, direction, raw, sig, NOTIFICATION, method, ident, id_json)
+        elif kind is RESPONSE or kind is ERROR:
+            key = (OTHER[direction], ("n", ident) if type(ident) is int else ("s", ident))
+            req = self.outstanding.get(key)
+            if (req is None or req is self.init_request or req.batch is not None
+                    or (req.cancelled is not None and req.cancelled < seq)
+                    or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))):
+                return False
+            row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]
+            self._rows.append(row)
+            del self.outstanding[key]
+            self._answer(row, kind, seq, ts, key, req)
+            self.last_sent[direction] = (seq, ts, direction, raw, sig, kind, None, ident, id_json)
+        else:
+            return False
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        return True
+
+    def _quiet_method(self, method: str, direction: str, is_request: bool) -> bool:
+        """No rule looks at this method sent this way as this kind, as things stand (known until
+        the exact path next takes a frame: lifecycle and capabilities change only there)."""
+        facts: list[str] = []
+        self._method_facts(method, direction, False, is_request, facts)
+        quiet = self._quiet[(method, direction, is_request)] = not (
+            facts and self._dispatch.rules("request" if is_request else "notification", tuple(facts)))
+        return quiet
+
+    def _last(self, direction: str) -> Msg | Frame | None:
+        """The last message or frame sent this way (a fast-path message is built on demand)."""
+        last = self.last_sent.get(direction)
+        if type(last) is tuple:
+            seq, ts, direction, raw, sig, kind, method, ident, id_json = last
+            last = WireMsg(seq, ts, direction, raw, sig, kind, method, ident, id_json, None)
+        return last
+
     def _frame_rules(self, frame: Frame, tags: list[str]) -> None:
         for rule in self._dispatch.frame_rules(tuple(tags)):
             hit = rule.check(frame, self)
@@ -350,13 +501,19 @@ class SessionAnalysis:
             event = "request"
             if msg.pairing != "new":
                 facts.append(msg.pairing)
-            self._method_facts(msg, True, facts)
+            self._method_facts(msg.method, msg.direction, msg.probe, True, facts)
+            if self._log_unasked(msg.method, msg.direction):
+                facts.append("gated")
+            if self.stateless and msg.direction == C2S and mcp.missing_meta(msg.meta()):
+                facts.append("meta-missing")
         elif kind == NOTIFICATION:
             self._notification(msg)
             event = "notification"
             if msg.fact is not None:
                 facts.append(msg.fact)
-            self._method_facts(msg, False, facts)
+            self._method_facts(msg.method, msg.direction, msg.probe, False, facts)
+            if self._log_unasked(msg.method, msg.direction):
+                facts.append("gated")
         elif kind in (RESPONSE, ERROR) or (kind == INVALID and msg.sig.method == "absent" and msg.sig.id in VALID_ID):
             self._response(msg)  # a malformed response with a readable id still answers its request
             event = "response"
@@ -368,8 +525,8 @@ class SessionAnalysis:
                     facts.append("after-cancel")
                 if req is self.init_request:
                     facts.append("init-response")
-            if self.stateless and kind == RESPONSE:
-                facts.append("stateless")
+            if self.stateless and kind == RESPONSE and mcp.bad_result_type(_result_type(msg.value)):
+                facts.append("result-type")
         else:
             return
         if facts:
@@ -382,9 +539,11 @@ class SessionAnalysis:
             self.init_request = msg.request
             self.init_requested_version = params.get("protocolVersion")
             self.client_caps = params.get("capabilities")
+            self._lifecycle_changed()
         elif kind == NOTIFICATION and msg.method == "notifications/initialized" and msg.direction == C2S:
             if self.initialized_seq is None:
                 self.initialized_seq = msg.seq
+                self._lifecycle_changed()
         elif (kind == RESPONSE and msg.direction == S2C and msg.request is not None
               and msg.request is self.init_request and self.init_result_seq is None):
             result = msg.value.get("result")
@@ -393,15 +552,16 @@ class SessionAnalysis:
             self.init_result_ts = msg.ts
             self.server_version = result.get("protocolVersion")
             self.server_caps = result.get("capabilities")
+            self._lifecycle_changed()
         if msg.direction == C2S and kind == REQUEST and not msg.probe:
             self.client_requests += 1
 
-    def _method_facts(self, msg: Msg, is_request: bool, facts: list[str]) -> None:
-        """Facts about a request's or notification's method, for the MCP layer's rules."""
+    def _method_facts(self, method: str, direction: str, probe: bool, is_request: bool, facts: list[str]) -> None:
+        """Facts about a request's or notification's method, for the MCP layer's rules. A fact is
+        added only where its rules could find something."""
         if self.revision is None:
             return
-        method, direction = msg.method, msg.direction
-        verdict = mcp.method_verdict("2026-07-28" if msg.probe else self.revision, direction, method, is_request)
+        verdict = mcp.method_verdict("2026-07-28" if probe else self.revision, direction, method, is_request)
         if verdict is not None:
             facts.append(verdict)
         if self.handshake:
@@ -410,13 +570,22 @@ class SessionAnalysis:
             elif (direction == C2S and self.server_version != self.init_requested_version
                   and "version-went-on" not in self.once):
                 facts.append("version-mismatch")
-            if method in mcp.CAPABILITY_GATES:
+            if method in mcp.CAPABILITY_GATES and not self._gate_open(method):
                 facts.append("gated")
-        elif self.stateless:
-            if is_request and direction == C2S:
-                facts.append("stateless")
-            elif method == "notifications/message":
-                facts.append("gated")
+
+    def _log_unasked(self, method: str, direction: str) -> bool:
+        """2026-07-28: a log notification from the server while no request in progress set _meta
+        logLevel (capability-not-negotiated looks at it)."""
+        return (self.stateless and method == "notifications/message" and direction == S2C
+                and not any(r.log_level for r in self.outstanding.values() if r.direction == C2S))
+
+    def _gate_open(self, method: str) -> bool:
+        """No capability the method needs can be missing (known until the capabilities change)."""
+        open_ = self._gates.get(method)
+        if open_ is None:
+            open_ = self._gates[method] = mcp.gate_missing(method, self.revision, self.server_caps,
+                                                           self.client_caps) is None
+        return open_
 
     def _request(self, msg: Msg) -> None:
         key = (msg.direction, id_key(msg.id))
@@ -440,13 +609,17 @@ class SessionAnalysis:
             msg.pairing, msg.related = "reused", used[0]
         else:
             msg.pairing = "new"
+        self._await(req, key, meta)
+
+    def _await(self, req: Req, key: tuple, meta: dict) -> None:
+        """A request now awaits its response: its progress token and log level noted."""
         self.outstanding[key] = req
-        self._stats(msg.method)["calls"] += 1
+        self._stats(req.method)["calls"] += 1
         if not meta:
             return
         token = meta.get("progressToken", _MISSING)
         if token is not _MISSING and type(token) in (str, int, float, NumberText):
-            req.token = (msg.direction, id_key(token))
+            req.token = (req.direction, id_key(token))
             self.tokens[req.token] = [req, None]
         if mcp.META_LOG_LEVEL in meta:
             req.log_level = True
@@ -462,7 +635,8 @@ class SessionAnalysis:
             key = (request_direction, id_key(msg.id))
         req = self.outstanding.pop(key, None)
         if req is not None:
-            self._answer(msg, key, req, "matched")
+            msg.pairing, msg.request, msg.related = "matched", req, req.seq
+            self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req)
             return
         done = self.answered.get(key)
         if done is not None:
@@ -473,35 +647,36 @@ class SessionAnalysis:
             for other_key, req in self.outstanding.items():
                 if other_key[0] == request_direction and loose_key(req.id) == loose:
                     del self.outstanding[other_key]
-                    self._answer(msg, other_key, req, "type-mismatch")
+                    msg.pairing, msg.request, msg.related = "type-mismatch", req, req.seq
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, other_key, req)
                     return
         msg.pairing = "unknown"
 
-    def _answer(self, msg: Msg, key: tuple, req: Req, how: str) -> None:
-        msg.pairing, msg.request, msg.related = how, req, req.seq
-        self.answered[key] = (req.seq, msg.seq)
-        latency = msg.ts - req.ts
+    def _answer(self, row: MessageRow, kind: str, seq: int, ts: float, key: tuple, req: Req) -> None:
+        """The response (its messages `row`, `kind`, frame `seq` and time `ts`) answers `req`."""
+        self.answered[key] = (req.seq, seq)
+        latency = ts - req.ts
         if not math.isfinite(latency):  # a log's impossible times
             latency = None
         method = _storable(req.method) if req.method is not None else None
-        msg.row[6], msg.row[7], msg.row[8] = method, req.seq, latency  # a response row names its method
+        row[6], row[7], row[8] = method, req.seq, latency  # a response row names its method
         stats = self._stats(req.method)
         if latency is not None:
             stats["latencies"].add(latency)
-        if msg.kind == ERROR:
+        if kind == ERROR:
             stats["errors"] += 1
         if req.row is not None:
-            req.row[7], req.row[8] = msg.seq, latency
+            req.row[7], req.row[8] = seq, latency
             self._rows.append(req.row)
             req.row = None
         if req.token is not None:
             self.tokens.pop(req.token, None)
-            self.done_tokens[req.token] = msg.seq
+            self.done_tokens[req.token] = seq
 
     def _null_id_response(self, msg: Msg) -> None:
         """A response with "id": null: right after input whose id could not be read (or after a
         batch refused whole), else it answers a notification or hides a readable id."""
-        last = self.last_sent.get(OTHER[msg.direction])
+        last = self._last(OTHER[msg.direction])
         if last is None:
             msg.pairing = "unknown"
         elif isinstance(last, Frame):  # unparseable, or a batch
@@ -520,8 +695,8 @@ class SessionAnalysis:
                 key = (last.direction, id_key(last.id))
                 if self.outstanding.get(key) is last.request:
                     del self.outstanding[key]
-                    self._answer(msg, key, last.request, "null-with-known-id")
-                    msg.pairing = "null-with-known-id"
+                    msg.request = last.request
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, last.request)
         elif last.kind == INVALID:
             msg.pairing, msg.related = "unreadable", last.seq
         else:
@@ -547,25 +722,26 @@ class SessionAnalysis:
             else:
                 msg.fact = "cancel:unknown"
         elif msg.method == "notifications/progress":
-            token = params.get("progressToken", _MISSING)
-            if token is _MISSING:
-                msg.fact = "progress:no-token"
-                return
-            key = (OTHER[msg.direction], id_key(token))
-            entry = self.tokens.get(key)
-            if entry is None:
-                done = self.done_tokens.get(key)
-                msg.fact, msg.related = ("progress:after-completion", done) if done is not None else ("progress:unknown", None)
-                return
-            req, last = entry
-            msg.request, msg.related = req, req.seq
-            value = _number(params.get("progress"))
-            if value is not None and last is not None and value <= last:
-                msg.fact = "progress:not-increasing"
-            else:
-                msg.fact = "progress:ok"
-            if value is not None:
-                entry[1] = value if last is None else max(value, last)
+            progress = self._progress(msg.direction, params)
+            msg.fact, msg.request, msg.related = progress[:3]
+            _progressed(progress)
+
+    def _progress(self, direction: str, params: dict) -> tuple:
+        """(fact, request, related frame, token entry, value) of a progress notification sent
+        `direction`; the token's last value changes only with `_progressed`."""
+        token = params.get("progressToken", _MISSING)
+        if token is _MISSING:
+            return "progress:no-token", None, None, None, None
+        key = (OTHER[direction], id_key(token))
+        entry = self.tokens.get(key)
+        if entry is None:
+            done = self.done_tokens.get(key)
+            fact = "progress:after-completion" if done is not None else "progress:unknown"
+            return fact, None, done, None, None
+        req, last = entry
+        value = _number(params.get("progress"))
+        fact = "progress:not-increasing" if value is not None and last is not None and value <= last else "progress:ok"
+        return fact, req, req.seq, entry, value
 
     # -- the end -----------------------------------------------------------------------------
 
@@ -609,6 +785,24 @@ class SessionAnalysis:
                 "findings": dict(self.severities)}
 
 
+def _progressed(progress: tuple) -> None:
+    entry, value = progress[3], progress[4]
+    if value is not None:
+        entry[1] = value if entry[1] is None else max(value, entry[1])
+
+
+def _result_type(value: Any) -> Any:
+    result = value.get("result") if type(value) is dict else None
+    return result.get("resultType", _MISSING) if type(result) is dict else _MISSING
+
+
+if _wirescan is not None and _wirescan.META_NAMES != (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES,
+                                                      mcp.META_LOG_LEVEL):
+    _wirescan = None  # a build from other sources: the exact path alone is right, only slower
+if _wirescan is not None:
+    _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)
+    _wirescan.configure_core(REQUEST, NOTIFICATION, RESPONSE, ERROR, C2S, S2C, WireMsg)
+
 _STORABLE: dict[str, str] = {}
 
 
@@ -643,6 +837,7 @@ class _Dispatch:
         self.exchange = [r for r in active if "exchange" in r.on]
         self._envelope: dict[Signature, list[tuple[Rule, Hit]]] = {}
         self._lists: dict[tuple, list[Rule]] = {}
+        self.clean: dict[tuple, tuple[Signature, str] | bool] = {}  # shape key -> (sig, kind), False: a rule looks
 
     @classmethod
     def for_revision(cls, revision: str | None) -> "_Dispatch":
@@ -650,6 +845,13 @@ class _Dispatch:
         if dispatch is None:
             dispatch = cls._cache[revision] = cls(revision)
         return dispatch
+
+    def clean_shape(self, key: tuple) -> tuple[Signature, str] | bool:
+        """(signature, kind) of an envelope shape no envelope rule has anything to say about;
+        False when one has."""
+        sig, kind = by_key(key)
+        found = self.clean[key] = (sig, kind) if not self.envelope(sig) else False
+        return found
 
     def envelope(self, sig: Signature) -> list[tuple[Rule, Hit]]:
         found = self._envelope.get(sig)

@@ -623,7 +623,7 @@ class Generator:
                 stderr.append((sid, 1, start + 0.01, rng.choice(NOISE[:2]), 0))
                 for seq, (ts, d, raw, kind, method) in enumerate(s.out, 1):
                     size = len(raw) if raw.isascii() else len(raw.encode("utf-8"))
-                    frames.append((sid, seq, ts, d, raw, size, 0))
+                    frames.append((sid, seq, ts, d, raw, size, 0, None))
                     st["bytes"] += size
                     st["kinds"][f"{kind} {d}"] += 1
                     if method is not None and kind in ("request", "notification"):

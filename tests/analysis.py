@@ -100,13 +100,42 @@ def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ende
         revision, source = rev.revision, rev.source
     else:
         source = "option" if revision else "unknown"
-    analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio and exchanges is None,
-                               ended=ended, policy=policy, transport="http" if exchanges else None, exchanges=exchanges)
-    feed = analysis.http_frame if exchanges else analysis.frame
-    for row in rows_in:
-        feed(*row)
-    analysis.end()
-    return analysis, analysis.take_rows(), analysis.take_findings()
+    stored = [(*row[:3], _as_bytes(row[3]), *row[4:]) for row in rows_in]  # as the store gives them
+    modes = [("exact", rows_in), ("fast", stored)] + ([] if exchanges else [("native", stored)])
+    runs = []
+    for mode, rows in modes:
+        analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio and exchanges is None,
+                                   ended=ended, policy=policy, transport="http" if exchanges else None,
+                                   exchanges=exchanges, exact_only=mode == "exact")
+        if mode == "native":
+            analysis.feed(list(rows))
+        else:
+            feed = analysis.http_frame if exchanges else analysis.frame
+            for row in rows:
+                feed(*row)
+        analysis.end()
+        runs.append((analysis, analysis.take_rows(), analysis.take_findings()))
+    # every analysis in the tests is also a differential test of the fast paths (analyzer/_wirescan.c,
+    # SessionAnalysis._fast) against the exact path
+    exact, exact_rows, exact_findings = runs[0]
+    for analysis, rows, findings in runs[1:]:
+        assert (rows, findings, analysis.summary()) == (exact_rows, exact_findings, exact.summary())
+        assert outcome(analysis.method_stats) == outcome(exact.method_stats)
+    return runs[-1]
+
+
+def _as_bytes(raw):
+    """Frames as the store gives them (bytes), where they can be encoded."""
+    try:
+        return raw.encode("utf-8") if type(raw) is str else raw
+    except UnicodeEncodeError:  # a lone surrogate: only text can hold it
+        return raw
+
+
+def outcome(method_stats: dict) -> dict:
+    """Per-method statistics in comparable form (latency sketches by their quantiles)."""
+    return {m: (s["calls"], s["errors"], s["unanswered"], s["latencies"].count,
+                [s["latencies"].quantile(q) for q in (0.5, 0.95, 1.0)]) for m, s in method_stats.items()}
 
 
 def codes(frames, **kw) -> list[str]:

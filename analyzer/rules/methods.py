@@ -65,14 +65,9 @@ def capability_not_negotiated(msg, s):
             return Hit("a log notification, but no request in progress set _meta "
                        f"{mcp.META_LOG_LEVEL!r}")
         return None
-    gate = mcp.CAPABILITY_GATES.get(msg.method)
-    if gate is None or not mcp.revision_at_least(s.revision, gate[2]):
-        return None
-    side, path, _ = gate
-    caps = s.server_caps if side == "server" else s.client_caps
-    if caps is None:  # not negotiated yet, or the handshake was not captured
-        return None
-    if not mcp.declared(caps, path):
+    missing = mcp.gate_missing(msg.method, s.revision, s.server_caps, s.client_caps)
+    if missing is not None:
+        side, path = missing
         return Hit(f"{msg.method} needs the {side} capability {'.'.join(path)}, which the {side} did not declare "
                    "at initialize")
 
@@ -81,11 +76,10 @@ def capability_not_negotiated(msg, s):
       ref="MCP 2026-07-28 basic §_meta: every request carries io.modelcontextprotocol/protocolVersion and "
           "io.modelcontextprotocol/clientCapabilities",
       summary="2026-07-28: a request lacks the required per-request _meta protocol fields",
-      when=['stateless'])
+      when=['meta-missing'])
 def modern_meta_missing(msg, s):
     if s.stateless and msg.direction == mcp.C2S:
-        meta = msg.meta()
-        missing = [k for k in mcp.MODERN_REQUIRED_META if k not in meta]
+        missing = mcp.missing_meta(msg.meta())
         if missing:
             return Hit(f"{msg.method} lacks params._meta {', '.join(missing)}")
 
@@ -94,9 +88,9 @@ def modern_meta_missing(msg, s):
       ref='MCP 2026-07-28 basic §ResultType: "resultType" is "complete" or "input_required"; an unknown value '
           "MUST be treated as invalid",
       summary="2026-07-28: a result's resultType is present but not a known value",
-      when=['stateless'])
+      when=['result-type'])
 def result_type_invalid(msg, s):
     if s.stateless and msg.kind == "response":
         result = msg.value.get("result")
-        if type(result) is dict and "resultType" in result and result["resultType"] not in mcp.RESULT_TYPES:
+        if type(result) is dict and mcp.bad_result_type(result.get("resultType", mcp.ABSENT)):
             return Hit(f"resultType {result['resultType']!r} is not one of {sorted(mcp.RESULT_TYPES)}")
