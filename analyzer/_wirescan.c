@@ -28,6 +28,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -704,18 +705,22 @@ fail:
    call. The exact path changes only init_request of what is cached here (re-read after it). */
 typedef struct {
     PyObject *analysis;
-    PyObject *outstanding, *answered, *tokens, *kinds, *stats, *last_sent, *quiet, *rows, *sid, *clean;
+    PyObject *outstanding, *answered, *tokens, *done_tokens, *kinds, *stats, *last_sent, *quiet, *rows, *sid, *clean;
     PyObject *frame, *answer, *stats_of, *init_request;
     int handshake, stateless, progress_quiet;
 } Core;
 
 static PyObject *K_REQUEST, *K_NOTIFICATION, *K_RESPONSE, *K_ERROR, *C2S, *S2C, *WIREMSG;
+static PyObject *SKETCH = NULL; /* analyzer.latency.LatencySketch */
+static double LOG_GAMMA = 0, MIN_SECONDS = 0;
+static PyObject *S_ADD, *S_SEQ, *S_TS, *S_METHOD, *S_ROW, *S_LATENCIES, *S_ERRORS, *S_BUCKETS, *S_COUNT, *S_MAX;
 static PyObject *ONE, *S_N, *S_S, *S_CALLS, *S_CLIENT_REQUESTS, *S_TOKEN, *S_LOG_LEVEL, *S_BATCH, *S_CANCELLED, *S_FRAMES;
 
 static void core_clear(Core *c) {
     Py_CLEAR(c->outstanding);
     Py_CLEAR(c->answered);
     Py_CLEAR(c->tokens);
+    Py_CLEAR(c->done_tokens);
     Py_CLEAR(c->kinds);
     Py_CLEAR(c->stats);
     Py_CLEAR(c->last_sent);
@@ -747,6 +752,7 @@ static int core_init(Core *c, PyObject *analysis) {
     GET(outstanding, "outstanding");
     GET(answered, "answered");
     GET(tokens, "tokens");
+    GET(done_tokens, "done_tokens");
     GET(kinds, "kinds");
     GET(stats, "method_stats");
     GET(last_sent, "last_sent");
@@ -766,7 +772,7 @@ static int core_init(Core *c, PyObject *analysis) {
         (c->stateless = core_flag(analysis, "stateless")) < 0 ||
         (c->progress_quiet = core_flag(analysis, "_progress_quiet")) < 0)
         return -1;
-    if (!PyDict_CheckExact(c->outstanding) || !PyDict_CheckExact(c->answered) || !PyDict_CheckExact(c->tokens) ||
+    if (!PyDict_CheckExact(c->outstanding) || !PyDict_CheckExact(c->answered) || !PyDict_CheckExact(c->tokens) || !PyDict_CheckExact(c->done_tokens) ||
         !PyDict_CheckExact(c->kinds) || !PyDict_CheckExact(c->stats) || !PyDict_CheckExact(c->last_sent) ||
         !PyDict_CheckExact(c->quiet) || !PyList_CheckExact(c->rows) || !PyDict_CheckExact(c->clean)) {
         PyErr_SetString(PyExc_TypeError, "feed(): not a SessionAnalysis");
@@ -931,6 +937,112 @@ done:
     return rc;
 }
 
+/* LatencySketch.add(seconds) for a finite latency (analyzer/latency.py, to the bit). */
+static int sketch_add(PyObject *sketch, double seconds) {
+    PyObject *buckets, *key, *max;
+    int rc;
+    if (Py_TYPE(sketch) != (PyTypeObject *)SKETCH) {
+        PyObject *value = PyFloat_FromDouble(seconds), *result;
+        if (value == NULL)
+            return -1;
+        result = PyObject_CallMethodOneArg(sketch, S_ADD, value);
+        Py_DECREF(value);
+        Py_XDECREF(result);
+        return result == NULL ? -1 : 0;
+    }
+    double value = seconds > MIN_SECONDS ? seconds : MIN_SECONDS;
+    if ((buckets = PyObject_GetAttr(sketch, S_BUCKETS)) == NULL)
+        return -1;
+    key = PyLong_FromDouble(ceil(log(value) / LOG_GAMMA));
+    rc = key == NULL ? -1 : add_one(buckets, key);
+    Py_XDECREF(key);
+    Py_DECREF(buckets);
+    if (rc < 0 || attr_add_one(sketch, S_COUNT) < 0 || (max = PyObject_GetAttr(sketch, S_MAX)) == NULL)
+        return -1;
+    rc = 0;
+    if (max == Py_None || (PyFloat_Check(max) && seconds > PyFloat_AS_DOUBLE(max))) {
+        PyObject *now = PyFloat_FromDouble(seconds);
+        rc = now == NULL ? -1 : PyObject_SetAttr(sketch, S_MAX, now);
+        Py_XDECREF(now);
+    } else if (!PyFloat_Check(max)) {
+        PyObject *now = PyFloat_FromDouble(seconds);
+        int greater = now == NULL ? -1 : PyObject_RichCompareBool(now, max, Py_GT);
+        rc = greater < 0 ? -1 : (greater ? PyObject_SetAttr(sketch, S_MAX, now) : 0);
+        Py_XDECREF(now);
+    }
+    Py_DECREF(max);
+    return rc;
+}
+
+/* SessionAnalysis._answer, natively for a request the fast path recorded (a WireMsg, its method
+   text as the scanner gave it) and float times; the Python method otherwise. */
+static int answer(Core *c, PyObject *row, PyObject *kind, PyObject *seq, PyObject *ts, PyObject *key, PyObject *req) {
+    PyObject *req_seq = NULL, *req_ts = NULL, *method = NULL, *pair = NULL, *latency = NULL, *stats = NULL;
+    PyObject *sketch = NULL, *req_row = NULL, *token = NULL;
+    int rc = -1;
+    if (Py_TYPE(req) != (PyTypeObject *)WIREMSG || !PyFloat_CheckExact(ts) ||
+        (req_ts = PyObject_GetAttr(req, S_TS)) == NULL || !PyFloat_CheckExact(req_ts)) {
+        Py_XDECREF(req_ts);
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *args[6] = {row, kind, seq, ts, key, req};
+        PyObject *result = PyObject_Vectorcall(c->answer, args, 6, NULL);
+        Py_XDECREF(result);
+        return result == NULL ? -1 : 0;
+    }
+    if ((req_seq = PyObject_GetAttr(req, S_SEQ)) == NULL || (method = PyObject_GetAttr(req, S_METHOD)) == NULL ||
+        (pair = PyTuple_Pack(2, req_seq, seq)) == NULL || PyDict_SetItem(c->answered, key, pair) < 0)
+        goto done;
+    double seconds = PyFloat_AS_DOUBLE(ts) - PyFloat_AS_DOUBLE(req_ts);
+    int finite = isfinite(seconds);
+    latency = finite ? PyFloat_FromDouble(seconds) : Py_NewRef(Py_None);
+    if (latency == NULL || PyList_SetItem(row, 6, Py_NewRef(method)) < 0 || PyList_SetItem(row, 7, Py_NewRef(req_seq)) < 0 ||
+        PyList_SetItem(row, 8, Py_NewRef(latency)) < 0)
+        goto done;
+    stats = PyDict_GetItemWithError(c->stats, method);
+    if (stats != NULL)
+        Py_INCREF(stats);
+    else if (PyErr_Occurred() || (stats = PyObject_CallOneArg(c->stats_of, method)) == NULL)
+        goto done;
+    if (finite) {
+        if ((sketch = PyDict_GetItemWithError(stats, S_LATENCIES)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "latencies");
+            goto done;
+        }
+        if (sketch_add(sketch, seconds) < 0)
+            goto done;
+        sketch = NULL; /* borrowed */
+    }
+    if (kind == K_ERROR && add_one(stats, S_ERRORS) < 0)
+        goto done;
+    if ((req_row = PyObject_GetAttr(req, S_ROW)) == NULL)
+        goto done;
+    if (req_row != Py_None) {
+        if (PyList_SetItem(req_row, 7, Py_NewRef(seq)) < 0 || PyList_SetItem(req_row, 8, Py_NewRef(latency)) < 0 ||
+            PyList_Append(c->rows, req_row) < 0 || PyObject_SetAttr(req, S_ROW, Py_None) < 0)
+            goto done;
+    }
+    if ((token = PyObject_GetAttr(req, S_TOKEN)) == NULL)
+        goto done;
+    if (token != Py_None) {
+        int known = PyDict_Contains(c->tokens, token);
+        if (known < 0 || (known && PyDict_DelItem(c->tokens, token) < 0) || PyDict_SetItem(c->done_tokens, token, seq) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(req_seq);
+    Py_XDECREF(req_ts);
+    Py_XDECREF(method);
+    Py_XDECREF(pair);
+    Py_XDECREF(latency);
+    Py_XDECREF(stats);
+    Py_XDECREF(req_row);
+    Py_XDECREF(token);
+    return rc;
+}
+
 /* A response or an error that answers a request no rule needs to see this answer of. */
 static int take_response(Core *c, Envelope *env, PyObject *seq, PyObject *ts, PyObject *direction, PyObject *raw,
                          PyObject *sig, PyObject *kind, PyObject *ident, PyObject *id_text) {
@@ -970,8 +1082,7 @@ static int take_response(Core *c, Envelope *env, PyObject *seq, PyObject *ts, Py
         PyDict_DelItem(c->outstanding, key) < 0)
         goto fail;
     {
-        PyObject *args[6] = {row, kind, seq, ts, key, req};
-        if ((result = PyObject_Vectorcall(c->answer, args, 6, NULL)) == NULL)
+        if (answer(c, row, kind, seq, ts, key, req) < 0)
             goto fail;
     }
     if ((sent = PyTuple_Pack(9, seq, ts, direction, raw, sig, kind, Py_None, ident, id_text)) == NULL ||
@@ -1166,9 +1277,11 @@ fail:
 }
 
 static PyObject *configure_core(PyObject *self, PyObject *args) {
-    PyObject *request, *notification, *response, *error, *c2s, *s2c, *wiremsg;
-    if (!PyArg_ParseTuple(args, "UUUUUUO", &request, &notification, &response, &error, &c2s, &s2c, &wiremsg))
+    PyObject *request, *notification, *response, *error, *c2s, *s2c, *wiremsg, *sketch;
+    if (!PyArg_ParseTuple(args, "UUUUUUOOdd", &request, &notification, &response, &error, &c2s, &s2c, &wiremsg,
+                          &sketch, &LOG_GAMMA, &MIN_SECONDS))
         return NULL;
+    Py_XSETREF(SKETCH, Py_NewRef(sketch));
     Py_XSETREF(K_REQUEST, Py_NewRef(request));
     Py_XSETREF(K_NOTIFICATION, Py_NewRef(notification));
     Py_XSETREF(K_RESPONSE, Py_NewRef(response));
@@ -1194,7 +1307,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(missing, params_for: frozenset, number_text: type)"},
     {"feed", feed, METH_VARARGS, "feed(analysis, rows) -> frames taken natively; the others go to analysis.frame"},
     {"configure_core", configure_core, METH_VARARGS,
-     "configure_core(request, notification, response, error, c2s, s2c, WireMsg)"},
+     "configure_core(request, notification, response, error, c2s, s2c, WireMsg, LatencySketch, log_gamma, "
+     "min_seconds)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1210,6 +1324,16 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
     S_OBJECT = PyUnicode_InternFromString("object");
     S_ARRAY = PyUnicode_InternFromString("array");
     ONE = PyLong_FromLong(1);
+    S_ADD = PyUnicode_InternFromString("add");
+    S_SEQ = PyUnicode_InternFromString("seq");
+    S_TS = PyUnicode_InternFromString("ts");
+    S_METHOD = PyUnicode_InternFromString("method");
+    S_ROW = PyUnicode_InternFromString("row");
+    S_LATENCIES = PyUnicode_InternFromString("latencies");
+    S_ERRORS = PyUnicode_InternFromString("errors");
+    S_BUCKETS = PyUnicode_InternFromString("buckets");
+    S_COUNT = PyUnicode_InternFromString("count");
+    S_MAX = PyUnicode_InternFromString("max");
     S_N = PyUnicode_InternFromString("n");
     S_S = PyUnicode_InternFromString("s");
     S_CALLS = PyUnicode_InternFromString("calls");
@@ -1219,6 +1343,8 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
     S_BATCH = PyUnicode_InternFromString("batch");
     S_CANCELLED = PyUnicode_InternFromString("cancelled");
     S_FRAMES = PyUnicode_InternFromString("frames");
+    if (!S_ADD || !S_SEQ || !S_TS || !S_METHOD || !S_ROW || !S_LATENCIES || !S_ERRORS || !S_BUCKETS || !S_COUNT || !S_MAX)
+        return NULL;
     if (!ONE || !S_OK || !S_ABSENT || !S_STR || !S_INT || !S_OBJECT || !S_ARRAY || !S_N || !S_S || !S_CALLS ||
         !S_CLIENT_REQUESTS || !S_TOKEN || !S_LOG_LEVEL || !S_BATCH || !S_CANCELLED || !S_FRAMES)
         return NULL;

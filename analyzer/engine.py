@@ -3,11 +3,13 @@ to a SessionAnalysis (analyzer/session.py), and write the derived `messages`, `f
 `analyses` tables. Recorded tables are never changed.
 
 Sessions are independent, so a large database is analysed by worker processes
-(PARALLEL_MIN_FRAMES, `workers`), each writing its rows to a scratch file of its own, merged
-into the database at the end in one transaction per worker (INSERT ... SELECT, at C speed; the
-messages index is rebuilt once after). In one process a session's rows are written in
-transactions of at most FLUSH_FRAMES frames, so other writers (a recorder) wait milliseconds,
-not the length of an analysis. A database that cannot be written still gets its
+(PARALLEL_MIN_FRAMES, `workers`) that write their rows into the database themselves, the
+messages index dropped first and built once at the end. Rows are written in transactions of
+about FLUSH_FRAMES frames, so other writers (a recorder, the other worker) wait milliseconds, not
+the length of an analysis; a worker that finds the database busy goes on analysing and writes
+later (`_Job._write`). Frames are read, scanned and paired natively where the C extensions were
+built (analyzer/_rowio.c, analyzer/_wirescan.c; SessionAnalysis.feed), with the same results as
+the pure-Python path. A database that cannot be written still gets its
 report: `Report.stored` says whether results were stored, and why not."""
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from analyzer import __version__, revision, store
 from analyzer.latency import LatencySketch
 from analyzer.session import SessionAnalysis
 
-FLUSH_FRAMES = 20_000
+FLUSH_FRAMES = 10_000
 """Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""
 
-MAX_UNWRITTEN = 5 * FLUSH_FRAMES
-"""Rows kept waiting, at most, while another writer holds the database."""
+MAX_UNWRITTEN = 3 * FLUSH_FRAMES
+"""Rows kept waiting, at most, while another writer holds the database (`_Job._write`)."""
 
 PARALLEL_MIN_FRAMES = 50_000
 """Below this many frames, or with a single session, everything runs in this process."""
@@ -83,6 +85,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         try:
             for sid in ids:
                 results[sid] = job.run(sid)
+            job.finish(list(results.values()))
         finally:
             job.close()
     else:
@@ -166,7 +169,16 @@ def _pool_context():
 def _run_group(db_path: str, group: list[str], store_it: bool, fallback_revision, policy) -> list[SessionResult]:
     job = _Job(db_path, fallback_revision, policy, store_it, None, cleared=True)
     try:
-        return [job.run(sid) for sid in group]
+        results, methods = [], {}
+        for sid in group:  # the method statistics summed here: memory per method, not per session
+            result = job.run(sid)
+            _merge_methods(methods, result.methods)
+            result.methods = {}
+            results.append(result)
+        if results:
+            results[0].methods = methods
+        job.finish(results)
+        return results
     finally:
         job.close()
 
@@ -181,14 +193,16 @@ class _Job:
         self.policy = policy
         self.progress = progress
         self.cleared = cleared
-        self.unwritten: list = []  # message rows made but not yet stored (the database was busy)
+        self.unwritten: list = []  # message rows made but not yet stored
         self.unwritten_findings: list = []
-        self.unwritten_clear = False  # the session's earlier results are still to be deleted
+        self.clears: list[str] = []  # sessions whose earlier results are still to be deleted
+        self.summaries: list[dict] = []  # analyses rows still to be stored
         self.reader = store.open_existing(db_path)
+        self.frames = store.frames_reader(db_path)  # the million rows: natively where built
         self.writer: sqlite3.Connection | None = None
         self.reason: str | None = None
         if store_it:
-            self.writer, self.reason = _writer(db_path)
+            self.writer, self.reason = _writer(db_path, rows=True)
 
     def _begin(self, *, wait: bool) -> bool:
         """A write transaction: False, at once, when another writer holds the database and
@@ -210,6 +224,7 @@ class _Job:
 
     def close(self) -> None:
         self.reader.close()
+        self.frames.close()
         if self.writer is not None:
             self.writer.close()
 
@@ -218,42 +233,59 @@ class _Job:
         findings: list[tuple] = []
         first = True
         count = 0
-        for chunk in chunks_of(self.reader, sid, analysis):
+        for chunk in chunks_of(self.frames, sid, analysis):
             count += len(chunk)
             if len(chunk) == FLUSH_FRAMES:
-                self._flush(sid, analysis, findings, first=first, last=False)
+                self._take(sid, analysis, findings, first=first, last=False)
                 first = False
                 if self.progress is not None:
                     self.progress(FLUSH_FRAMES)
         analysis.end()
-        self._flush(sid, analysis, findings, first=first, last=True)
+        self._take(sid, analysis, findings, first=first, last=True)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
         return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
 
-    def _flush(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
-        """Store the rows made since the last flush. While another writer holds the database
-        (the other worker, committing), the rows wait for the next flush instead of the writer
-        (SQLite's busy handler sleeps in steps of up to 100 ms); the last flush of a session,
-        or one with more than MAX_UNWRITTEN rows waiting, waits its turn."""
+    def finish(self, results: list[SessionResult]) -> None:
+        """Store what is still waiting; a failure to is every session's reason."""
+        if self.writer is not None and (self.unwritten or self.clears or self.summaries):
+            self._write(wait=True)
+        if self.reason is not None:
+            for result in results:
+                result.not_stored_reason = result.not_stored_reason or self.reason
+
+    def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
+        """The rows made since the last time, stored once FLUSH_FRAMES of them wait (several
+        small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings()
         findings.extend(found)
         if self.writer is None:
             return
         self.unwritten.extend(rows)
         self.unwritten_findings.extend(found)
-        self.unwritten_clear = self.unwritten_clear or (first and not self.cleared)
+        if first and not self.cleared:
+            self.clears.append(sid)
+        if last:
+            self.summaries.append(analysis.summary())
+        if len(self.unwritten) >= FLUSH_FRAMES:
+            self._write(wait=len(self.unwritten) >= MAX_UNWRITTEN)
+
+    def _write(self, *, wait: bool) -> None:
+        """One transaction with everything waiting. While another writer holds the database (the
+        other worker, committing), nothing is written unless `wait`: the rows wait for the next
+        time rather than the worker for the lock (SQLite's busy handler sleeps in steps of up to
+        100 ms)."""
         conn = self.writer
         try:
-            if not self._begin(wait=last or len(self.unwritten) >= MAX_UNWRITTEN):
+            if not self._begin(wait=wait):
                 return
-            if self.unwritten_clear:
+            for sid in self.clears:
                 store.clear_analysis(conn, sid)
             store.insert_analysis_rows(conn, self.unwritten, self.unwritten_findings)
-            if last:
-                store.insert_analysis_summary(conn, analysis.summary(), time.time(), f"mcptap {__version__}")
+            for summary in self.summaries:
+                store.insert_analysis_summary(conn, summary, time.time(), f"mcptap {__version__}")
             conn.execute("COMMIT")
-            self.unwritten, self.unwritten_findings, self.unwritten_clear = [], [], False
+            self.unwritten, self.unwritten_findings, self.clears, self.summaries = [], [], [], []
         except (sqlite3.Error, OSError) as exc:
             self.reason = _why(exc)
             try:
@@ -305,9 +337,11 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     return analysis.summary(), analysis.take_rows(), analysis.take_findings()
 
 
-def _writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
+def _writer(db_path: str, *, rows: bool = False) -> tuple[sqlite3.Connection | None, str | None]:
+    """A connection to write with (`rows`: for the analysis rows, once the schema is known to be
+    up to date), or why there is none."""
     try:
-        return store.connect(db_path), None
+        return (store.rows_writer(db_path) if rows else store.connect(db_path)), None
     except (sqlite3.Error, OSError) as exc:
         return None, _why(exc)
 

@@ -8,7 +8,7 @@ import math
 
 RELATIVE_ERROR = 0.01
 _GAMMA = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
-_LOG_GAMMA = math.log(_GAMMA)
+LOG_GAMMA = math.log(_GAMMA)
 MIN_SECONDS = 1e-6  # latencies below a microsecond (or negative, on a skewed clock) count as this
 
 
@@ -24,7 +24,7 @@ class LatencySketch:
         if not math.isfinite(seconds):  # a log's impossible times: no latency to count
             return
         value = seconds if seconds > MIN_SECONDS else MIN_SECONDS
-        key = math.ceil(math.log(value) / _LOG_GAMMA)
+        key = math.ceil(math.log(value) / LOG_GAMMA)
         self.buckets[key] = self.buckets.get(key, 0) + 1
         self.count += 1
         if self.max is None or seconds > self.max:

@@ -3,14 +3,60 @@
 Method, direction and kind come from `mcp_types.methods` (the SDK's own per-version maps) and
 revisions from `mcp_types.version`; this module only reshapes them into sets keyed by
 (revision, direction) and adds what mcp-types leaves out on purpose (the experimental
-2025-11-25 tasks methods, which the spec's unions do contain)."""
+2025-11-25 tasks methods, which the spec's unions do contain).
+
+Importing mcp-types builds its pydantic models (a quarter of a second, on every command), so
+what is read from it is kept in a cache file per installed mcp-types version (`_from_mcp_types`)."""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from functools import lru_cache
+from importlib import metadata
 
-from mcp_types import methods as _methods
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+_CACHE_FORMAT = 1  # bump when _from_mcp_types reads something else
+
+
+def _from_mcp_types() -> dict:
+    """The method maps of `mcp_types.methods` as (method, first revision) pairs, and the revision
+    lists of `mcp_types.version`: from the cache for this mcp-types version when there is one."""
+    try:
+        version = metadata.version("mcp-types")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout without it installed
+        version = None
+    folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcptap")
+    path = os.path.join(folder, f"mcp-types-{version}-{_CACHE_FORMAT}.json")
+    if version is not None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            pass
+    from mcp_types import methods
+    from mcp_types import version as versions
+
+    tables = {name: [list(pair) for pair in getattr(methods, name)]
+              for name in ("CLIENT_REQUESTS", "CLIENT_NOTIFICATIONS", "SERVER_REQUESTS", "SERVER_NOTIFICATIONS")}
+    tables.update({name: list(getattr(versions, name))
+                   for name in ("HANDSHAKE_PROTOCOL_VERSIONS", "KNOWN_PROTOCOL_VERSIONS", "MODERN_PROTOCOL_VERSIONS")})
+    if version is not None:
+        try:  # written whole or not at all
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".mcp-types-")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(tables, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return tables
+
+
+_TABLES = _from_mcp_types()
+HANDSHAKE_PROTOCOL_VERSIONS = tuple(_TABLES["HANDSHAKE_PROTOCOL_VERSIONS"])
+KNOWN_PROTOCOL_VERSIONS = tuple(_TABLES["KNOWN_PROTOCOL_VERSIONS"])
+MODERN_PROTOCOL_VERSIONS = tuple(_TABLES["MODERN_PROTOCOL_VERSIONS"])
 
 C2S, S2C = "c2s", "s2c"
 OTHER = {C2S: S2C, S2C: C2S}
@@ -64,8 +110,10 @@ _TASK_NOTES_2025 = [(m, "2025-11-25") for m in _TASK_NOTIFICATIONS]
 REQUESTS: dict[tuple[str, str], frozenset[str]] = {}
 NOTIFICATIONS: dict[tuple[str, str], frozenset[str]] = {}
 for _direction, _requests, _notes in (
-    (C2S, _by_revision(_methods.CLIENT_REQUESTS, _TASKS_2025), _by_revision(_methods.CLIENT_NOTIFICATIONS, _TASK_NOTES_2025)),
-    (S2C, _by_revision(_methods.SERVER_REQUESTS, _TASKS_2025), _by_revision(_methods.SERVER_NOTIFICATIONS, _TASK_NOTES_2025)),
+    (C2S, _by_revision(_TABLES["CLIENT_REQUESTS"], _TASKS_2025),
+     _by_revision(_TABLES["CLIENT_NOTIFICATIONS"], _TASK_NOTES_2025)),
+    (S2C, _by_revision(_TABLES["SERVER_REQUESTS"], _TASKS_2025),
+     _by_revision(_TABLES["SERVER_NOTIFICATIONS"], _TASK_NOTES_2025)),
 ):
     for _rev in KNOWN_REVISIONS:
         REQUESTS[(_rev, _direction)] = _requests[_rev]

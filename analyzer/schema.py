@@ -104,8 +104,7 @@ DERIVED_DDL = (
     )
     """,
 )
-"""What `mcptap analyze` writes (spec/contract.md), replaced session by session at each run;
-also the layout of an analysis worker's scratch file."""
+"""What `mcptap analyze` writes (spec/contract.md), replaced session by session at each run."""
 
 DERIVED_INDEXES = (
     "CREATE INDEX IF NOT EXISTS messages_by_frame ON messages (session_id, frame_seq, idx)",
@@ -173,7 +172,6 @@ def frame_redactions(db: Database) -> None:
 
 
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
-DERIVED_TABLES = ("messages", "findings", "analyses")
 
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0001_recorded_tables", recorded_tables),

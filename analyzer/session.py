@@ -15,9 +15,9 @@ from typing import Any
 
 from analyzer import jsonwire, mcp, rules
 from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
-                               Signature, by_key, classify, kind_of, signature)
+                               Signature, by_key, classify)
 from analyzer.jsonwire import NumberText
-from analyzer.latency import LatencySketch
+from analyzer.latency import LOG_GAMMA, MIN_SECONDS, LatencySketch
 from analyzer.rules import Hit, Rule
 from analyzer.textsafe import storable
 
@@ -801,7 +801,8 @@ if _wirescan is not None and _wirescan.META_NAMES != (mcp.META_PROTOCOL_VERSION,
     _wirescan = None  # a build from other sources: the exact path alone is right, only slower
 if _wirescan is not None:
     _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)
-    _wirescan.configure_core(REQUEST, NOTIFICATION, RESPONSE, ERROR, C2S, S2C, WireMsg)
+    _wirescan.configure_core(REQUEST, NOTIFICATION, RESPONSE, ERROR, C2S, S2C, WireMsg, LatencySketch,
+                             LOG_GAMMA, MIN_SECONDS)
 
 _STORABLE: dict[str, str] = {}
 

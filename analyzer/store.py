@@ -103,6 +103,34 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in rows}
 
 
+def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
+    """A connection for writing many rows into a database whose schema is up to date: the
+    native writer where it was built (analyzer/_rowio.c: execute, executemany, in_transaction,
+    close, and sqlite3's exceptions), else `connect`."""
+    try:
+        from analyzer._rowio import Writer
+    except ImportError:  # pragma: no cover - a build without SQLite's headers
+        return connect(path, busy_timeout=busy_timeout)
+    writer = Writer(os.fspath(path), int(busy_timeout * 1000))
+    writer.execute("PRAGMA synchronous=NORMAL")
+    return writer
+
+
+def frames_reader(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
+    """A connection for reading a million frames (`iter_raw_frames`): the native reader where it
+    was built (analyzer/_rowio.c), else `open_existing`."""
+    try:
+        from analyzer._rowio import Reader
+    except ImportError:  # pragma: no cover - a build without SQLite's headers
+        return open_existing(path)
+    try:
+        reader = Reader(os.fspath(path), int(busy_timeout * 1000))
+        reader.execute("SELECT 1 FROM frames LIMIT 1").fetchall()
+        return reader
+    except sqlite3.Error:  # what the sqlite3 module opens differently (a read-only folder): its way
+        return open_existing(path)
+
+
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Apply pending migrations under a write lock, so concurrent recorders never race."""
     if {name for name, _ in schema.MIGRATIONS} <= _applied_migrations(conn):
@@ -357,35 +385,14 @@ def insert_analysis_summary(conn: sqlite3.Connection, summary: dict, analyzed_at
     )
 
 
-def create_scratch(path: str) -> sqlite3.Connection:
-    """A private file with the derived tables and no indexes, for one analysis worker."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    for statement in schema.DERIVED_DDL:
-        conn.execute(statement)
-    return conn
-
-
-def merge_scratch(conn: sqlite3.Connection, scratch_path: str) -> None:
-    """Add a worker's scratch file to the derived tables, in one transaction (the sessions'
-    earlier rows must be gone: `clear_analyses`)."""
-    conn.execute("ATTACH DATABASE ? AS scratch", (scratch_path,))
-    try:
-        with write_transaction(conn):
-            for table in schema.DERIVED_TABLES:
-                conn.execute(f"INSERT INTO main.{table} SELECT * FROM scratch.{table}")
-    finally:
-        conn.execute("DETACH DATABASE scratch")
-
-
 def drop_message_index(conn: sqlite3.Connection) -> None:
-    """Before a large merge: an index built once after the rows costs half as much as one kept
+    """Before a large analysis: an index built once after the rows costs less than one kept
     up to date row by row (`ensure_message_indexes` puts it back)."""
     conn.execute("DROP INDEX IF EXISTS messages_by_frame")
 
 
 def ensure_message_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA threads = {os.cpu_count() or 1}")  # SQLite sorts the index's keys on all of them
     for statement in schema.DERIVED_INDEXES:
         conn.execute(statement)
 

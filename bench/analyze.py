@@ -793,51 +793,64 @@ def baseline(db: str) -> dict:
 
 def stages(db: str) -> dict:
     """Per-frame CPU of the product's own stages, in this process, one after the other: reading
-    the frames, reading and parsing them (jsonwire.parse), and reading, parsing and analysing
-    them (engine.new_analysis / SessionAnalysis.frame; nothing stored). Each is timed over
-    every session of the database; the differences are the cost of each stage alone."""
-    from analyzer import engine, jsonwire
+    the frames as the analysis does (store.frames_reader, FLUSH_FRAMES at a time), reading and
+    scanning their envelopes (the native scanner, when built), reading and analysing them
+    (SessionAnalysis.feed: the native fast path, the exact path for the rest; nothing stored),
+    and, for scale, reading and analysing every frame through the exact path alone. Each is
+    timed over every session of the database; the differences are the cost of each stage."""
+    from analyzer import engine, session
 
     conn = store.open_existing(db)
+    reader = store.frames_reader(db)
     ids = store.session_ids(conn)
-    parse = jsonwire.parse
+    scan = session._wirescan.scan if session._wirescan is not None else (lambda raw: None)
+
+    def chunks(sid):
+        cursor = store.iter_raw_frames(reader, sid)
+        while chunk := cursor.fetchmany(engine.FLUSH_FRAMES):
+            yield chunk
 
     def read(sid):
-        for _ in store.iter_raw_frames(conn, sid):
+        for _ in chunks(sid):
             pass
 
-    def parsed(sid):
-        for _, _, _, raw in store.iter_raw_frames(conn, sid):
-            parse(raw)
+    def scanned(sid):
+        for chunk in chunks(sid):
+            for row in chunk:
+                scan(row[3])
 
-    def analysed(sid):
+    def analysed(sid, exact_only=False):
         analysis = engine.new_analysis(conn, sid)
-        feed = analysis.frame
-        for seq, ts, direction, raw in store.iter_raw_frames(conn, sid):
-            feed(seq, ts, direction, raw)
+        if exact_only:
+            analysis._scan = analysis._feed = None
+        for chunk in chunks(sid):
+            analysis.feed(chunk)
         analysis.end()
 
     out = {}
     try:
         n = store.count_frames(conn)
-        for name, fn in (("read", read), ("parse", parsed), ("analyse", analysed)):
+        for name, fn in (("read", read), ("scan", scanned), ("analyse", analysed),
+                         ("exact", lambda sid: analysed(sid, exact_only=True))):
             t0 = time.process_time()
             for sid in ids:
                 fn(sid)
             out[name] = (time.process_time() - t0) / n * 1e6
     finally:
         conn.close()
+        reader.close()
     return out
 
 
 def print_stages(st: dict, r: dict, b: dict, n: int) -> None:
-    read, parse, analyse = st["read"], st["parse"] - st["read"], st["analyse"] - st["parse"]
+    read, scan, analyse = st["read"], st["scan"] - st["read"], st["analyse"] - st["scan"]
     total = r["cpu_s"] / n * 1e6
     rest = total - st["analyse"]
-    print(f"    where (b)'s CPU goes, per frame: read {read:.1f} us, parse {parse:.1f} us (exact: duplicate keys, "
-          f"number forms), analyse {analyse:.1f} us (classify, pair, rules, rows), store, merge, start-up and "
-          f"report {rest:.1f} us; (b) in all {total:.1f} us over {os.cpu_count()} CPUs; baseline "
-          f"{1e6 / b['rate']:.1f} us on one")
+    print(f"    where (b)'s CPU goes, per frame: read {read:.1f} us, envelope scan {scan:.1f} us (strict JSON, "
+          f"UTF-8, duplicate names), analyse {analyse:.1f} us (classify, pair, rules, rows), store, index, "
+          f"start-up and report {rest:.1f} us; (b) in all {total:.1f} us over {os.cpu_count()} CPUs; baseline "
+          f"{1e6 / b['rate']:.1f} us on one; every frame through the exact path instead: "
+          f"{st['exact'] - st['read']:.1f} us to analyse")
 
 
 # -- (b) mcptap analyze -------------------------------------------------------------------------
@@ -953,6 +966,7 @@ sys.exit(code if 0 <= code < 256 else 1)
 def run_analyze(src: str, tmp: str, n: int) -> dict:
     db = os.path.join(tmp, f"analyze-{n}.db")
     shutil.copyfile(src, db)
+    os.sync()  # the copy's dirty pages written back now, not by the kernel while (b) is timed
     out_path, err_path, stats_path = db + ".out.json", db + ".stderr", db + ".stats"
     argv = analyze_argv(db)
     r: dict = {"n": n, "argv": argv}
