@@ -63,8 +63,28 @@ static PyObject *error(sqlite3 *db, int rc) {
     return NULL;
 }
 
-static int closed(Writer *self) {
-    if (self->db == NULL) {
+/* Opens `args` = (path, busy_timeout_ms) with `flags` into *db; -1 with the error set. */
+static int open_db(PyObject *args, int flags, sqlite3 **db) {
+    PyObject *path;
+    int busy_ms;
+    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path, &busy_ms))
+        return -1;
+    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    Py_DECREF(path);
+    if (rc != SQLITE_OK) {
+        error(*db, rc);
+        sqlite3_close_v2(*db);
+        *db = NULL;
+        return -1;
+    }
+    sqlite3_extended_result_codes(*db, 1); /* as the sqlite3 module reports them */
+    sqlite3_busy_timeout(*db, busy_ms);
+    return 0;
+}
+
+/* True, with sqlite3.ProgrammingError set, when the connection was closed. */
+static int closed(sqlite3 *db) {
+    if (db == NULL) {
         PyObject *cls = PyObject_GetAttrString(SQLITE3, "ProgrammingError");
         if (cls != NULL) {
             PyErr_SetString(cls, "Cannot operate on a closed database.");
@@ -188,7 +208,7 @@ static int run(Writer *self, sqlite3_stmt *stmt, int release) {
 
 static PyObject *Writer_execute(Writer *self, PyObject *args) {
     PyObject *sql, *params = NULL;
-    if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self))
+    if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
     if (stmt == NULL || (params != NULL && bind(self->db, stmt, params) < 0) || run(self, stmt, 1) < 0)
@@ -198,7 +218,7 @@ static PyObject *Writer_execute(Writer *self, PyObject *args) {
 
 static PyObject *Writer_executemany(Writer *self, PyObject *args) {
     PyObject *sql, *rows, *iterator, *row;
-    if (!PyArg_ParseTuple(args, "UO", &sql, &rows) || closed(self))
+    if (!PyArg_ParseTuple(args, "UO", &sql, &rows) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
     if (stmt == NULL || (iterator = PyObject_GetIter(rows)) == NULL)
@@ -239,21 +259,8 @@ static PyObject *Writer_in_transaction(Writer *self, void *unused) {
 }
 
 static int Writer_init(Writer *self, PyObject *args, PyObject *kwargs) {
-    PyObject *path;
-    int busy_ms;
-    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path, &busy_ms))
-        return -1;
     finalize(self);
-    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-    Py_DECREF(path);
-    if (rc != SQLITE_OK) {
-        error(self->db, rc);
-        finalize(self);
-        return -1;
-    }
-    sqlite3_extended_result_codes(self->db, 1); /* as the sqlite3 module reports them */
-    sqlite3_busy_timeout(self->db, busy_ms);
-    return 0;
+    return open_db(args, SQLITE_OPEN_READWRITE, &self->db);
 }
 
 static void Writer_dealloc(Writer *self) {
@@ -380,16 +387,8 @@ static PyObject *Reader_fetchall(Reader *self, PyObject *unused) {
 
 static PyObject *Reader_execute(Reader *self, PyObject *args) {
     PyObject *sql, *params = NULL;
-    if (!PyArg_ParseTuple(args, "U|O", &sql, &params))
+    if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self->db))
         return NULL;
-    if (self->db == NULL) {
-        PyObject *cls = PyObject_GetAttrString(SQLITE3, "ProgrammingError");
-        if (cls != NULL) {
-            PyErr_SetString(cls, "Cannot operate on a closed database.");
-            Py_DECREF(cls);
-        }
-        return NULL;
-    }
     Reader_end(self);
     Py_ssize_t size;
     const char *text = PyUnicode_AsUTF8AndSize(sql, &size);
@@ -416,21 +415,8 @@ static PyObject *Reader_close(Reader *self, PyObject *unused) {
 }
 
 static int Reader_init(Reader *self, PyObject *args, PyObject *kwargs) {
-    PyObject *path;
-    int busy_ms;
-    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path, &busy_ms))
-        return -1;
     Py_XDECREF(Reader_close(self, NULL));
-    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), &self->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    Py_DECREF(path);
-    if (rc != SQLITE_OK) {
-        error(self->db, rc);
-        Py_XDECREF(Reader_close(self, NULL));
-        return -1;
-    }
-    sqlite3_extended_result_codes(self->db, 1); /* as the sqlite3 module reports them */
-    sqlite3_busy_timeout(self->db, busy_ms);
-    return 0;
+    return open_db(args, SQLITE_OPEN_READONLY, &self->db);
 }
 
 static void Reader_dealloc(Reader *self) {
