@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - a build without a C compiler
 C2S, S2C = mcp.C2S, mcp.S2C
 OTHER = mcp.OTHER
 _MISSING = mcp.ABSENT
+_ITSELF = object()
 _SCALAR, _ARRAY = Signature("scalar"), Signature("array")
 _NO_META: dict = {}
 
@@ -48,7 +49,7 @@ class Msg:
     row: MessageRow | None = None
     # facts the session core works out, for the rules
     pairing: str | None = None
-    request: "Msg | None" = None  # for a response: the request it answers; for a request: itself
+    _request: "Msg | None" = None
     related: int | None = None
     fact: str | None = None
     probe: bool = False  # a 2026-07-28 request sent before initialize by a dual-era client
@@ -64,6 +65,17 @@ class Msg:
                  frame: "Frame"):
         self.seq, self.idx, self.ts, self.direction = seq, idx, ts, direction
         self.value, self.sig, self.kind, self.frame = value, sig, kind, frame
+
+    @property
+    def request(self) -> "Msg | None":
+        """For a response: the request it answers; for a request: itself (kept as a mark, not a
+        reference to itself: a million requests make no cycles for the collector to find)."""
+        request = self._request
+        return self if request is _ITSELF else request
+
+    @request.setter
+    def request(self, value: "Msg | None") -> None:
+        self._request = _ITSELF if value is self else value
 
     @property
     def has_id(self) -> bool:
