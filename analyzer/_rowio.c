@@ -295,13 +295,18 @@ static PyTypeObject WriterType = {
 
 /* -- Reader ---------------------------------------------------------------------------- */
 
+#define SHORT_TEXTS 8   /* columns whose last short text is kept to be given again */
+#define SHORT_TEXT 16   /* bytes */
+
 typedef struct {
     PyObject_HEAD
     sqlite3 *db;
     sqlite3_stmt *stmt; /* the query being read, NULL when none or read to its end */
+    PyObject *last[SHORT_TEXTS]; /* per column, its last short text: "c2s" a million times is one str */
 } Reader;
 
-static PyObject *column(sqlite3_stmt *stmt, int i) {
+static PyObject *column(Reader *self, int i) {
+    sqlite3_stmt *stmt = self->stmt;
     switch (sqlite3_column_type(stmt, i)) {
     case SQLITE_INTEGER:
         return PyLong_FromLongLong(sqlite3_column_int64(stmt, i));
@@ -309,7 +314,17 @@ static PyObject *column(sqlite3_stmt *stmt, int i) {
         return PyFloat_FromDouble(sqlite3_column_double(stmt, i));
     case SQLITE_TEXT: {
         const char *text = (const char *)sqlite3_column_text(stmt, i);
-        return PyUnicode_DecodeUTF8(text, sqlite3_column_bytes(stmt, i), NULL);
+        int n = sqlite3_column_bytes(stmt, i);
+        if (i >= SHORT_TEXTS || n > SHORT_TEXT)
+            return PyUnicode_DecodeUTF8(text, n, NULL);
+        PyObject *last = self->last[i];
+        if (last != NULL && PyUnicode_IS_COMPACT_ASCII(last) && PyUnicode_GET_LENGTH(last) == n &&
+            memcmp(PyUnicode_DATA(last), text, n) == 0)
+            return Py_NewRef(last);
+        PyObject *value = PyUnicode_DecodeUTF8(text, n, NULL);
+        if (value != NULL)
+            Py_XSETREF(self->last[i], Py_NewRef(value));
+        return value;
     }
     case SQLITE_BLOB: {
         const void *blob = sqlite3_column_blob(stmt, i);
@@ -324,6 +339,8 @@ static void Reader_end(Reader *self) {
     if (self->stmt != NULL)
         sqlite3_finalize(self->stmt);
     self->stmt = NULL;
+    for (int i = 0; i < SHORT_TEXTS; i++)
+        Py_CLEAR(self->last[i]);
 }
 
 /* The next row as a tuple; NULL with no exception at the end. */
@@ -345,7 +362,7 @@ static PyObject *Reader_next(Reader *self) {
     if (row == NULL)
         return NULL;
     for (int i = 0; i < n; i++) {
-        PyObject *v = column(self->stmt, i);
+        PyObject *v = column(self, i);
         if (v == NULL) {
             Py_DECREF(row);
             return NULL;

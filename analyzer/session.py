@@ -96,7 +96,8 @@ Req = Msg  # a request, in its role as the record its response is paired with
 
 class WireMsg(Msg):
     """A message the fast path read from its envelope alone (analyzer/_wirescan.c): everything
-    the core needs is set, and its value is parsed, exactly, only if a rule asks for it."""
+    the core needs is set, and its value is parsed, exactly, only if a rule asks for it. (The
+    native core makes requests' without this __init__, setting the same attributes: wiremsg().)"""
 
     idx = None
     frame = None

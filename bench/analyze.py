@@ -31,8 +31,10 @@ Measured in one run, each database first read through once so both sides find it
     `json.loads`, classified by a plain if-chain (request / notification / response / error /
     invalid / batch, and unparseable), response ids matched to the other direction's requests
     in a dict per (session, direction); nothing stored. Best of BASELINE_RUNS runs.
-(b) `python -m analyzer analyze --db <copy> --format json --fail-on never` as a subprocess,
-    stdout to a file, started by a tiny launcher process that forks it, reaps it with os.wait4
+(b) `python -m analyzer analyze --db <copy> --format json --fail-on never` as a subprocess (the
+    copy written back to disk first, os.sync, so that the kernel's writeback of a 1 GB copy is
+    not timed with it), stdout to a file, started by a tiny launcher process that forks it,
+    reaps it with os.wait4
     and reports its figures (a child spawned straight from this driver would carry the driver's
     own peak RSS in its ru_maxrss: Linux keeps the high-water mark across execve). Wall time from
     fork to exit (start-up included; `--version` start-up is printed for scale), frames/s over N,
@@ -47,7 +49,9 @@ Measured in one run, each database first read through once so both sides find it
     outstanding requests, which are bounded here).
 
 Targets: (b) at least 2x (a) and at least 200,000 frames/s on the large database; peak RSS
-under 300 MB; at most +25% peak RSS from the small to the large database.
+under 300 MB; at most +25% peak RSS from the small to the large database. Then, in this process,
+where (b)'s CPU goes: reading, the native envelope scan, the analysis (SessionAnalysis.feed),
+and the exact path alone for scale (`stages`).
 
 Usage:  python bench/analyze.py [--quick] [--regenerate] [--seed S]   (--quick: 100,000 frames only)
 """
