@@ -10,6 +10,9 @@
      fetchall() and iteration, giving tuples of None, int, float, str (UTF-8) and bytes;
      close().
 
+   Used only when it links the very SQLite the sqlite3 module uses (analyzer/store.py checks
+   LIBVERSION_ADDRESS): two copies of SQLite on one file in one process lose each other's locks.
+
    Errors are sqlite3's own exceptions (sqlite3.OperationalError, sqlite3.IntegrityError, ...)
    with `sqlite_errorcode` and `sqlite_errorname` set, so callers treat both connections alike.
    Statements are prepared once per SQL text (a small cache). */
@@ -69,7 +72,7 @@ static int open_db(PyObject *args, int flags, sqlite3 **db) {
     int busy_ms;
     if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path, &busy_ms))
         return -1;
-    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
     Py_DECREF(path);
     if (rc != SQLITE_OK) {
         error(*db, rc);
@@ -95,6 +98,35 @@ static int closed(sqlite3 *db) {
     return 0;
 }
 
+/* One statement from `sql` into *stmt (NULL for text with no statement: blank, a comment);
+   -1 with the error set, as the sqlite3 module refuses a second statement. */
+static int compile(sqlite3 *db, PyObject *sql, sqlite3_stmt **stmt) {
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(sql, &size), *tail = NULL;
+    *stmt = NULL;
+    if (text == NULL)
+        return -1;
+    int rc = sqlite3_prepare_v2(db, text, (int)size + 1, stmt, &tail);
+    if (rc != SQLITE_OK) {
+        *stmt = NULL;
+        error(db, rc);
+        return -1;
+    }
+    while (tail != NULL && (*tail == ' ' || *tail == '\t' || *tail == '\n' || *tail == '\r' || *tail == ';'))
+        tail++;
+    if (tail != NULL && *tail != '\0') {
+        sqlite3_finalize(*stmt);
+        *stmt = NULL;
+        PyObject *cls = PyObject_GetAttrString(SQLITE3, "ProgrammingError");
+        if (cls != NULL) {
+            PyErr_SetString(cls, "You can only execute one statement at a time.");
+            Py_DECREF(cls);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 static sqlite3_stmt *prepared(Writer *self, PyObject *sql) {
     for (int i = 0; i < CACHED; i++) {
         if (self->sql[i] != NULL && (self->sql[i] == sql || PyUnicode_Compare(self->sql[i], sql) == 0)) {
@@ -105,16 +137,9 @@ static sqlite3_stmt *prepared(Writer *self, PyObject *sql) {
     }
     if (PyErr_Occurred())
         return NULL;
-    Py_ssize_t size;
-    const char *text = PyUnicode_AsUTF8AndSize(sql, &size);
     sqlite3_stmt *stmt;
-    if (text == NULL)
-        return NULL;
-    int rc = sqlite3_prepare_v2(self->db, text, (int)size + 1, &stmt, NULL);
-    if (rc != SQLITE_OK) {
-        error(self->db, rc);
-        return NULL;
-    }
+    if (compile(self->db, sql, &stmt) < 0 || stmt == NULL)
+        return NULL; /* an error, or nothing to run (not cached) */
     int slot = self->next;
     self->next = (self->next + 1) % CACHED;
     if (self->stmt[slot] != NULL)
@@ -211,6 +236,8 @@ static PyObject *Writer_execute(Writer *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
+    if (stmt == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE; /* blank: nothing to run */
     if (stmt == NULL || (params != NULL && bind(self->db, stmt, params) < 0) || run(self, stmt, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -221,6 +248,8 @@ static PyObject *Writer_executemany(Writer *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UO", &sql, &rows) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
+    if (stmt == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE; /* blank: nothing to run */
     if (stmt == NULL || (iterator = PyObject_GetIter(rows)) == NULL)
         return NULL;
     while ((row = PyIter_Next(iterator)) != NULL) {
@@ -407,16 +436,9 @@ static PyObject *Reader_execute(Reader *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self->db))
         return NULL;
     Reader_end(self);
-    Py_ssize_t size;
-    const char *text = PyUnicode_AsUTF8AndSize(sql, &size);
-    if (text == NULL)
+    if (compile(self->db, sql, &self->stmt) < 0)
         return NULL;
-    int rc = sqlite3_prepare_v2(self->db, text, (int)size + 1, &self->stmt, NULL);
-    if (rc != SQLITE_OK) {
-        self->stmt = NULL;
-        return error(self->db, rc);
-    }
-    if (params != NULL && bind(self->db, self->stmt, params) < 0) {
+    if (params != NULL && self->stmt != NULL && bind(self->db, self->stmt, params) < 0) {
         Reader_end(self);
         return NULL;
     }
@@ -475,7 +497,8 @@ PyMODINIT_FUNC PyInit__rowio(void) {
         return NULL;
     if (PyModule_AddObjectRef(mod, "Writer", (PyObject *)&WriterType) < 0 ||
         PyModule_AddObjectRef(mod, "Reader", (PyObject *)&ReaderType) < 0 ||
-        PyModule_AddStringConstant(mod, "sqlite_version", sqlite3_libversion()) < 0) {
+        PyModule_AddStringConstant(mod, "sqlite_version", sqlite3_libversion()) < 0 ||
+        PyModule_AddObject(mod, "LIBVERSION_ADDRESS", PyLong_FromVoidPtr((void *)sqlite3_libversion)) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -35,8 +35,8 @@
 #include <emmintrin.h>
 #endif
 
-#define MAX_DEPTH 200
-#define MAX_KEYS 64
+#define MAX_DEPTH 128 /* with MAX_KEYS, at most about 64 KB of C stack */
+#define MAX_KEYS 32   /* a larger object goes to the exact path, whose duplicate check has no limit */
 #define MAX_INT_DIGITS 18
 
 typedef const unsigned char *P;
@@ -1172,32 +1172,39 @@ static int progressed(Core *c, Envelope *env, PyObject *direction) {
         return PyErr_Occurred() ? -1 : 0;
     if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 2)
         return 0;
-    if ((batch = PyObject_GetAttr(PyList_GET_ITEM(entry, 0), S_BATCH)) == NULL)
-        return -1;
+    Py_INCREF(entry); /* held across the attribute lookup */
+    if ((batch = PyObject_GetAttr(PyList_GET_ITEM(entry, 0), S_BATCH)) == NULL) {
+        rc = -1;
+        goto done;
+    }
     Py_DECREF(batch);
     if (batch != Py_None)
-        return 0;
+        goto done; /* rc 0 */
     Span v = m[PROGRESS];
+    rc = 1; /* no numeric progress: nothing to compare */
     if (v.start != NULL && (*v.start == '-' || (*v.start >= '0' && *v.start <= '9'))) {
         char text[64];
         size_t n = v.end - v.start;
+        rc = 0;
         if (n >= sizeof(text) || (is_int(v) == 0 && memchr(v.start, '.', n) == NULL &&
                                   memchr(v.start, 'e', n) == NULL && memchr(v.start, 'E', n) == NULL))
-            return 0; /* a long number: the Python side reads it */
+            goto done; /* a long number: the Python side reads it */
         memcpy(text, v.start, n);
         text[n] = 0;
         double d = PyOS_string_to_double(text, NULL, NULL);
-        if (d == -1.0 && PyErr_Occurred())
-            return -1;
         PyObject *last = PyList_GET_ITEM(entry, 1);
-        if (last != Py_None && (!PyFloat_CheckExact(last) || d <= PyFloat_AS_DOUBLE(last)))
-            return 0; /* not increasing: progress-not-increasing looks at it */
-        if ((value = PyFloat_FromDouble(d)) == NULL)
-            return -1;
-        rc = PyList_SetItem(entry, 1, value); /* steals value */
-        return rc < 0 ? -1 : 1;
+        if (d == -1.0 && PyErr_Occurred())
+            rc = -1;
+        else if (last != Py_None && (!PyFloat_CheckExact(last) || d <= PyFloat_AS_DOUBLE(last)))
+            rc = 0; /* not increasing: progress-not-increasing looks at it */
+        else if ((value = PyFloat_FromDouble(d)) == NULL)
+            rc = -1;
+        else
+            rc = PyList_SetItem(entry, 1, value) < 0 ? -1 : 1; /* steals value */
     }
-    return 1; /* no numeric progress: nothing to compare */
+done:
+    Py_DECREF(entry);
+    return rc;
 }
 
 /* A notification no rule looks at, other than the ones the session core follows. */
@@ -1246,12 +1253,13 @@ static int take(Core *c, PyObject *row) {
         return PyErr_Occurred() ? -1 : 0;
     if (!PyTuple_CheckExact(shape))
         return 0;
+    Py_INCREF(shape); /* held while Python code runs (it could replace the dict's entry) */
     sig = PyTuple_GET_ITEM(shape, 0);
     kind = PyTuple_GET_ITEM(shape, 1);
-    if (env.method_shape == S_STR && (method = span_text(env.m[METHOD], 1)) == NULL)
-        return -1;
-    if (env.id_shape != S_ABSENT && build_id(&env, &ident, &id_text) < 0) {
+    if ((env.method_shape == S_STR && (method = span_text(env.m[METHOD], 1)) == NULL) ||
+        (env.id_shape != S_ABSENT && build_id(&env, &ident, &id_text) < 0)) {
         Py_XDECREF(method);
+        Py_DECREF(shape);
         return -1;
     }
     if (kind == K_REQUEST)
@@ -1265,6 +1273,7 @@ static int take(Core *c, PyObject *row) {
     Py_XDECREF(method);
     Py_XDECREF(ident);
     Py_XDECREF(id_text);
+    Py_DECREF(shape);
     return rc;
 }
 
@@ -1281,15 +1290,17 @@ static PyObject *feed(PyObject *self, PyObject *args) {
     if (core_init(&c, analysis) < 0)
         goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i);
+        PyObject *row = Py_NewRef(PyList_GET_ITEM(rows, i));
         int rc = take(&c, row);
-        if (rc < 0)
-            goto fail;
-        if (rc == 1) {
+        if (rc != 0) {
+            Py_DECREF(row);
+            if (rc < 0)
+                goto fail;
             taken++;
             continue;
         }
         PyObject *result = PyTuple_CheckExact(row) ? PyObject_Call(c.frame, row, NULL) : NULL;
+        Py_DECREF(row);
         if (result == NULL) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_TypeError, "feed(): rows are (seq, ts, direction, raw) tuples");

@@ -127,38 +127,48 @@ def _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, pro
         i = loads.index(min(loads))
         groups[i].append(sid)
         loads[i] += sizes[sid]
-    reason = None
-    if store_it:
-        writer, reason = _writer(db_path)
-        if writer is None:
-            return reason
-        try:
-            store.clear_analyses(writer, ids)  # while the index can find their rows
-            store.drop_message_index(writer)
-        except (sqlite3.Error, OSError) as exc:
-            return _why(exc)
-        finally:
-            writer.close()
-    with ProcessPoolExecutor(n, mp_context=_pool_context()) as pool:
-        futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy) for group in groups]
-        for future in as_completed(futures):
-            for result in future.result():
-                results[result.summary["id"]] = result
-                if result.not_stored_reason and reason is None:
-                    reason = result.not_stored_reason
-                if progress is not None:
-                    progress(result.frames)
-    if store_it:
-        writer, why = _writer(db_path)
-        if writer is None:
-            return reason or why
-        try:
-            store.ensure_message_indexes(writer)
-        except (sqlite3.Error, OSError) as exc:
-            return reason or _why(exc)
-        finally:
-            writer.close()
+    reason = _prepare(db_path, ids) if store_it else None
+    store_it = store_it and reason is None  # not writable after all: the report all the same
+    try:
+        with ProcessPoolExecutor(n, mp_context=_pool_context()) as pool:
+            futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy)
+                       for group in groups]
+            for future in as_completed(futures):
+                for result in future.result():
+                    results[result.summary["id"]] = result
+                    if result.not_stored_reason and reason is None:
+                        reason = result.not_stored_reason
+                    if progress is not None:
+                        progress(result.frames)
+    finally:
+        if store_it:  # the index back whatever happened (`_prepare` dropped it)
+            writer, why = _writer(db_path)
+            try:
+                if writer is not None:
+                    store.ensure_message_indexes(writer)
+            except (sqlite3.Error, OSError) as exc:
+                why = _why(exc)
+            finally:
+                if writer is not None:
+                    writer.close()
+            reason = reason or why
     return reason
+
+
+def _prepare(db_path: str, ids: list[str]) -> str | None:
+    """Before the workers write: the sessions' earlier results deleted (while the index can find
+    them) and the messages index dropped (`store.drop_message_index`). Why not, if not."""
+    writer, reason = _writer(db_path)
+    if writer is None:
+        return reason
+    try:
+        store.clear_analyses(writer, ids)
+        store.drop_message_index(writer)
+        return None
+    except (sqlite3.Error, OSError) as exc:
+        return _why(exc)
+    finally:
+        writer.close()
 
 
 def _pool_context():
@@ -221,7 +231,7 @@ class _Job:
             conn.execute("BEGIN IMMEDIATE")
             return True
         except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY:
+            if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY:  # or an extended BUSY_*
                 return False
             raise
         finally:

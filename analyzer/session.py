@@ -459,8 +459,8 @@ class SessionAnalysis:
         return True
 
     def _quiet_method(self, method: str, direction: str, is_request: bool) -> bool:
-        """No rule looks at this method sent this way as this kind, as things stand (known until
-        the exact path next takes a frame: lifecycle and capabilities change only there)."""
+        """No rule looks at this method sent this way as this kind, as things stand (kept until
+        `_lifecycle_changed`: the handshake's progress, the capabilities, a once-only finding)."""
         facts: list[str] = []
         self._method_facts(method, direction, False, is_request, facts)
         quiet = self._quiet[(method, direction, is_request)] = not (

@@ -4,6 +4,7 @@ migrations, and the only SQL that writes or reads the recorded tables (see spec/
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -103,15 +104,30 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in rows}
 
 
+@functools.lru_cache(maxsize=None)
+def _rowio():
+    """analyzer._rowio when it was built and links the same SQLite as the sqlite3 module (the
+    same library in this process, not merely the same version: two copies of SQLite on one file
+    lose each other's POSIX locks); else None."""
+    try:
+        import ctypes
+
+        import _sqlite3
+        from analyzer import _rowio as rowio
+        theirs = ctypes.cast(ctypes.CDLL(_sqlite3.__file__).sqlite3_libversion, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - no build, or a static SQLite
+        return None
+    return rowio if theirs == rowio.LIBVERSION_ADDRESS else None
+
+
 def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
     """A connection for writing many rows into a database whose schema is up to date: the
     native writer where it was built (analyzer/_rowio.c: execute, executemany, in_transaction,
     close, and sqlite3's exceptions), else `connect`."""
-    try:
-        from analyzer._rowio import Writer
-    except ImportError:  # pragma: no cover - a build without SQLite's headers
+    rowio = _rowio()
+    if rowio is None:  # pragma: no cover - a build without SQLite's headers
         return connect(path, busy_timeout=busy_timeout)
-    writer = Writer(os.fspath(path), int(busy_timeout * 1000))
+    writer = rowio.Writer(os.fspath(path), int(busy_timeout * 1000))
     writer.execute("PRAGMA synchronous=NORMAL")
     return writer
 
@@ -119,12 +135,11 @@ def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S
 def frames_reader(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
     """A connection for reading a million frames (`iter_raw_frames`): the native reader where it
     was built (analyzer/_rowio.c), else `open_existing`."""
-    try:
-        from analyzer._rowio import Reader
-    except ImportError:  # pragma: no cover - a build without SQLite's headers
+    rowio = _rowio()
+    if rowio is None:  # pragma: no cover - a build without SQLite's headers
         return open_existing(path)
     try:
-        reader = Reader(os.fspath(path), int(busy_timeout * 1000))
+        reader = rowio.Reader(os.fspath(path), int(busy_timeout * 1000))
         reader.execute("SELECT 1 FROM frames LIMIT 1").fetchall()
         return reader
     except sqlite3.Error:  # what the sqlite3 module opens differently (a read-only folder): its way
@@ -149,13 +164,12 @@ def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Co
         raise NotADatabase(f"no database at {path}")
     if os.path.isdir(path):
         raise NotADatabase(f"{path} is a directory, not a database")
-    try:
-        with open(path, "rb") as fh:
-            header = fh.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        raise NotADatabase(f"cannot read {path}: {exc.strerror}") from None
-    if header != SQLITE_HEADER:
-        raise NotADatabase(f"{path} is not an SQLite database")
+    # SQLite itself reads the header: a read here (an open and a close of the file) would drop every
+    # POSIX lock this process's connections hold on it (fcntl locks belong to the process, and any
+    # close releases them), and another process could then take itself for the database's last
+    # user and delete the WAL under them.
+    if os.path.getsize(path) == 0:
+        raise NotADatabase(f"{path} is not an SQLite database (an empty file)")
     try:
         if write:
             probe = sqlite3.connect(path)
@@ -172,6 +186,10 @@ def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Co
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             tables = _tables(conn)
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            raise NotADatabase(f"{path} is not an SQLite database") from None
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CANTOPEN:
+            raise NotADatabase(f"cannot read {path}: {exc}") from None
         raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
     missing = [t for t in RECORDED_TABLES[:2] if t not in tables]
     if missing:

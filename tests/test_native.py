@@ -231,6 +231,9 @@ def test_native_errors_are_the_sqlite3_modules_own(table):
         writer.execute("BEGIN IMMEDIATE")  # busy timeout 0: at once
     assert busy.value.sqlite_errorcode == sqlite3.SQLITE_BUSY
     other.execute("ROLLBACK")
+    writer.execute("  -- nothing to run\n")
+    with pytest.raises(sqlite3.ProgrammingError):
+        writer.execute("SELECT 1; SELECT 2")
     writer.close()
     with pytest.raises(sqlite3.ProgrammingError):
         writer.execute("SELECT 1")
@@ -238,17 +241,17 @@ def test_native_errors_are_the_sqlite3_modules_own(table):
         _rowio.Reader(str(table) + ".missing", 0)
 
 
-def test_analysis_rows_wait_while_another_writer_holds_the_database_and_are_all_stored(tmp_path):
-    """Two workers, and a third connection taking the write lock in turns all along: rows that
-    could not be written at once are written later, none lost, none twice."""
-    import threading
+def test_the_native_rows_io_links_the_sqlite_the_sqlite3_module_uses():
+    from analyzer import store
 
-    from analyzer import engine, store
+    assert store._rowio() is _rowio  # the same library in this process, not a second copy
 
-    path = str(tmp_path / "busy.db")
+
+def _busy_database(path: str, sessions: int, per_session: int) -> None:
+    from analyzer import store
+
     conn = store.connect(path)
-    per_session = engine.FLUSH_FRAMES * 2 + 7
-    for n in range(4):
+    for n in range(sessions):
         sid = f"s{n}"
         store.insert_session(conn, {"id": sid, "transport": "stdio", "started_at": 0.0, "ended_at": 1.0})
         rows = []
@@ -258,6 +261,36 @@ def test_analysis_rows_wait_while_another_writer_holds_the_database_and_are_all_
             rows.append(store.frame_row(sid, seq, seq * 0.001, "c2s" if seq % 2 else "s2c", raw, 0))
         store.append_rows(conn, rows, [])
     conn.close()
+
+
+def test_workers_still_report_when_the_database_stays_locked_and_the_index_is_kept(tmp_path):
+    from analyzer import engine
+
+    path = str(tmp_path / "locked.db")
+    _busy_database(path, 3, 30)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        report = engine.analyze(path, workers=2)  # waits out the busy timeout once, then goes on
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert not report.stored and "locked" in report.not_stored_reason
+    assert len(report.sessions) == 3 and all(s["frames"] == 30 for s in report.sessions)
+    names = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "messages_by_frame" in names
+
+
+def test_analysis_rows_wait_while_another_writer_holds_the_database_and_are_all_stored(tmp_path):
+    """Two workers, and a third connection taking the write lock in turns all along: rows that
+    could not be written at once are written later, none lost, none twice."""
+    import threading
+
+    from analyzer import engine
+
+    path = str(tmp_path / "busy.db")
+    per_session = engine.FLUSH_FRAMES * 2 + 7
+    _busy_database(path, 4, per_session)
     stop = threading.Event()
     held = []
 

@@ -95,10 +95,13 @@ class StdioClient:
             pass
 
     def send(self, message: dict | bytes) -> float:
+        """Send, and say when: the time taken before writing, so that no answer can be seen as
+        earlier than it was (the server cannot have read the request before then)."""
         raw = message if isinstance(message, bytes) else json.dumps(message).encode()
+        at = time.monotonic()
         self.proc.stdin.write(raw + b"\n")
         self.proc.stdin.flush()
-        return time.monotonic()
+        return at
 
     def read(self, timeout: float = ANSWER_TIMEOUT_S) -> tuple[float, bytes]:
         return self.lines.get(timeout=timeout)

@@ -83,3 +83,23 @@ def test_opening_something_that_is_not_an_mcptap_database_is_a_named_error(tmp_p
     for path in (tmp_path / "missing.db", text, other, tmp_path):
         with pytest.raises(NotADatabase):
             store.open_existing(path)
+
+
+def test_opening_a_database_keeps_the_locks_this_process_holds_on_it(db, tmp_path):
+    """fcntl locks belong to the process and any close() of the file drops them all: if opening
+    read the file itself, another process closing its connection would take itself for the last
+    user and delete the WAL under connections still open here."""
+    import subprocess
+    import sys
+
+    path = str(db)
+    conn = store.connect(path)
+    conn.execute("CREATE TABLE IF NOT EXISTS t (x)")
+    conn.execute("INSERT INTO t VALUES (1)")  # the WAL has frames
+    store.open_existing(path).close()
+    code = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('INSERT INTO t VALUES (2)'); c.close()")
+    subprocess.run([sys.executable, "-c", code, path], check=True, timeout=30)
+    assert os.path.exists(path + "-wal"), "another process deleted the WAL of a database still open here"
+    assert conn.execute("SELECT count(*) FROM t").fetchone() == (2,)
+    conn.close()
