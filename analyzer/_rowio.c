@@ -29,6 +29,7 @@ typedef struct {
     PyObject *sql[CACHED];
     sqlite3_stmt *stmt[CACHED];
     int next;
+    int busy; /* a statement runs without the GIL: another thread must not use this connection */
 } Writer;
 
 static PyObject *SQLITE3 = NULL; /* the sqlite3 module, for its exception classes */
@@ -72,7 +73,7 @@ static int open_db(PyObject *args, int flags, sqlite3 **db) {
     int busy_ms;
     if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path, &busy_ms))
         return -1;
-    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
+    int rc = sqlite3_open_v2(PyBytes_AS_STRING(path), db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     Py_DECREF(path);
     if (rc != SQLITE_OK) {
         error(*db, rc);
@@ -231,21 +232,39 @@ static int run(Writer *self, sqlite3_stmt *stmt, int release) {
     return 0;
 }
 
+/* True, with sqlite3.ProgrammingError set, while another thread runs a statement here (the
+   connection is opened without SQLite's mutex: one thread at a time, which this enforces). */
+static int in_use(Writer *self) {
+    if (!self->busy)
+        return 0;
+    PyObject *cls = PyObject_GetAttrString(SQLITE3, "ProgrammingError");
+    if (cls != NULL) {
+        PyErr_SetString(cls, "the connection is in use by another thread");
+        Py_DECREF(cls);
+    }
+    return 1;
+}
+
 static PyObject *Writer_execute(Writer *self, PyObject *args) {
     PyObject *sql, *params = NULL;
-    if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || closed(self->db))
+    if (!PyArg_ParseTuple(args, "U|O", &sql, &params) || in_use(self) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
     if (stmt == NULL && !PyErr_Occurred())
         Py_RETURN_NONE; /* blank: nothing to run */
-    if (stmt == NULL || (params != NULL && bind(self->db, stmt, params) < 0) || run(self, stmt, 1) < 0)
+    if (stmt == NULL || (params != NULL && bind(self->db, stmt, params) < 0))
+        return NULL;
+    self->busy = 1;
+    int rc = run(self, stmt, 1);
+    self->busy = 0;
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *Writer_executemany(Writer *self, PyObject *args) {
     PyObject *sql, *rows, *iterator, *row;
-    if (!PyArg_ParseTuple(args, "UO", &sql, &rows) || closed(self->db))
+    if (!PyArg_ParseTuple(args, "UO", &sql, &rows) || in_use(self) || closed(self->db))
         return NULL;
     sqlite3_stmt *stmt = prepared(self, sql);
     if (stmt == NULL && !PyErr_Occurred())
@@ -279,6 +298,8 @@ static void finalize(Writer *self) {
 }
 
 static PyObject *Writer_close(Writer *self, PyObject *unused) {
+    if (in_use(self))
+        return NULL;
     finalize(self);
     Py_RETURN_NONE;
 }
@@ -288,6 +309,8 @@ static PyObject *Writer_in_transaction(Writer *self, void *unused) {
 }
 
 static int Writer_init(Writer *self, PyObject *args, PyObject *kwargs) {
+    if (in_use(self))
+        return -1;
     finalize(self);
     return open_db(args, SQLITE_OPEN_READWRITE, &self->db);
 }

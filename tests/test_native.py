@@ -241,6 +241,32 @@ def test_native_errors_are_the_sqlite3_modules_own(table):
         _rowio.Reader(str(table) + ".missing", 0)
 
 
+def test_a_native_writer_waiting_on_a_lock_refuses_a_second_thread(table):
+    import threading
+    import time
+
+    other = sqlite3.connect(table, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    writer = _rowio.Writer(table, 10_000)
+    done = []
+    waiting = threading.Thread(target=lambda: done.append(writer.execute("BEGIN IMMEDIATE")))
+    waiting.start()
+    refused = None
+    deadline = time.monotonic() + 10
+    while refused is None and time.monotonic() < deadline:  # until the first thread is inside SQLite
+        try:
+            writer.executemany("SELECT ?", [])  # no row: no statement run, the lock never let go
+        except sqlite3.ProgrammingError as exc:
+            refused = exc
+    other.execute("ROLLBACK")
+    waiting.join(timeout=15)
+    assert refused is not None and "another thread" in str(refused)
+    assert done == [None] and writer.in_transaction
+    writer.execute("ROLLBACK")
+    writer.close()
+    other.close()
+
+
 def test_the_native_rows_io_links_the_sqlite_the_sqlite3_module_uses():
     from analyzer import store
 
