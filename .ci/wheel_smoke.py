@@ -1,0 +1,232 @@
+"""CI's first step: the product as users install it. Builds the wheel, installs it (not editable)
+into a fresh virtual environment, and from a folder outside the checkout imports every module the
+checkout has and runs every command of the README, so a module, subpackage or file the wheel
+leaves out fails CI before the test suite runs (an editable install would hide it).
+
+    python3 .ci/wheel_smoke.py [--keep DIR]
+
+Exit 0 when every step passed; 1, with the failing step and its output, otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STEP_TIMEOUT_S = 300
+PACKAGES = ("analyzer", "addons")
+
+
+class Failed(Exception):
+    pass
+
+
+def run(argv, *, cwd, input: bytes = b"", ok=(0,), env=None, timeout=STEP_TIMEOUT_S) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, input=input, capture_output=True, timeout=timeout,
+                          env=env)
+    if done.returncode not in ok:
+        raise Failed(f"{' '.join(map(str, argv))} exited {done.returncode}\n--- stdout\n"
+                     f"{done.stdout.decode(errors='replace')[-3000:]}\n--- stderr\n"
+                     f"{done.stderr.decode(errors='replace')[-3000:]}")
+    return done
+
+
+def source_modules() -> list[str]:
+    """Every module of the product's packages in the checkout, by its dotted name."""
+    listed = subprocess.run(["git", "ls-files", *(f"{p}/*.py" for p in PACKAGES)], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.split()
+    names = []
+    for path in listed:
+        parts = Path(path).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return sorted(names)
+
+
+def wait_line(proc: subprocess.Popen, pattern: str, timeout: float) -> re.Match:
+    """The first stderr line of `proc` matching `pattern`, within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    os.set_blocking(proc.stderr.fileno(), False)
+    buffer = b""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not buffer:
+            break
+        chunk = proc.stderr.read() or b""
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            text = line.decode(errors="replace")
+            seen.append(text)
+            found = re.search(pattern, text)
+            if found:
+                return found
+        if not chunk:
+            time.sleep(0.05)
+    proc.kill()
+    raise Failed(f"no line matching {pattern!r} within {timeout}s; stderr:\n" + "\n".join(seen[-20:]))
+
+
+def stop(proc: subprocess.Popen, what: str) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        status = proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise Failed(f"{what} did not stop within 30 s of SIGINT") from None
+    if status != 0:
+        raise Failed(f"{what} exited {status} after SIGINT")
+
+
+def smoke(work: Path) -> None:
+    wheels = work / "wheel"
+    venv = work / "venv"
+    here = work / "outside"  # the folder users run from: no checkout in sight
+    here.mkdir()
+    step("build the wheel")
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, ROOT], cwd=here)
+    wheel = next(wheels.glob("mcptap-*.whl"))
+    step(f"install {wheel.name} into a fresh venv")
+    run([sys.executable, "-m", "venv", venv], cwd=here)
+    python, mcptap = venv / "bin" / "python", venv / "bin" / "mcptap"
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=here, timeout=900)
+
+    modules = source_modules()
+    step(f"import each of the checkout's {len(modules)} modules from the installed wheel")
+    probe = ("import importlib, json, sys\nout = {}\nfor name in json.loads(sys.argv[1]):\n"
+             "    try:\n        out[name] = importlib.import_module(name).__file__\n"
+             "    except Exception as exc:\n        out[name] = 'FAILED ' + type(exc).__name__ + ': ' + str(exc)\n"
+             "print(json.dumps(out))")
+    found = json.loads(run([python, "-c", probe, json.dumps(modules)], cwd=here).stdout)
+    site = str(venv)
+    wrong = {name: where for name, where in found.items() if not (where or "").startswith(site)}
+    if wrong:
+        raise Failed("modules missing from the installed wheel (or imported from elsewhere):\n"
+                     + "\n".join(f"  {name}: {where}" for name, where in sorted(wrong.items())))
+
+    db = here / "demo.db"
+    step("mcptap --version, and --help of every command")
+    run([mcptap, "--version"], cwd=here)
+    commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
+                "replay", "serve", "demo"]
+    for command in commands:
+        if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
+            raise Failed(f"mcptap {command} --help has no example")
+
+    step("mcptap demo (the README's first command)")
+    out = run([mcptap, "demo", "--db", db], cwd=here).stdout.decode()
+    for expected in ("Transcript of the stdio demo session", "Analysis of the HTTP demo session"):
+        if expected not in out:
+            raise Failed(f"mcptap demo printed no {expected!r}:\n{out[-2000:]}")
+
+    step("mcptap sessions, show, analyze (every format), export, import, report, redact")
+    run([mcptap, "sessions", "--db", db], cwd=here)
+    run([mcptap, "sessions", "--db", db, "--json"], cwd=here)
+    run([mcptap, "show", "--db", db, "demo"], cwd=here)
+    for fmt in ("table", "json", "jsonl", "sarif"):
+        run([mcptap, "analyze", "--db", db, "--format", fmt, "-o", here / f"report.{fmt}"], cwd=here, ok=(0, 1))
+    report = json.loads((here / "report.json").read_text(encoding="utf-8"))
+    if len(report["sessions"]) != 2:
+        raise Failed(f"mcptap analyze found {len(report['sessions'])} sessions in the demo database, not 2")
+    run([mcptap, "analyze", "--rules"], cwd=here)
+    run([mcptap, "export", "--db", db, "-o", here / "demo.jsonl"], cwd=here)
+    run([mcptap, "import", "--db", here / "imported.db", here / "demo.jsonl"], cwd=here)
+    run([mcptap, "analyze", "--db", here / "imported.db"], cwd=here, ok=(0, 1))
+    run([mcptap, "report", "--db", db, "-o", here / "report.html"], cwd=here)
+    shutil.copy(db, here / "scrubbed.db")
+    run([mcptap, "redact", "--db", here / "scrubbed.db", "--redact-key", "*name*"], cwd=here)
+
+    step("mcptap record: a stdio server behind the tee")
+    server = [python, "-m", "analyzer.demo.server"]
+    request = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    done = run([mcptap, "record", "--db", here / "tee.db", "--name", "smoke", "--", *server], cwd=here, input=request)
+    if b'"id":1' not in done.stdout.replace(b" ", b""):
+        raise Failed(f"the tee passed no answer through: {done.stdout[:500]!r}")
+
+    step("mcptap replay and mcptap serve (stdio) of the demo session")
+    run([mcptap, "replay", "--db", db, "demo", "--no-record", "--timeout", "20"], cwd=here, ok=(0, 1))
+    first = run([python, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("
+                 "\"SELECT CAST(raw AS TEXT) FROM frames JOIN sessions ON sessions.id = session_id "
+                 "WHERE label = 'demo' AND direction = 'c2s' ORDER BY seq LIMIT 1\").fetchone()[0])", db],
+                cwd=here).stdout
+    done = run([mcptap, "serve", "--db", db, "demo"], cwd=here, input=first)
+    if b'"result"' not in done.stdout:
+        raise Failed(f"mcptap serve did not answer the recorded initialize: {done.stdout[:500]!r}")
+
+    step("mcptap proxy: listens, records an exchange, stops on Ctrl-C")
+    proxied = here / "proxy.db"
+    proc = subprocess.Popen([mcptap, "proxy", "--db", proxied, "--upstream", "http://127.0.0.1:9/mcp",
+                             "--listen", "0"], cwd=here, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        port = wait_line(proc, r"listening on http://127\.0\.0\.1:(\d+)/", 60).group(1)
+        post = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=request.strip(), method="POST",
+                                      headers={"Content-Type": "application/json",
+                                               "Accept": "application/json, text/event-stream"})
+        try:
+            urllib.request.urlopen(post, timeout=30).read()
+        except urllib.error.HTTPError:
+            pass  # the upstream is not there: a recorded 502
+    finally:
+        if proc.poll() is None:
+            stop(proc, "mcptap proxy")
+    run([mcptap, "sessions", "--db", proxied], cwd=here)
+    listed = [json.loads(line) for line in run([mcptap, "sessions", "--db", proxied, "--json"],
+                                               cwd=here).stdout.splitlines()]
+    if len(listed) != 1:
+        raise Failed(f"mcptap proxy recorded {len(listed)} sessions, not 1")
+
+    step("the installed mitmproxy script loads in mitmdump")
+    script = found["addons.http_recorder"]
+    mitmdump = venv / "bin" / "mitmdump"
+    proc = subprocess.Popen([mitmdump, "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
+                             "--listen-port", "0", "-s", script, "--set", f"mcptap_db={here / 'mitm.db'}"],
+                            cwd=here, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc.stderr = proc.stdout
+    try:
+        wait_line(proc, r"listening at", 60)
+    finally:
+        if proc.poll() is None:
+            stop(proc, "mitmdump -s addons/http_recorder.py")
+
+    step("pandas loaders and plots")
+    run([python, "-c", "import sys, analyzer.data as mt, analyzer.plots as mp\n"
+         "assert len(mt.sessions(sys.argv[1])) == 2\nmt.latency(mt.messages(sys.argv[1]))\n"
+         "mp.latency(sys.argv[1]).savefig('latency.png')", db], cwd=here)
+
+
+def step(what: str) -> None:
+    print(f"wheel smoke: {what}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder)")
+    args = parser.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mcptap-wheel-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        smoke(work)
+    except (Failed, subprocess.TimeoutExpired) as exc:
+        print(f"wheel smoke: FAILED: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"wheel smoke: passed in {time.monotonic() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
