@@ -86,8 +86,8 @@ class Sink:
                 with store.write_transaction(self.conn):
                     apply(self.conn, ops)
                 return
-            except (sqlite3.Error, OSError) as exc:
-                self.failed = str(exc) or type(exc).__name__
+            except Exception as exc:  # noqa: BLE001: whatever keeps the store from working, the frames go on
+                self.failed = str(exc) if isinstance(exc, (sqlite3.Error, OSError)) else f"{type(exc).__name__}: {exc}"
                 try:
                     self.conn.close()
                 except sqlite3.Error:

@@ -6,7 +6,8 @@ A thread of this writer commits what has gathered every FLUSH_INTERVAL_S, in one
 calls `Backlog.wait_for_room()` before it cuts more frames, so memory stays bounded (the capture
 keeps what waits behind that in its own queue, addons/chunkqueue.py, never pacing the wire). When the
 database cannot be opened, stays locked past its busy timeout, fails, or makes no room for
-STALL_S, the rest of the session goes to a spool file (frame-log JSONL, framelog.py) beside the
+STALL_S, or the store cannot even be imported or used (a broken environment: any exception
+from it counts), the rest of the session goes to a spool file (frame-log JSONL, framelog.py) beside the
 database, a one-line warning goes to stderr, and `mcptap import` of the spool later brings every
 frame in. Nothing is dropped silently: if even the spool cannot be written, that is said too."""
 
@@ -231,7 +232,7 @@ class SessionWriter:
             conn.execute("BEGIN IMMEDIATE")
             store.insert_session(conn, self.session)
             conn.execute("COMMIT")
-        except (sqlite3.Error, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001: whatever keeps the store from working, the frames go on
             with self._lock:
                 self._start_spool(_reason(exc))
         try:
@@ -251,7 +252,7 @@ class SessionWriter:
             if frames or stderr:
                 try:
                     store.append_rows(conn, frames, stderr)
-                except sqlite3.Error as exc:
+                except Exception as exc:  # noqa: BLE001: the batch and the rest go to the spool
                     with self._lock:
                         self._start_spool(_reason(exc), (frames, stderr, nbytes))
                     return
@@ -268,7 +269,7 @@ class SessionWriter:
                 store.end_session(conn, self.session["id"], *self._end)
                 conn.close()
                 return
-            except sqlite3.Error as exc:
+            except Exception as exc:  # noqa: BLE001
                 with self._lock:
                     self._start_spool(_reason(exc))
         with self._lock:  # rows that came in after the switch went straight to the spool
@@ -282,7 +283,11 @@ class SessionWriter:
 
 
 def _reason(exc: BaseException) -> str:
+    """Why the store failed, in a few words: the database's own message, else the exception's
+    type and message (an environment that lacks what the store needs, or a bug)."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         text = exc.strerror
+    elif not isinstance(exc, (sqlite3.Error, OSError)):
+        text = f"{type(exc).__name__}: {text}"
     return text

@@ -82,3 +82,20 @@ def test_a_database_locked_for_less_than_the_busy_timeout_just_waits(tmp_path, d
             assert proc.stderr.read() == b""
     assert spool_files(tmp_path) == []
     assert frames(db, "c2s") == INPUT.split(b"\n")
+
+
+def test_a_store_that_cannot_even_be_imported_sends_the_session_to_the_spool(tmp_path, db):
+    """A broken environment (here: sqlite-utils, which the store imports when it opens a database,
+    is present but fails to import) loses nothing: every frame goes to the spool, with one warning."""
+    broken = tmp_path / "broken-site" / "sqlite_utils"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("sqlite_utils is broken here")\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(broken.parent)}
+    result = run(tee(db, "cat"), input=INPUT, env=env)
+    assert result.returncode == 0 and result.stdout == INPUT
+    assert result.stderr.count(b"\n") == 1 and b"warning" in result.stderr and b"Traceback" not in result.stderr
+    (spool,) = spool_files(tmp_path)
+    assert b"ImportError" in result.stderr and spool.encode() in result.stderr
+    imported = run(mcptap("import", "--db", str(tmp_path / "good.db"), spool))
+    assert imported.returncode == 0, imported.stderr
+    assert frames(tmp_path / "good.db", "s2c") == INPUT.split(b"\n")
