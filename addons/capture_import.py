@@ -47,9 +47,14 @@ def read_flows(path: str) -> list:
     return flows
 
 
-def _har_times(path: str, flows: list) -> None:
-    """mitmproxy's HAR reader dates the request's end and the whole answer at the entry's end;
-    the entry's timings say better (send, wait, receive; -1 is unknown)."""
+def _har_entries(path: str, flows: list) -> None:
+    """What mitmproxy's HAR reader leaves out, from the entries themselves. Times: it dates the
+    request's end and the whole answer at the entry's end; the entry's timings say better (send,
+    wait, receive; -1 is unknown). Errors: an entry that got no answer (status 0, its `_error`
+    saying why, as mitmproxy's and browsers' HAR exports write it) is a flow that ended in that
+    error, not an answer with status 0."""
+    from mitmproxy import flow as mflow
+
     try:
         with open(path, encoding="utf-8-sig") as fh:
             entries = json.load(fh)["log"]["entries"]
@@ -69,6 +74,16 @@ def _har_times(path: str, flows: list) -> None:
 
         sent = f.request.timestamp_start + ms("blocked") + ms("dns") + ms("connect") + ms("send")
         f.request.timestamp_end = sent
+        answer = entry.get("response")
+        why = answer.get("_error") if isinstance(answer, dict) else None
+        if f.response is not None and (f.response.status_code == 0 or (isinstance(why, str) and why)):
+            total = entry.get("time")
+            ended = f.request.timestamp_start + (total / 1000 if isinstance(total, (int, float)) and
+                                                 not isinstance(total, bool) and 0 <= total < 1e12 else 0.0)
+            f.error = mflow.Error(why if isinstance(why, str) and why else "no answer", ended)
+            if f.response.status_code == 0:  # no answer at all
+                f.response = None
+                continue
         if f.response is not None:
             f.response.timestamp_start = sent + ms("wait")
             f.response.timestamp_end = f.response.timestamp_start + ms("receive")
@@ -96,9 +111,10 @@ def _timeline(flows: list) -> list[tuple]:
     for n, f in enumerate(flows):
         start = f.request.timestamp_end or f.request.timestamp_start
         events.append((start, n, "request", f))
-        if f.response is not None:
+        if f.response is not None:  # its end: the answer's, or the error that cut it short
             events.append((f.response.timestamp_start or start, n, "responseheaders", f))
-            events.append((f.response.timestamp_end or f.response.timestamp_start or start, n, "response", f))
+            end = f.error.timestamp if f.error is not None and f.error.timestamp else f.response.timestamp_end
+            events.append((end or f.response.timestamp_start or start, n, "response", f))
         elif f.error is not None:
             events.append((f.error.timestamp or start, n, "error", f))
     events.sort(key=lambda e: (e[0], e[1], ("request", "responseheaders", "response", "error").index(e[2])))
@@ -111,7 +127,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
     flows = read_flows(path)
     if kind == "har":
-        _har_times(path, flows)
+        _har_entries(path, flows)
     _check_times(path, flows)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
@@ -143,8 +159,12 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
                 if body is None or (kind == "har" and not body and f.request.method == "POST"):
                     empty += 1  # (a GET stream may rightly carry no event)
                 stream(body or b"")
-                stream(b"")
-            tap.response(f)
+                if f.error is None:  # a clean end (a cut stream ends with the error hook alone, as live)
+                    stream(b"")
+            if f.error is not None:  # the answer was cut short (the client went away, ...)
+                tap.error(f)
+            else:
+                tap.response(f)
         else:
             tap.error(f)
     tap.clock = lambda: last

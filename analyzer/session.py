@@ -58,6 +58,7 @@ class Msg:
     cancelled: int | None = None  # seq of the notifications/cancelled naming it
     rejected: bool = False  # its batch was refused as a whole (where batches are forbidden)
     token: Any = None  # progress token key it carried
+    stream_closed: bool = False  # 2026-07-28 over HTTP: its client closed the exchange before the answer (cancelled)
     log_level: bool = False  # 2026-07-28: it set _meta logLevel
     batch: "Frame | None" = None  # the batch it came in
 
@@ -122,12 +123,37 @@ class WireMsg(Msg):
 
 class Posted:
     """What an HTTP request's body carried: its frame, the kinds and methods of its messages,
-    and the 2026-07-28 `_meta` protocol version of a single request."""
+    the 2026-07-28 `_meta` protocol version of a single request, the requests it carried (by
+    pairing key: all that an answer in its exchange may answer) and the message or frame itself
+    (`last`, as `SessionAnalysis.last_sent` holds it: what an answer with id null answers)."""
 
-    __slots__ = ("seq", "kinds", "methods", "meta_version")
+    __slots__ = ("seq", "kinds", "methods", "meta_version", "requests", "last")
 
-    def __init__(self, seq: int, kinds: tuple[str, ...], methods: tuple, meta_version: Any):
+    def __init__(self, seq: int | None, kinds: tuple[str, ...], methods: tuple, meta_version: Any,
+                 requests: dict | None = None, last: Any = None):
         self.seq, self.kinds, self.methods, self.meta_version = seq, kinds, methods, meta_version
+        self.requests: dict[tuple, Msg] = requests if requests is not None else {}
+        self.last = last
+
+
+NOTHING_POSTED = Posted(None, (), (), None)
+"""The body of an exchange that carried no JSON-RPC message (a GET, a DELETE)."""
+
+CLIENT_GONE = ("client disconnected", "net::err_aborted")
+"""How an exchange whose client went away ends: mitmproxy's `error: Client disconnected.` (live, in
+its dumps and its HAR exports), a browser HAR's `net::ERR_ABORTED`."""
+
+
+def client_gone(row: dict) -> bool:
+    """The exchange ended with its client gone before the answer was complete."""
+    outcome = (row.get("outcome") or "").lower()
+    return outcome.startswith("error") and any(why in outcome for why in CLIENT_GONE)
+
+
+def http_error(row: dict) -> bool:
+    """The exchange was answered with an HTTP error status (its body, if any, explains the error)."""
+    status = row.get("status")
+    return type(status) is int and status >= 400
 
 
 class HttpExchange:
@@ -224,6 +250,11 @@ class SessionAnalysis:
         self.http_flavour = (("legacy-sse" if any(e.get("endpoint") for e in exchanges) else "streamable")
                              if exchanges else None)
         self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
+        self._exchange_rows = {e["id"]: e for e in exchanges or ()}
+        # HTTP: what the answer being analysed may answer (its exchange's body; None: the session's
+        # outstanding requests by id, as on a GET stream or stdio), and whether it is an HTTP error's body
+        self._scope: Posted | None = None
+        self._scope_error = False
         self.init_result_ts: float | None = None
         self.assigned_session: str | None = None  # the Mcp-Session-Id the initialize answer assigned
         self.assigned_at: float = 0.0  # when
@@ -307,14 +338,33 @@ class SessionAnalysis:
 
     def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
         """A frame that crossed HTTP in `exchange`: `frame()`, and for a request body, a note of
-        what it carried for the transport rules."""
+        what it carried, for the transport rules and for pairing. An answer in a POST's exchange,
+        or in an HTTP error's body, can only answer what that exchange carried; an answer on a
+        GET stream answers the session's outstanding requests by id."""
+        row = self._exchange_rows.get(exchange) if exchange is not None and direction == S2C else None
+        if row is not None and (row["method"] == "POST" or http_error(row)):
+            self._scope, self._scope_error = self._posted.get(exchange, NOTHING_POSTED), http_error(row)
+            try:
+                self.frame(seq, ts, direction, raw)
+            finally:
+                self._scope, self._scope_error = None, False
+            return
         self.frame(seq, ts, direction, raw)
         if exchange is not None and direction == C2S and exchange not in self._posted:
+            entry = self.last_sent.get(direction)
             last = self._last(direction)
             messages = last.elements if isinstance(last, Frame) else [last]
             meta = messages[0].meta() if len(messages) == 1 and type(messages[0].value) is dict else {}
+            requests = {}
+            for m in messages:
+                if m.kind == REQUEST:
+                    key = (direction, id_key(m.id))
+                    req = self.outstanding.get(key)
+                    if req is not None and req.seq == seq:
+                        requests[key] = req
             self._posted[exchange] = Posted(seq, tuple(m.kind for m in messages) or (last.kind,),
-                                            tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION))
+                                            tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION),
+                                            requests, entry)
 
     def feed(self, rows: list[tuple]) -> None:
         """`frame()` for each (seq, ts, direction, raw) row, in order: the common frames natively
@@ -445,6 +495,7 @@ class SessionAnalysis:
             key = (OTHER[direction], ("n", ident) if type(ident) is int else ("s", ident))
             req = self.outstanding.get(key)
             if (req is None or req is self.init_request or req.batch is not None
+                    or (self._scope is not None and self._scope.requests.get(key) is not req)
                     or (req.cancelled is not None and req.cancelled < seq)
                     or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))):
                 return False
@@ -469,7 +520,11 @@ class SessionAnalysis:
 
     def _last(self, direction: str) -> Msg | Frame | None:
         """The last message or frame sent this way (a fast-path message is built on demand)."""
-        last = self.last_sent.get(direction)
+        return self._built(self.last_sent.get(direction))
+
+    @staticmethod
+    def _built(last: Msg | Frame | tuple | None) -> Msg | Frame | None:
+        """A `last_sent` entry as a message or frame (a fast-path message's tuple built into one)."""
         if type(last) is tuple:
             seq, ts, direction, raw, sig, kind, method, ident, id_json = last
             last = WireMsg(seq, ts, direction, raw, sig, kind, method, ident, id_json, None)
@@ -639,13 +694,19 @@ class SessionAnalysis:
 
     def _response(self, msg: Msg) -> None:
         request_direction = OTHER[msg.direction]
+        scope = self._scope
         if msg.id is None:
             key = (request_direction, id_key(None))
-            if key not in self.outstanding:
+            if key not in self.outstanding or (scope is not None and key not in scope.requests):
                 self._null_id_response(msg)
                 return
         else:
             key = (request_direction, id_key(msg.id))
+        if scope is not None:
+            mine = scope.requests.get(key)
+            if mine is None or self.outstanding.get(key) is not mine:
+                self._scoped_elsewhere(msg, key, scope)
+                return
         req = self.outstanding.pop(key, None)
         if req is not None:
             msg.pairing, msg.request, msg.related = "matched", req, req.seq
@@ -686,10 +747,47 @@ class SessionAnalysis:
             self.tokens.pop(req.token, None)
             self.done_tokens[req.token] = seq
 
+    def _scoped_elsewhere(self, msg: Msg, key: tuple, scope: Posted) -> None:
+        """An answer in an HTTP exchange whose id is not that of a request the exchange carried
+        (and still awaiting its answer): answered already, another exchange's, or unknown."""
+        if key in scope.requests:  # its own request, answered already
+            done = self.answered.get(key)
+            msg.pairing, msg.related = ("duplicate", done[1]) if done is not None else ("unknown", None)
+            return
+        loose = loose_key(msg.id)
+        for own_key, req in scope.requests.items():  # its own request, its id written as another type
+            if loose is not None and loose_key(req.id) == loose and self.outstanding.get(own_key) is req:
+                del self.outstanding[own_key]
+                msg.pairing, msg.request, msg.related = "type-mismatch", req, req.seq
+                self._answer(msg.row, msg.kind, msg.seq, msg.ts, own_key, req)
+                return
+        other = self.outstanding.get(key)
+        if other is not None:
+            msg.pairing, msg.related = "other-exchange", other.seq
+        else:
+            msg.pairing = "unknown"
+
     def _null_id_response(self, msg: Msg) -> None:
         """A response with "id": null: right after input whose id could not be read (or after a
-        batch refused whole), else it answers a notification or hides a readable id."""
-        last = self._last(OTHER[msg.direction])
+        batch refused whole), else it answers a notification or hides a readable id. Over HTTP,
+        in a POST's exchange, it answers what that POST carried; in an HTTP error's body it is the
+        transport's explanation of the error (the spec allows "a JSON-RPC error response that
+        has no id" there): the answer of the request the exchange carried, if any, and no finding."""
+        scope = self._scope
+        if scope is None:
+            last = self._last(OTHER[msg.direction])
+        else:
+            last = self._built(scope.last)
+            if self._scope_error and not isinstance(last, Frame):
+                req = next(iter(scope.requests.values()), None)
+                key = (req.direction, id_key(req.id)) if req is not None else None
+                if req is not None and self.outstanding.get(key) is req:
+                    del self.outstanding[key]
+                    msg.pairing, msg.request, msg.related = "http-rejected", req, req.seq
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req)
+                else:
+                    msg.pairing, msg.related = "http-error", scope.seq
+                return
         if last is None:
             msg.pairing = "unknown"
         elif isinstance(last, Frame):  # unparseable, or a batch
@@ -724,7 +822,13 @@ class SessionAnalysis:
                 return
             key = (msg.direction, id_key(target))
             req = self.outstanding.get(key)
-            if req is not None:
+            init = self.init_request
+            if init is not None and (req is init or (req is None and key == (init.direction, id_key(init.id)))):
+                # the initialize request MUST NOT be cancelled, at any time
+                msg.fact, msg.request, msg.related = "cancel:initialize", init, init.seq
+                if req is init and init.cancelled is None:
+                    init.cancelled = msg.seq
+            elif req is not None:
                 msg.fact, msg.request, msg.related = "cancel:ok", req, req.seq
                 if req.cancelled is None:
                     req.cancelled = msg.seq
@@ -759,6 +863,8 @@ class SessionAnalysis:
     # -- the end -----------------------------------------------------------------------------
 
     def end(self) -> None:
+        if self.exchanges and self.stateless:
+            self._streams_closed()
         if self.exchanges and self._dispatch.exchange:
             self._exchange_rules()
         for rule in self._dispatch.end:
@@ -768,8 +874,20 @@ class SessionAnalysis:
             if req.row is not None:
                 self._rows.append(req.row)
                 req.row = None
-            if req.cancelled is None and not req.rejected:
+            if req.cancelled is None and not req.rejected and not req.stream_closed:
                 self._stats(req.method)["unanswered"] += 1
+
+    def _streams_closed(self) -> None:
+        """2026-07-28 over HTTP: "Closing the SSE response stream MUST be treated as cancellation"
+        (and so is the client closing the request before any answer came): a request still
+        awaiting its answer when its exchange ended with the client gone was cancelled."""
+        for row in self.exchanges:
+            posted = self._posted.get(row["id"])
+            if posted is None or not client_gone(row):
+                continue
+            for key, req in posted.requests.items():
+                if self.outstanding.get(key) is req:
+                    req.stream_closed = True
 
     def _exchange_rules(self) -> None:
         """The transport rules, over the session's HTTP exchanges in the order they started."""

@@ -71,22 +71,26 @@ class Http(list):
 def http(*steps) -> Http:
     """An HTTP session from steps (exchange fields, [(direction, raw), ...]); the exchange's
     times frame its messages. Fields: method (POST), status (200 with a body, else 202),
-    response_type, mcp_session_id, assigned_session, protocol_version, endpoint."""
-    frames, exchanges = [], []
-    for n, (fields, messages) in enumerate(steps):
-        ex_id = f"x{n}"
-        start = 1000.0 + len(frames) * 0.001
-        for d, raw in messages:
-            frames.append((d, raw, ex_id))
-        row = {"id": ex_id, "method": "POST", "url": "http://127.0.0.1:1/mcp", "status": None,
-               "response_type": None, "mcp_session_id": None, "assigned_session": None, "protocol_version": None,
-               "endpoint": None, "started_at": start - 0.0005, "response_at": start + 0.0003}
-        answered = any(d == "s2c" for d, _ in messages)
-        row["status"] = 200 if answered else 202
-        row["response_type"] = "application/json" if answered else None
+    response_type, mcp_session_id, assigned_session, protocol_version, endpoint, outcome."""
+    return interleaved([fields for fields, _ in steps],
+                       [(d, raw, n) for n, (_, messages) in enumerate(steps) for d, raw in messages])
+
+
+def interleaved(exchanges: list[dict], frames: list[tuple[str, str, int]]) -> Http:
+    """An HTTP session whose exchanges overlap: the exchanges' fields (as for `http`), and the
+    frames in wire order as (direction, raw, index of the exchange that carried it)."""
+    rows = []
+    for n, fields in enumerate(exchanges):
+        seqs = [i for i, f in enumerate(frames) if f[2] == n] or [len(frames)]
+        start = 1000.0 + seqs[0] * 0.001
+        answered = any(f[0] == "s2c" for f in frames if f[2] == n)
+        row = {"id": f"x{n}", "method": "POST", "url": "http://127.0.0.1:1/mcp", "status": 200 if answered else 202,
+               "response_type": "application/json" if answered else None, "mcp_session_id": None,
+               "assigned_session": None, "protocol_version": None, "endpoint": None, "started_at": start - 0.0005,
+               "response_at": start + 0.0003, "ended_at": 1000.0 + seqs[-1] * 0.001 + 0.0005, "outcome": "complete"}
         row.update(fields)
-        exchanges.append(row)
-    return Http(frames, exchanges)
+        rows.append(row)
+    return Http([(d, raw, f"x{n}") for d, raw, n in frames], rows)
 
 
 def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ended: bool = True, policy=None):

@@ -265,3 +265,29 @@ def test_a_client_that_disconnects_mid_stream_leaves_every_event_recorded_and_th
     assert progress_frames() >= seen >= 3
     assert any(o.startswith("error") for o in outcomes), outcomes  # the ticks stream broke off
     assert ended == 0
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_call_the_sdk_client_cancels_is_no_missing_response_live_or_imported(sdk_python, tmp_path, mode):
+    """The SDK client gives up a slow call: in 2026-07-28 it closes the request (the stateless
+    era's cancellation), before 2026 it sends notifications/cancelled. Neither is a missing
+    response, recorded live by the proxy or imported from plain mitmdump's capture of it (a dump
+and a HAR export)."""
+    live, dump, har = tmp_path / "live.db", tmp_path / "cap.mitm", tmp_path / "cap.har"
+    with sdk_http_server(sdk_python, "streamable") as upstream, \
+            mitmdump_reverse(upstream, "-w", str(dump), "--set", f"hardump={har}") as plain:
+        with mcptap_proxy(live, f"http://127.0.0.1:{plain['port']}") as proxy:
+            out = sdk_client(sdk_python, mode, "streamable", proxy.url + "/mcp", "cancel")
+            assert proxy.stop() == 0, proxy.errors
+    assert out["cancel"] == "cancelled" and out["after_cancel"] == "still here"
+    imported = {"flows": tmp_path / "flows.db", "har": tmp_path / "har.db"}
+    for name, source in (("flows", dump), ("har", har)):
+        result = run(mcptap("import", "--db", str(imported[name]), str(source)))
+        assert result.returncode == 0, result.stderr.decode()
+    for db in (live, *imported.values()):
+        report = assert_no_false_findings(db)
+        assert [s["revision"] for s in report["sessions"]] == [out["protocol_version"]]
+        conn = sqlite3.connect(db)
+        gone = conn.execute("SELECT count(*) FROM exchanges WHERE outcome LIKE 'error:%disconnected%'").fetchone()[0]
+        conn.close()
+        assert gone >= (1 if mode == "auto" else 0)

@@ -74,8 +74,8 @@ def protocol_version_unsupported(msg, s):
 
 @rule("initialize-cancelled", group="lifecycle", severity="error", on=["notification"],
       ref='MCP basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients"',
-      summary="notifications/cancelled targets the initialize request",
-      when=['cancel:ok'])
+      summary="notifications/cancelled targets the initialize request (at any time: before or after its answer)",
+      when=['cancel:initialize'])
 def initialize_cancelled(msg, s):
-    if msg.fact == "cancel:ok" and msg.request is not None and msg.request.method == "initialize":
+    if msg.fact == "cancel:initialize":
         return Hit(f"cancels the initialize request at frame {msg.related}", related=msg.related)

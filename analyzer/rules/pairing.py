@@ -11,13 +11,19 @@ from analyzer.rules import Hit, rule
 RESPONSES = "JSON-RPC 2.0 §5; MCP basic §Responses: \"Responses MUST include the same ID as the request they correspond to.\""
 
 
-@rule("unknown-response-id", group="pairing", severity="error", on=["response"], ref=RESPONSES,
-      summary="a response whose id matches no request sent the other way in this session",
-      when=['unknown'])
+@rule("unknown-response-id", group="pairing", severity="error", on=["response"],
+      ref=RESPONSES + "; MCP basic/transports §Streamable HTTP: an answer in a POST's response belongs to the "
+                      "request that POST carried",
+      summary="a response whose id matches no request sent the other way in this session (over HTTP: in a POST's "
+              "answer, no request that POST carried)",
+      when=['unknown', 'other-exchange'])
 def unknown_response_id(msg, s):
+    shown = "null" if msg.id is None else msg.row[5]
     if msg.pairing == "unknown":
-        shown = "null" if msg.id is None else msg.row[5]
         return Hit(f"answers id {shown}, which no request sent the other way in this session carried")
+    if msg.pairing == "other-exchange":
+        return Hit(f"answers id {shown} in the answer to an HTTP request that did not carry it (the request with "
+                   f"that id, at frame {msg.related}, came in another exchange)", related=msg.related)
 
 
 @rule("id-type-mismatch", group="pairing", severity="error", on=["response"], ref=RESPONSES,
@@ -82,13 +88,14 @@ def response_to_notification(msg, s):
 
 @rule("missing-response", group="pairing", severity="error", on=["end"],
       ref='JSON-RPC 2.0 §4 (a request gets exactly one response); MCP basic/utilities/cancellation: a cancelled '
-          "request SHOULD NOT be answered",
+          'request SHOULD NOT be answered; 2026-07-28 Streamable HTTP: "Closing the SSE response stream MUST be '
+          'treated as cancellation"',
       summary="a request never answered before its session ended (warning when the end is not known)")
 def missing_response(s):
     severity = None if s.ended else "warning"
     for req in s.outstanding.values():
-        if req.cancelled is not None or req.rejected:
-            continue
+        if req.cancelled is not None or req.rejected or req.stream_closed:
+            continue  # cancelled (by notification, or 2026-07-28 by closing its stream), or refused whole
         if req.direction == "s2c" and s.revision in STATELESS_REVISIONS:
             continue  # reported as wrong-direction: nobody may answer it
         where = "before the session ended" if s.ended else "before the capture stopped (the session may have gone on)"

@@ -1,8 +1,9 @@
 """Test client on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask] [sample] [login] [prompts], or MODE stdio "CMD ARGS" [...]; MODE is
+sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask] [sample] [login] [prompts] [cancel], or MODE stdio "CMD ARGS" [...]; MODE is
 'legacy' (initialize handshake) or 'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON
 line: what the calls returned (`ask`: also a tool that elicits, a server-to-client request; `sample`: a tool that asks
-for sampling, answered here; `login`: a tool given a password, twice; `prompts`: prompts/list, or the error it got), and for `ticks`, each progress as (send
+for sampling, answered here; `login`: a tool given a password, twice; `cancel`: a slow call given up after a second
+(the SDK cancels it), then one more call; `prompts`: prompts/list, or the error it got), and for `ticks`, each progress as (send
 time from the server, receive time here)."""
 
 import asyncio
@@ -63,6 +64,13 @@ async def main() -> None:
             if "login" in what:
                 for _ in range(2):  # the same secret twice: the same hash twice
                     out["login"] = (await client.call_tool("login", {"user": "ann", "password": "hunter2-pw"})).content[0].text
+            if "cancel" in what:  # a call given up after a second: the SDK's own cancellation
+                try:
+                    await asyncio.wait_for(client.call_tool("ticks", {"count": 100, "interval": 0.1}), 1.0)
+                    out["cancel"] = "answered"
+                except (TimeoutError, asyncio.TimeoutError):
+                    out["cancel"] = "cancelled"
+                out["after_cancel"] = (await client.call_tool("echo", {"text": "still here"})).content[0].text
             if "prompts" in what:
                 try:
                     out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
