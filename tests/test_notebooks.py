@@ -5,10 +5,14 @@ committed ones carry their outputs, free of errors and of this machine's paths."
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from analyzer import importer, store
+from analyzer.demo import notebooks as data
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -57,3 +61,24 @@ def test_the_committed_notebooks_carry_their_outputs():
         assert regenerate.problems(nb, regenerate.machine_paths()) == [], name
     explore = nbformat.read(NOTEBOOKS / "explore.ipynb", as_version=4)
     assert any("image/png" in o.get("data", {}) for c in explore.cells for o in c.get("outputs", []))
+
+
+def test_a_notebook_reads_the_recording_MCPTAP_NOTEBOOK_DB_names_and_records_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCPTAP_NOTEBOOK_DB", str(tmp_path / "mine.db"))
+    assert data.recording(tmp_path) == str(tmp_path / "mine.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_incident_log_is_exported_from_the_recording_already_in_the_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("MCPTAP_NOTEBOOK_LOG", raising=False)
+    lines = [{"record": "session", "session": "s-http", "transport": "http", "label": "demo-http", "started_at": 1.0},
+             {"session": "s-http", "seq": 1, "ts": 1.5, "direction": "c2s", "raw": '{"jsonrpc":"2.0","method":"x"}'}]
+    (tmp_path / "given.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    conn = store.connect(str(tmp_path / "recording.db"))
+    importer.import_file(conn, str(tmp_path / "given.jsonl"))
+    conn.close()
+    log = Path(data.incident_log(tmp_path))
+    assert log == tmp_path / "incident.jsonl"
+    exported = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r.get("session"), r.get("seq")) for r in exported] == [("s-http", None), ("s-http", 1)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["given.jsonl", "incident.jsonl", "recording.db"]
