@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,8 @@ def demo_recording(folder: str | os.PathLike = ".") -> str:
         with tempfile.TemporaryDirectory(prefix="mcptap-demo-") as scratch:
             made = Path(scratch) / RECORDING  # the demo also writes its HTML report beside it: left in scratch
             _run_demo(made)
+            with contextlib.closing(sqlite3.connect(made)) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the one file that is copied
             with _aside(db) as partial:
                 shutil.copy2(made, partial)
     return str(db)
