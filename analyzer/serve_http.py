@@ -61,25 +61,26 @@ class _Handler(BaseHTTPRequestHandler):
         ident = incoming.requests[0].get("id")
         held = self.server.outstanding.hold(session, ident)
         try:
-            self._send(replies[0], started, headers, held)
+            self.close_connection = not self._send(replies[0], started, headers, held)
         except OSError:  # the client went away
-            pass
+            self.close_connection = True
         finally:
             self.server.outstanding.release(session, ident, held)
-        self.close_connection = True
 
-    def _send(self, reply: Reply, started: float, headers: dict, held: Held) -> None:
+    def _send(self, reply: Reply, started: float, headers: dict, held: Held) -> bool:
         """One request's reply: JSON for a lone answer, else an event stream of its frames, kept
         open after them while the request goes unanswered; whatever ends the request first (its
-        cancel, the client closing the stream, the server stopping) ends it with nothing more sent."""
+        cancel, the client closing the stream, the server stopping) ends it with nothing more sent.
+        True when the connection can take the client's next request."""
         if reply.dropped:
             held.wait(None, self.connection)  # never answered, not even with headers
-            return
+            return False
         if reply.answered and len(reply.frames) == 1:
             delay, frame = reply.frames[0]
-            if held.wait(started + delay - time.monotonic(), self.connection):
-                self._json(200, frame, headers)
-            return
+            if not held.wait(started + delay - time.monotonic(), self.connection):
+                return False
+            self._json(200, frame, headers)
+            return True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -89,11 +90,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for delay, frame in reply.frames:
             if not held.wait(started + delay - time.monotonic(), self.connection):
-                return
+                return False
             self.wfile.write(b"event: message\ndata: " + frame + b"\n\n")
             self.wfile.flush()
         if not reply.answered:
             held.wait(None, self.connection)
+        return False  # the stream ends with the connection
 
     def do_GET(self) -> None:  # noqa: N802
         self._empty(405, {"Allow": "POST, DELETE"})  # no standalone stream: nothing unprompted to say

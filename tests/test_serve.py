@@ -10,6 +10,7 @@ import os
 import queue
 import shlex
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -338,33 +339,56 @@ def test_a_notification_recorded_after_a_cancel_is_not_sent_for_the_cancelled_re
     assert c.read_json()["id"] == 8
 
 
-def test_serve_over_http_ends_an_unanswered_stream_when_it_stops(cancel_recorded):
-    import socket
+def post(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return (b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 
+
+@pytest.fixture
+def http_serve(cancel_recorded):
+    """`mcptap serve --listen` of the recording with a cancelled call; yields its port, and
+    after the test, stops it and checks that it said nothing more and exited 0."""
     port = free_port()
     server = subprocess.Popen(mcptap("serve", "--db", str(cancel_recorded["legacy"][0]), "nap", "--listen",
                                      f"127.0.0.1:{port}"), stderr=subprocess.PIPE)
     try:
         assert "http://" in server.stderr.readline().decode()
-        body = json.dumps(call(1, "nap", {"seconds": 1.0}, token="t")).encode()
-        with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT_S) as sock:
-            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-            got = b""
-            while b"notifications/progress" not in got:
-                chunk = sock.recv(65536)
-                assert chunk, got
-                got += chunk
-            server.terminate()
-            while chunk := sock.recv(65536):  # the stream ends with the server, nothing more on it
-                got += chunk
-        assert got.startswith(b"HTTP/1.1 200") and b'"result"' not in got, got
+        yield server, port
     finally:
         server.terminate()
         status = server.wait(10)
         rest = server.stderr.read().decode()
         server.stderr.close()
     assert status == 0 and rest == "", rest
+
+
+def test_serve_over_http_answers_one_request_after_another_on_a_kept_alive_connection(http_serve):
+    _, port = http_serve
+    with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT_S) as sock:
+        for ident in (1, 2):
+            sock.sendall(post({"jsonrpc": "2.0", "id": ident, "method": "ping"}))
+            got = b""
+            while not got.endswith(b"}}"):
+                chunk = sock.recv(65536)
+                assert chunk, got  # not closed after the first answer
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200") and got.endswith(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % ident)
+
+
+def test_serve_over_http_ends_an_unanswered_stream_when_it_stops(http_serve):
+    server, port = http_serve
+    with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT_S) as sock:
+        sock.sendall(post(call(1, "nap", {"seconds": 1.0}, token="t")))
+        got = b""
+        while b"notifications/progress" not in got:
+            chunk = sock.recv(65536)
+            assert chunk, got
+            got += chunk
+        server.terminate()
+        while chunk := sock.recv(65536):  # the stream ends with the server, nothing more on it
+            got += chunk
+    assert got.startswith(b"HTTP/1.1 200") and b'"result"' not in got, got
 
 
 def test_unmatched_unparseable_and_notification_frames_are_answered_as_json_rpc_says(client_factory):
@@ -444,8 +468,6 @@ def test_serve_usage_mistakes_are_one_line_errors(legacy_db, args, says):
 
 
 def test_serve_on_a_port_in_use_is_a_one_line_error(legacy_db):
-    import socket
-
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
