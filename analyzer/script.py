@@ -110,6 +110,8 @@ def build(session: dict, rows: list[tuple[int, float, str, bytes]]) -> Script:
             elif kind == NOTIFICATION and direction == S2C and running:
                 owner = _owner(msg, tokens) or running[-1]
                 owner.during.append(msg)
+            elif kind == NOTIFICATION and direction == C2S and msg.method == "notifications/cancelled":
+                _cancel(msg, running, outstanding)
     return Script(session, frames)
 
 
@@ -119,6 +121,16 @@ def _progress_token(msg: Message) -> tuple | None:
     if type(meta) is dict and "progressToken" in meta:
         return id_key(meta["progressToken"])
     return None
+
+
+def _cancel(note: Message, running: list[Message], outstanding: dict[tuple, Message]) -> None:
+    """A client request its client cancelled is no longer running: later server notifications
+    that name no request are not its (progress under its token still is)."""
+    params = note.params
+    if type(params) is dict and "requestId" in params:
+        req = outstanding.get((C2S, id_key(params["requestId"])))
+        if req is not None and req in running:
+            running.remove(req)
 
 
 def _owner(note: Message, tokens: dict[tuple, Message]) -> Message | None:

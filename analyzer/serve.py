@@ -2,17 +2,22 @@
 test), over stdio or Streamable HTTP.
 
 Each client request is matched to a recorded one: first by method and params exactly (`_meta`
-left out: progress tokens and client info differ from run to run; a repeated call gets the same
-answer again), then by method in recorded order; once every recorded request of a method has
-been used, the last one used answers again.
+left out: progress tokens and client info differ from run to run), an unused recorded request
+before one already used (a repeated call gets the same answer again); then by method in recorded
+order among the answered ones; once every recorded request of a method has been used, the last
+one used answers again.
 The answer is the recorded response under the live request's id, preceded by the server
 notifications the recording had while that request ran (a progress notification carries the
-live request's progress token, and is left out when the live request asked for none). A ping
-with nothing recorded gets `{}`; any other request with nothing recorded gets a JSON-RPC
-error, never silence.
+live request's progress token, and is left out when the live request asked for none). A
+recorded request that was never answered (its client cancelled it, or the session ended first)
+is served as no answer: its notifications go out, then nothing, until the client cancels it
+(`notifications/cancelled`; over HTTP also by closing the response stream) or goes away; a
+cancelled request is never answered, whatever was still to come for it. A ping with nothing
+recorded gets `{}`; any other request with nothing recorded gets a JSON-RPC error.
 
 For testing hosts: pacing at the recorded latency, and faults by method (drop: never answer;
-delay: answer late; corrupt: answer with the recorded frame cut in half, which is not JSON)."""
+delay: answer late; corrupt: answer with the recorded frame cut in half, which is not JSON).
+Over stdio here; over Streamable HTTP in analyzer/serve_http.py."""
 
 from __future__ import annotations
 
@@ -20,21 +25,18 @@ import json
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, BinaryIO, Callable
 
 from mcp_types import jsonrpc
 
 from analyzer import jsonwire, script
 from analyzer.classify import NOTIFICATION, REQUEST, classify
-from analyzer.errors import MCPTapError
+from analyzer.outstanding import Held, Outstanding
 
 UNKNOWN_METHOD, PARSE_ERROR, INVALID_REQUEST = jsonrpc.METHOD_NOT_FOUND, jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST
 ANY_METHOD = "*"
 MAX_DELAY_S = 86_400.0
-MAX_BODY_BYTES = 1 << 30
 
 
 @dataclass
@@ -70,36 +72,70 @@ def parse_delays(items) -> dict[str, float]:
 @dataclass
 class Reply:
     """What to send for one request: frames with the delay before each (seconds from the
-    request), or nothing at all (`dropped`)."""
+    request), the last of them the answer when `answered`. A request served as unanswered gets
+    its notifications only, or nothing at all when `dropped` (a fault)."""
 
     frames: list[tuple[float, bytes]] = field(default_factory=list)
+    answered: bool = True
     dropped: bool = False
     matched: str = ""  # how the request was matched: exact | method | reused | builtin | none
 
+    @property
+    def answer(self) -> bytes | None:
+        return self.frames[-1][1] if self.answered and self.frames else None
+
+
+class Recording:
+    """A recorded session's client requests indexed for matching (read-only: every live session
+    served from it shares one)."""
+
+    def __init__(self, recorded: script.Script):
+        from analyzer.redact import FrameRedactor
+
+        self.script = recorded
+        self.exact: dict[tuple, list[script.Message]] = {}  # (method, params) -> its requests, in recorded order
+        self.answered: dict[str, list[script.Message]] = {}  # method -> its answered requests, in recorded order
+        self.keys: dict[int, tuple] = {}
+        for entry in recorded.messages(script.C2S, REQUEST):
+            key = self.keys[id(entry)] = (entry.method, _canonical_params(entry.params))
+            self.exact.setdefault(key, []).append(entry)
+            if entry.answer is not None:
+                self.answered.setdefault(entry.method, []).append(entry)
+        self.has_handshake = "initialize" in self.answered
+        self._redactor = FrameRedactor()  # live params as a recording would hold them, for matching
+
+    def key(self, request: dict) -> tuple:
+        """What a live request is matched by: its method and its params as recorded."""
+        return request.get("method"), _canonical_params(self._as_recorded(request.get("params")))
+
+    def _as_recorded(self, params: Any) -> Any:
+        """Params with credential members replaced as the recorder replaced them (same key,
+        same hash), so that a call with a password matches its recorded, redacted self."""
+        raw = _encode(params)
+        redacted, paths = self._redactor.frame(raw)
+        return params if paths is None else jsonwire.parse(redacted).value
+
 
 class Responder:
-    """Recorded answers for live requests (thread-safe)."""
+    """Recorded answers for one live session's requests (thread-safe)."""
 
-    def __init__(self, recorded: script.Script, faults: Faults | None = None):
+    def __init__(self, recorded: Recording | script.Script, faults: Faults | None = None):
         self.faults = faults or Faults()
-        self.script = recorded
-        self.entries = [m for m in recorded.messages(script.C2S, REQUEST) if m.answer is not None]
-        self._keys = {id(e): _canonical_params(e.params) for e in self.entries}
-        self.used: set[int] = set()
+        self.recording = recorded if isinstance(recorded, Recording) else Recording(recorded)
+        self.has_handshake = self.recording.has_handshake
+        self._used: set[int] = set()
+        self._first: dict[tuple, int] = {}  # a list of candidates -> where its first unused one may be
         self._last_exact: dict[tuple, script.Message] = {}
         self._last_method: dict[str, script.Message] = {}
         self._lock = threading.Lock()
-        self.has_handshake = any(m.method == "initialize" for m in self.entries)
-        from analyzer.redact import FrameRedactor
-
-        self._redactor = FrameRedactor()  # live params as a recording would hold them, for matching
 
     def reply(self, request: dict) -> Reply:
         method = request.get("method")
+        key = self.recording.key(request)
         with self._lock:
-            entry, how = self._match(method, _canonical_params(self._as_recorded(request.get("params"))))
+            entry, how = self._match(key)
         if self.faults._hit(self.faults.drop, method):
-            return Reply(dropped=True, matched=how)
+            return Reply(answered=False, dropped=True, matched=how)
         if entry is None:
             if method == "ping":
                 return Reply([(0.0, _encode({"jsonrpc": "2.0", "id": request.get("id"), "result": {}}))], matched="builtin")
@@ -110,38 +146,44 @@ class Responder:
         if not self.faults.pace:
             frames = [(0.0, raw) for _, raw in frames]
         frames = [(delay + extra, raw) for delay, raw in frames]
-        if self.faults._hit(self.faults.corrupt, method):
+        answered = entry.answer is not None
+        if answered and self.faults._hit(self.faults.corrupt, method):
             delay, raw = frames[-1]
             frames[-1] = (delay, raw[: max(1, len(raw) // 2)])
-        return Reply(frames, matched=how)
+        return Reply(frames, answered=answered, matched=how)
 
-    def _as_recorded(self, params: Any) -> Any:
-        """Params with credential members replaced as the recorder replaced them (same key,
-        same hash), so that a call with a password matches its recorded, redacted self."""
-        raw = _encode(params)
-        redacted, paths = self._redactor.frame(raw)
-        return params if paths is None else jsonwire.parse(redacted).value
-
-    def _match(self, method: Any, params: str) -> tuple[script.Message | None, str]:
-        """The recorded request to answer with: the same method and params (unused first, else
-        the last one used: a repeated call gets the same answer), then the next unused one of
-        the method in recorded order, else the last one of the method used."""
-        key = (method, params)
-        for entry in self.entries:
-            if id(entry) not in self.used and entry.method == method and self._keys[id(entry)] == params:
-                return self._use(entry), "exact"
+    def _match(self, key: tuple) -> tuple[script.Message | None, str]:
+        """The recorded request to answer with: an unused one of the same method and params
+        (answered or not: one never answered is served as no answer), else the last of them used
+        (a repeated call gets the same answer again; an answered one before one that was not),
+        then the next unused answered one of the method in recorded order, else the last of the
+        method used."""
+        entry = self._first_unused(("exact", key), self.recording.exact.get(key, ()))
+        if entry is not None:
+            return self._use(entry), "exact"
         if key in self._last_exact:
-            return self._last_exact[key], "exact"
-        for entry in self.entries:
-            if id(entry) not in self.used and entry.method == method:
-                return self._use(entry), "method"
+            return self._last_exact[key], "reused"
+        method = key[0]
+        entry = self._first_unused(("method", method), self.recording.answered.get(method, ()))
+        if entry is not None:
+            return self._use(entry), "method"
         entry = self._last_method.get(method)
         return entry, "reused" if entry is not None else "none"
 
+    def _first_unused(self, name: tuple, candidates) -> script.Message | None:
+        i = self._first.get(name, 0)
+        while i < len(candidates) and id(candidates[i]) in self._used:
+            i += 1
+        self._first[name] = i
+        return candidates[i] if i < len(candidates) else None
+
     def _use(self, entry: script.Message) -> script.Message:
-        self.used.add(id(entry))
-        self._last_exact[(entry.method, self._keys[id(entry)])] = entry
-        self._last_method[entry.method] = entry
+        self._used.add(id(entry))
+        key = self.recording.keys[id(entry)]
+        if entry.answer is not None or key not in self._last_exact:
+            self._last_exact[key] = entry
+        if entry.answer is not None:
+            self._last_method[entry.method] = entry
         return entry
 
     def _frames(self, entry: script.Message, request: dict) -> list[tuple[float, bytes]]:
@@ -155,8 +197,9 @@ class Responder:
                 if type(value.get("params")) is dict:
                     value = {**value, "params": {**value["params"], "progressToken": token}}
             out.append((max(0.0, note.ts - entry.ts), _encode(value)))
-        answer = {**entry.answer.value, "id": request.get("id")}
-        out.append((max(0.0, entry.answer.ts - entry.ts), _encode(answer)))
+        if entry.answer is not None:
+            answer = {**entry.answer.value, "id": request.get("id")}
+            out.append((max(0.0, entry.answer.ts - entry.ts), _encode(answer)))
         return out
 
 
@@ -193,31 +236,55 @@ def error_frame(ident: Any, code: int, message: str) -> bytes:
     return _encode({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
 
 
-def requests_in(raw: bytes) -> tuple[list[dict], bytes | None, bool]:
-    """The requests one frame from the client carries, a frame to answer at once (a parse or
-    structure error), and whether it was a batch."""
+@dataclass
+class Incoming:
+    """What one frame from the client carries: its requests, the ids it cancels, a frame to
+    answer at once (a parse or structure error), and whether it was a batch."""
+
+    requests: list[dict] = field(default_factory=list)
+    cancelled: list[Any] = field(default_factory=list)
+    immediate: bytes | None = None
+    batch: bool = False
+
+
+def read_frame(raw: bytes) -> Incoming:
+    """What a frame from the client carries, as JSON-RPC 2.0 reads it."""
     parsed = jsonwire.parse(raw)
     if parsed.error is not None:
-        return [], error_frame(None, PARSE_ERROR, f"Parse error: {parsed.error}"), False
-    batch = type(parsed.value) is list
-    values = parsed.value if batch else [parsed.value]
-    requests = []
-    for value in values:
+        return Incoming(immediate=error_frame(None, PARSE_ERROR, f"Parse error: {parsed.error}"))
+    out = Incoming(batch=type(parsed.value) is list)
+    for value in parsed.value if out.batch else [parsed.value]:
         kind = classify(value)[1]
         if kind == REQUEST:
-            requests.append(value)
-        elif kind != NOTIFICATION and not (type(value) is dict and ("result" in value or "error" in value)):
-            return requests, error_frame(None, INVALID_REQUEST, "Invalid Request"), batch
-    return requests, None, batch
+            out.requests.append(value)
+        elif kind == NOTIFICATION:
+            params = value.get("params")
+            if value.get("method") == "notifications/cancelled" and type(params) is dict and "requestId" in params:
+                out.cancelled.append(params["requestId"])
+        elif not (type(value) is dict and ("result" in value or "error" in value)):
+            out.immediate = error_frame(None, INVALID_REQUEST, "Invalid Request")
+            return out
+    return out
+
+
+def batch_answer(replies: list[Reply]) -> bytes:
+    """The answer to a batch: its requests' answers in one array (a request served as unanswered has none)."""
+    return _encode([json.loads(r.answer) for r in replies if r.answer is not None and _is_json(r.answer)])
+
+
+def _is_json(raw: bytes) -> bool:
+    return jsonwire.parse(raw).error is None
 
 
 # -- stdio ------------------------------------------------------------------------------------------
 
 def serve_stdio(responder: Responder, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """Answer frames from `stdin` on `stdout` until stdin ends; answers that wait (pacing,
-    delay) are sent from threads of their own so that other requests are not held up."""
+    delay) are sent from threads of their own so that other requests are not held up, and a
+    cancel from the client stops what was still to be sent for that request."""
     lock = threading.Lock()
     pending: list[threading.Thread] = []
+    outstanding = Outstanding()
 
     def write(raw: bytes) -> None:
         with lock:
@@ -227,12 +294,14 @@ def serve_stdio(responder: Responder, stdin: BinaryIO, stdout: BinaryIO) -> int:
             except (BrokenPipeError, ValueError, OSError):
                 pass
 
-    def send(reply: Reply, started: float) -> None:
-        for delay, raw in reply.frames:
-            wait = started + delay - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            write(raw)
+    def send(reply: Reply, started: float, ident: Any, held: Held) -> None:
+        try:
+            for delay, raw in reply.frames:
+                if not held.wait(started + delay - time.monotonic()):
+                    return  # cancelled: nothing more for it
+                write(raw)
+        finally:
+            outstanding.release(None, ident, held)
 
     for line in stdin:
         raw = line[:-1] if line.endswith(b"\n") else line
@@ -241,168 +310,29 @@ def serve_stdio(responder: Responder, stdin: BinaryIO, stdout: BinaryIO) -> int:
         if not raw.strip():
             continue
         started = time.monotonic()
-        requests, immediate, batch = requests_in(raw)
-        if immediate is not None:
-            write(immediate)
+        incoming = read_frame(raw)
+        if incoming.immediate is not None:
+            write(incoming.immediate)
             continue
-        if batch:
-            replies = [responder.reply(r) for r in requests]
-            answers = [json.loads(r.frames[-1][1]) for r in replies if not r.dropped and _is_json(r.frames[-1][1])]
-            if answers:
-                write(_encode(answers))
+        for ident in incoming.cancelled:
+            outstanding.cancel(None, ident)
+        if incoming.batch:
+            replies = [responder.reply(r) for r in incoming.requests]
+            if any(r.answer is not None for r in replies):
+                write(batch_answer(replies))
             continue
-        for request in requests:
+        for request in incoming.requests:
             reply = responder.reply(request)
-            if reply.dropped:
-                continue
             if any(delay > 0 for delay, _ in reply.frames):
-                thread = threading.Thread(target=send, args=(reply, started), daemon=True)
+                held = outstanding.hold(None, request.get("id"))
+                thread = threading.Thread(target=send, args=(reply, started, request.get("id"), held), daemon=True)
                 pending.append(thread)
                 thread.start()
             else:
-                send(reply, started)
+                for _, frame in reply.frames:
+                    write(frame)
     for thread in pending:
         thread.join()
-    return 0
-
-
-def _is_json(raw: bytes) -> bool:
-    return jsonwire.parse(raw).error is None
-
-
-# -- Streamable HTTP --------------------------------------------------------------------------------
-
-class _Handler(BaseHTTPRequestHandler):
-    server: "StubHttpServer"
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
-        pass
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_BODY_BYTES:
-            self._json(400, error_frame(None, INVALID_REQUEST, "Invalid Request: a body of a known, bounded length"),
-                       {"Connection": "close"})
-            self.close_connection = True
-            return
-        raw = self.rfile.read(length)
-        started = time.monotonic()
-        requests, immediate, batch = requests_in(raw)
-        if immediate is not None:
-            self._json(400, immediate)
-            return
-        if not requests:
-            self._empty(202)
-            return
-        headers = {}
-        if any(r.get("method") == "initialize" for r in requests) and self.server.responder.has_handshake:
-            headers["Mcp-Session-Id"] = uuid.uuid4().hex
-        replies = [self.server.responder.reply(r) for r in requests]
-        if batch:
-            answers = [json.loads(r.frames[-1][1]) for r in replies if not r.dropped and _is_json(r.frames[-1][1])]
-            self._json(200, _encode(answers), headers)
-            return
-        reply = replies[0]
-        if reply.dropped:
-            self.server.stopping.wait()  # never answered; the connection ends with the server
-            return
-        if len(reply.frames) == 1:
-            self._sleep_until(started + reply.frames[0][0])
-            self._json(200, reply.frames[0][1], headers)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        try:
-            for delay, frame in reply.frames:
-                self._sleep_until(started + delay)
-                self.wfile.write(b"event: message\ndata: " + frame + b"\n\n")
-                self.wfile.flush()
-        except OSError:
-            pass
-        self.close_connection = True
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._empty(405, {"Allow": "POST, DELETE"})  # no standalone stream: nothing unprompted to say
-
-    def do_DELETE(self) -> None:  # noqa: N802
-        self._empty(200)
-
-    def _sleep_until(self, when: float) -> None:
-        wait = when - time.monotonic()
-        if wait > 0:
-            self.server.stopping.wait(wait)
-
-    def _json(self, status: int, body: bytes, headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _empty(self, status: int, headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-
-
-class StubHttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], responder: Responder):
-        super().__init__(address, _Handler)
-        self.responder = responder
-        self.stopping = threading.Event()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/mcp"
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.shutdown()
-        self.server_close()
-
-
-def serve_http(responder: Responder, host: str, port: int, on_ready: Callable[[str], None] | None = None) -> int:
-    """Serve until SIGINT or SIGTERM; `on_ready(url)` once listening."""
-    import signal
-
-    try:
-        server = StubHttpServer((host, port), responder)
-    except OSError as exc:
-        raise MCPTapError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    stop = threading.Event()
-
-    def on_signal(signum, frame) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    try:
-        if on_ready is not None:
-            on_ready(server.url)
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.stop()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     return 0
 
 
@@ -417,8 +347,10 @@ def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults |
         recorded = script.load(conn, ref)
     finally:
         conn.close()
-    responder = Responder(recorded, faults)
+    responder = Responder(Recording(recorded), faults)
     if listen is None:
         return serve_stdio(responder, sys.stdin.buffer, sys.stdout.buffer)
+    from analyzer.serve_http import serve_http
+
     host, port = parse_listen(listen)
     return serve_http(responder, host, port, on_ready)

@@ -1,5 +1,8 @@
-"""Test server on the real `mcp` SDK (runs in the side virtual environment): tools echo, add and
-slow (reports progress), over stdio."""
+"""Test server on the real `mcp` SDK (runs in the side virtual environment): tools echo, add,
+slow (reports progress) and nap (reports progress, then takes `seconds`: a call slow enough for
+its client to cancel), over stdio."""
+
+import anyio
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -24,6 +27,15 @@ async def slow(steps: int, ctx: Context) -> str:
     for i in range(steps):
         await ctx.report_progress(i + 1, steps)
     return f"done after {steps} steps"
+
+
+@server.tool()
+async def nap(seconds: float, ctx: Context) -> str:
+    """Report progress, rest `seconds` (a cancel from the client ends it sooner), report again."""
+    await ctx.report_progress(1, 2)
+    await anyio.sleep(seconds)
+    await ctx.report_progress(2, 2)
+    return f"rested {seconds}s"
 
 
 if __name__ == "__main__":
