@@ -13,10 +13,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import tee, tool
+from conftest import tee, tool, wait_for
 from http_helpers import Relay, mcptap_proxy
 
 CLIENT_TIMEOUT_S = 90
+SETTLE_TIMEOUT_S = 30  # for a recorder to finish a session whose tee the client killed
 
 # (sdk, mode): v1 is @modelcontextprotocol/sdk 1.32 (handshake only), v2 @modelcontextprotocol/client
 # 2.4 (its 'auto' probes with server/discover), python the `mcp` SDK 2.3.0 ('auto' is its default).
@@ -69,7 +70,23 @@ def record_stdio(client: Client, plan: dict, server: list[str], folder: Path, na
     script = f'd="{taps}/$(date +%s%N)"; mkdir "$d" || exit 1; wiretap="$1"; shift; exec "$0" "$wiretap" "$d" "$@"'
     wrapped = ["sh", "-c", script, sys.executable, tool("wiretap.py"), "--", *tee(db, *server, name=name)]
     out = client.run(plan, "--stdio", *wrapped)
-    return Recording(db, out, sorted(taps.iterdir()))
+    started = sorted(taps.iterdir())
+    # A client that kills its server (the v2 probe's sibling, at close) need not wait for the tee:
+    # its recorder still stores every frame, and ends the session, after the client is gone.
+    wait_for(lambda: ended_sessions(db) == len(started), SETTLE_TIMEOUT_S, "every recorded session to end")
+    return Recording(db, out, started)
+
+
+def ended_sessions(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        conn.close()
 
 
 def record_http(client: Client, plan: dict, upstream: str, folder: Path, path: str = "/mcp") -> Recording:

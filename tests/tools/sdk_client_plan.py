@@ -6,7 +6,7 @@ what the server declares (ping and logging/setLevel in the handshake era, the to
 templates and prompts lists); PLAN (JSON) adds calls, a call with progress, a cancelled call (the
 cancel scope closes `ms` after the call is sent: notifications/cancelled, or in 2026-07-28 over
 HTTP the request closed; a ping follows in the handshake era), reads, prompts, completions, a
-subscription, and `env` for a stdio server.
+subscription, `roots` (the answer to roots/list) and `env` for a stdio server.
 Server requests are answered with canned values. Prints one JSON line."""
 
 import json
@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 
 DEADLINE_S = 50
 READ_TIMEOUT_S = 15
-ROOTS = [types.Root(uri="file:///tmp/mcptap-sdk-client", name="scratch")]
+ROOTS = ["file:///tmp/mcptap-sdk-client"]  # unless the plan gives its own ("roots")
 
 warnings.simplefilter("ignore")  # the SDK flags 2025-era features (logging, roots, subscribe) as deprecated
 
@@ -50,7 +50,8 @@ def elicited(schema: dict) -> dict:
 
 
 class Seen:
-    def __init__(self) -> None:
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = [types.Root(uri=uri, name="scratch") for uri in roots]
         self.server_requests: Counter = Counter()
         self.notifications: Counter = Counter()
 
@@ -68,7 +69,7 @@ class Seen:
 
     async def on_roots(self, context):
         self.server_requests["roots/list"] += 1
-        return types.ListRootsResult(roots=ROOTS)
+        return types.ListRootsResult(roots=self.roots)
 
     async def on_log(self, params) -> None:
         self.notifications["notifications/message"] += 1
@@ -142,7 +143,7 @@ async def exercise(client: Client, plan: dict, out: dict) -> None:
 async def main() -> None:
     mode, plan_text, how, *target = sys.argv[1:]
     plan = json.loads(plan_text)
-    seen = Seen()
+    seen = Seen(plan.get("roots", ROOTS))
     out: dict = {"sdk": "python", "mode": mode}
     with anyio.fail_after(DEADLINE_S):
         async with Client(server_of(how, target, plan), mode=mode, read_timeout_seconds=READ_TIMEOUT_S,

@@ -7,7 +7,8 @@
 //         ping (handshake era), logging/setLevel, tools/list, resources/list and templates, prompts/list.
 //         {"calls": [[tool, args], ...], "progress": [tool, args], "cancel": [tool, args, ms],
 //          "reads": [uri, ...], "prompts": [[name, args], ...], "complete": [[ref, arg, value], ...],
-//          "subscribe": uri, "log_level": "debug", "env": {...} (added to the stdio server's environment)}
+//          "subscribe": uri, "log_level": "debug", "roots": [uri, ...] (the answer to roots/list),
+//          "env": {...} (added to the stdio server's environment)}
 //         `cancel` aborts the call `ms` after sending it (the SDK sends notifications/cancelled, or in
 //         2026-07-28 over HTTP closes the request), then pings in the handshake era.
 // Server requests (sampling, elicitation, roots) are answered with canned values. Every wait is bounded
@@ -17,11 +18,11 @@ import path from 'node:path';
 
 const REQUEST_TIMEOUT_MS = 15000;
 const DEADLINE_MS = 50000;
-const ROOTS = [{ uri: 'file:///tmp/mcptap-ts-client', name: 'scratch' }];
 
 const require = createRequire(path.join(process.env.MCPTAP_TS_SDK, 'noop.js'));
 const [sdk, mode, planText, how, ...target] = process.argv.slice(2);
 const plan = JSON.parse(planText);
+const ROOTS = (plan.roots || ['file:///tmp/mcptap-ts-client']).map((uri) => ({ uri, name: 'scratch' }));
 
 function load() {
     if (sdk === 'v1') {
