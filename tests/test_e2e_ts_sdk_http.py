@@ -3,7 +3,8 @@ between client and proxy as the oracle: the TypeScript client (v1 1.32.2; v2 2.4
 'auto') against server-everything, the Python SDK's HTTP test server and a TypeScript SDK v2 server
 (tests/tools/ts_server.mjs: createMcpHandler, 2026-07-28 and, for 2025-era traffic, the stateless
 fallback with `sessionIdGenerator: undefined` that answers the client's standalone GET with 405);
-the Python SDK client against that TypeScript server too. One recording per (client, server)."""
+the Python SDK client against that TypeScript server (both eras) and, in 2026-07-28, the Python
+server. One recording per (client, server)."""
 
 import contextlib
 import sqlite3
@@ -48,7 +49,7 @@ HANDSHAKE_ONLY_CALLS = {"ask", "sample"}
 SPEAKS_MODERN = {"everything": False, "sdk": True, "ts": True}
 CASES = [(client, "ts") for client in TS_CLIENTS + PY_CLIENTS] + \
         [(client, "everything") for client in (("v1", "legacy"), ("v2", "auto"))] + \
-        [(client, "sdk") for client in TS_CLIENTS]
+        [(client, "sdk") for client in (*TS_CLIENTS, ("python", "auto"))]
 
 
 def expected_revision(client: tuple[str, str], server: str) -> str:
@@ -77,6 +78,7 @@ KNOWN_FALSE = {
     (("v2", "auto"), "ts"): CLOSED_BEFORE_HEADERS,
     (("python", "auto"), "ts"): CLOSED_BEFORE_HEADERS,
     (("v2", "auto"), "sdk"): CLOSED_BEFORE_HEADERS,  # the Python SDK's MCPServer, FastMCP-style
+    (("python", "auto"), "sdk"): CLOSED_BEFORE_HEADERS,
 }
 
 
