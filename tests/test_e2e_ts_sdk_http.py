@@ -24,7 +24,7 @@ PLANS = {
                   ["trigger-sampling-request", {"prompt": "say hi", "maxTokens": 16}],
                   ["trigger-elicitation-request", {}]],
         "progress": ["trigger-long-running-operation", {"duration": 0.2, "steps": 4}],
-        "cancel": ["trigger-long-running-operation", {"duration": 10, "steps": 10}, 300],
+        "cancel": ["trigger-long-running-operation", {"duration": 2, "steps": 10}, 300],
         "reads": ["demo://resource/dynamic/text/1"],
         "prompts": [["simple-prompt", {}]],
         "complete": [[{"type": "ref/prompt", "name": "completable-prompt"}, "department", "E"]],
