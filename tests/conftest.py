@@ -1,6 +1,6 @@
 """Shared fixtures: real processes, real SQLite files, and the side virtual environment holding
-the real `mcp` SDK and `mcp-server-time` (it cannot live in mcptap's own environment; see
-spec/contract.md). The side environment is created once and cached between runs."""
+the real `mcp` SDK, `mcp-server-time` and `mcp-server-git` (it cannot live in mcptap's own
+environment; see spec/contract.md). The side environment is created once and cached between runs."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ import pytest
 pytest_plugins = ["npm_servers"]
 
 TOOLS = Path(__file__).parent / "tools"
-SDK_PACKAGES = ("mcp==2.3.0", "mcp-server-time==2026.10.19")
+# mcp-server-git (a reference server on this same SDK, `mcp<3,>=2.3`) is one of the real servers
+# tests/test_e2e_reference_servers.py drives.
+SDK_PACKAGES = ("mcp==2.3.0", "mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
 CACHE = Path(os.environ.get("MCPTAP_TEST_CACHE", Path.home() / ".cache" / "mcptap-tests"))
 PROCESS_TIMEOUT_S = 60
 
@@ -105,6 +107,12 @@ def sdk_python() -> str:
 @pytest.fixture(scope="session")
 def time_server(sdk_python: str) -> list[str]:
     return [str(Path(sdk_python).parent / "mcp-server-time")]
+
+
+@pytest.fixture(scope="session")
+def git_server(sdk_python: str) -> list[str]:
+    """argv of mcp-server-git over stdio (append `--repository PATH` to confine it to one repository)."""
+    return [str(Path(sdk_python).parent / "mcp-server-git")]
 
 
 def analyze_json(db: Path | str, *args: str) -> tuple[int, dict]:

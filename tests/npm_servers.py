@@ -26,6 +26,26 @@ EVERYTHING_ENTRY = "dist/index.js"  # the package's bin; its first argument pick
 # newer SDK cannot change the traffic under the tests when the cache is rebuilt.
 EVERYTHING_PINS = ("@modelcontextprotocol/sdk@1.32.2",)
 
+# More reference servers from the same release, on the same pinned SDK (both take it as ^1.30.0):
+# stdio only, handshake era only (the SDK 1.32 speaks up to 2025-11-25), offline.
+FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
+MEMORY_PACKAGE = "@modelcontextprotocol/server-memory"
+REFERENCE_VERSION = "2026.8.31"
+REFERENCE_ENTRY = "dist/index.js"
+
+# The TypeScript SDK itself, for the test clients and servers in tests/tools/*.mjs. Two lines on npm:
+# @modelcontextprotocol/sdk 1.x (the one package of v1; speaks 2024-11-05 to 2025-11-25 only) and
+# v2, split into @modelcontextprotocol/client and /server (2.4.0: 2026-07-28, with a `server/discover`
+# probe and fallback to the handshake in the client's 'auto' mode; the server's createMcpHandler
+# serves 2026-07-28 and, for 2025-era traffic, the stateless fallback: `sessionIdGenerator:
+# undefined`, GET and DELETE answered 405). @modelcontextprotocol/node (2.1.2, the newest, whose
+# peer is server ^2.4.0) puts the web-standard handler on node:http.
+TS_SDK_PACKAGE = "@modelcontextprotocol/sdk"
+TS_SDK_VERSION = "1.32.2"
+TS_SDK_ENTRY = "package.json"
+TS_SDK_PINS = ("@modelcontextprotocol/client@2.4.0", "@modelcontextprotocol/server@2.4.0",
+               "@modelcontextprotocol/node@2.1.2")
+
 
 def npm_tools() -> tuple[str, str]:
     node, npm = shutil.which("node"), shutil.which("npm")
@@ -79,3 +99,26 @@ def everything_server() -> list[str]:
     node, _ = npm_tools()
     script = npm_package(EVERYTHING_PACKAGE, EVERYTHING_VERSION, EVERYTHING_ENTRY, EVERYTHING_PINS)
     return [node, str(script), "stdio"]
+
+
+@pytest.fixture(scope="session")
+def filesystem_server() -> list[str]:
+    """argv running @modelcontextprotocol/server-filesystem over stdio (append the allowed folders)."""
+    node, _ = npm_tools()
+    return [node, str(npm_package(FILESYSTEM_PACKAGE, REFERENCE_VERSION, REFERENCE_ENTRY, EVERYTHING_PINS))]
+
+
+@pytest.fixture(scope="session")
+def memory_server() -> list[str]:
+    """argv running @modelcontextprotocol/server-memory over stdio (give it MEMORY_FILE_PATH: by
+    default it writes its knowledge graph beside its own script)."""
+    node, _ = npm_tools()
+    return [node, str(npm_package(MEMORY_PACKAGE, REFERENCE_VERSION, REFERENCE_ENTRY, EVERYTHING_PINS))]
+
+
+@pytest.fixture(scope="session")
+def ts_sdk() -> Path:
+    """The node_modules folder holding the TypeScript SDK, v1 and v2 (tests/tools/*.mjs load it
+    from there: the MCPTAP_TS_SDK environment variable)."""
+    npm_tools()
+    return npm_package(TS_SDK_PACKAGE, TS_SDK_VERSION, TS_SDK_ENTRY, TS_SDK_PINS).parents[2]
