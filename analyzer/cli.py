@@ -81,21 +81,6 @@ def one_line_errors():
         raise typer.Exit(0) from None
 
 
-@contextlib.contextmanager
-def progress_bar(description: str, total: int):
-    """A progress bar on stderr when it is a terminal; silent when piped. Yields `update(done)`."""
-    if not sys.stderr.isatty():
-        yield lambda done: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    with Progress("{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda done: bar.update(task, completed=done)
-
-
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"mcptap {__version__}")
@@ -239,17 +224,18 @@ def export_cmd(
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
     """
-    from analyzer import exporter, store
+    from analyzer import exporter, progress, store
 
     with one_line_errors():
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
-        if output is None:
-            exporter.export(conn, sys.stdout, ids)
-            sys.stdout.flush()
-        else:
-            with open(output, "w", encoding="utf-8") as fh:
-                exporter.export(conn, fh, ids)
+        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+            if output is None:
+                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
+                sys.stdout.flush()
+            else:
+                with open(output, "w", encoding="utf-8") as fh:
+                    exporter.export(conn, fh, ids, progress=shown.advance)
 
 
 @app.command("import")
@@ -269,7 +255,7 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from analyzer import importer, store
+    from analyzer import importer, progress, store
 
     def warn(message: str) -> None:
         sys.stderr.write(f"mcptap: warning: {message}\n")
@@ -283,8 +269,8 @@ def import_cmd(
         except (sqlite3.Error, OSError) as exc:
             raise fail(f"cannot open {db}: {exc}") from None
         for path in files:
-            with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
-                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance,
+            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
                                                 keep_credentials=keep_credentials or no_redact,
                                                 redaction=redaction)
             for s in imported:
@@ -336,7 +322,7 @@ def analyze(
 
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
     """
-    from analyzer import engine, mcp, policy, report, store
+    from analyzer import engine, mcp, policy, progress, report, store
 
     if list_rules:
         report.write_rules(sys.stdout)
@@ -349,15 +335,9 @@ def analyze(
         ids = [store.resolve_session(conn, session)] if session else None
         total = store.count_frames(conn, ids)
         conn.close()
-        with progress_bar("analyzing", total) as update:
-            done = [0]
-
-            def advance(n: int) -> None:
-                done[0] += n
-                update(done[0])
-
+        with progress.meter("analyzing", total) as shown:
             result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                    progress=advance, workers=jobs)
+                                    progress=shown.advance, workers=jobs)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
@@ -383,11 +363,12 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    from analyzer import htmlreport
+    from analyzer import htmlreport, progress
 
     with one_line_errors():
         try:
-            htmlreport.write(db, output, session=session)
+            with progress.meter() as shown:
+                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")
@@ -492,11 +473,12 @@ def redact_cmd(
 
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
-    from analyzer import scrub
+    from analyzer import progress, scrub
 
     redaction = redaction_of(False, redact_key, redact_path)
-    with one_line_errors():
-        done = scrub.redact_database(db, sessions=session, redaction=redaction)
+    with one_line_errors(), progress.meter() as shown:
+        done = scrub.redact_database(db, sessions=session, redaction=redaction, progress=shown.advance,
+                                     stage=shown.stage)
     typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
                f"exchanges of {done.sessions} sessions")
     for path, count in done.members.most_common():
