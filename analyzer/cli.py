@@ -5,7 +5,6 @@ line on stderr and exit status 2."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -159,32 +158,60 @@ def proxy(
     raise typer.Exit(status)
 
 
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class TranscriptFormat(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+PER_CODE = 5  # analyzer.report.PER_CODE, not imported here: that module pulls in the whole analysis
+MaxPerCodeOption = Annotated[int, typer.Option(
+    "--max-per-code", metavar="N", min=0,
+    help="Findings of one code listed per session before the rest are summed up in one line (0: all). "
+         "json and jsonl always have every finding.")]
+
+
 @app.command()
 def sessions(
     db: DbOption = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session, for scripts.")] = False,
+    fmt: Annotated[ListFormat, typer.Option(
+        "--format", help="table; json: one document {\"sessions\": [...]}; jsonl: one session object per line.")
+    ] = ListFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format jsonl (one JSON object per session "
+                                                         "per line, as before --format).")] = False,
 ) -> None:
     """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
-    counts (revision and counts once `mcptap analyze` has run), exit status.
+    counts (revision and counts once `mcptap analyze` has run), exit status. As JSON each session
+    has typed values: times as Unix seconds (started_at) and ISO 8601 (started), duration_s,
+    exit_status, and null for what is not known.
 
-    Example:  mcptap sessions --db ~/mcp.db
+    Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
     """
-    from analyzer import store, transcript
+    from analyzer import columns, jsonout, store, transcript
 
+    fmt = ListFormat(fmt)
+    if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
+        raise fail("--json is --format jsonl: give one of them")
+    if as_json:
+        fmt = ListFormat.jsonl
     with one_line_errors():
-        rows = transcript.session_rows(store.open_existing(db))
-        if as_json:
-            for row in rows:
-                typer.echo(json.dumps(row))
-            return
-        columns = ["id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
-                   "exit"]
-        table = [columns] + [[str(r[c]) for c in columns] for r in rows]
-        widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-        for line in table:
-            typer.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
-        if not rows:
-            typer.echo("(no sessions yet)")
+        objects = transcript.session_objects(store.open_existing(db))
+        if fmt is ListFormat.json:
+            jsonout.write_document(sys.stdout, [("sessions", objects)])
+        elif fmt is ListFormat.jsonl:
+            jsonout.write_lines(sys.stdout, objects)
+        elif not objects:
+            sys.stdout.write("(no sessions yet)\n")
+        else:
+            columns.write(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
+                          right={6, 7, 8})
+        sys.stdout.flush()
 
 
 @app.command()
@@ -193,22 +220,37 @@ def show(
     db: DbOption = DEFAULT_DB,
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
+    fmt: Annotated[TranscriptFormat, typer.Option(
+        "--format", help="text; json: one document {\"session\", \"findings\", \"frames\"}; jsonl: the session, "
+                         "then each frame and stderr line, one object per line.")] = TranscriptFormat.text,
+    max_per_code: MaxPerCodeOption = PER_CODE,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
-    method and id, the frame it pairs with and the latency, its findings beneath it, and the
-    server's stderr lines in between.
+    method and id, the frame it pairs with and the latency, its findings beneath it (of each
+    code the first few, then one line for the rest), and the server's stderr lines in between.
+    As JSON every frame comes whole with all its findings.
 
-    Example:  mcptap show --db ~/mcp.db 0193b2
+    Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
     """
-    from analyzer import store, transcript
+    from analyzer import jsonout, store, transcript
 
     with one_line_errors():
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
-        width = shutil.get_terminal_size((160, 24)).columns
         out = sys.stdout
-        for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr):
-            out.write(line + "\n")
+        fmt = TranscriptFormat(fmt)
+        if fmt is TranscriptFormat.text:
+            width = shutil.get_terminal_size((160, 24)).columns
+            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
+                out.write(line + "\n")
+        else:
+            head, findings, frames = transcript.records(conn, sid, stderr=stderr)
+            if fmt is TranscriptFormat.json:
+                jsonout.write_document(out, [("session", head), ("findings", findings),
+                                             ("frames", jsonout.Stream(frames))])
+            else:
+                jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
+                jsonout.write_lines(out, frames)
         out.flush()
 
 
@@ -313,7 +355,9 @@ def analyze(
     jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
                                                 help="Worker processes (default: one per CPU for large databases).")] = None,
     list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
-                                                             "summary, spec reference) and exit.")] = False,
+                                                             "summary, spec reference) and exit; with --format "
+                                                             "json or jsonl as JSON.")] = False,
+    max_per_code: MaxPerCodeOption = PER_CODE,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -325,7 +369,9 @@ def analyze(
     from analyzer import engine, mcp, policy, progress, report, store
 
     if list_rules:
-        report.write_rules(sys.stdout)
+        if ReportFormat(fmt) is ReportFormat.sarif:
+            raise fail("--rules lists in table, json or jsonl")
+        report.write_rules(sys.stdout, ReportFormat(fmt).value)
         raise typer.Exit(0)
     with one_line_errors():
         if revision is not None and revision not in mcp.KNOWN_REVISIONS:
@@ -342,11 +388,11 @@ def analyze(
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
         if output is None:
-            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty())
+            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty(), per_code=max_per_code)
             sys.stdout.flush()
         else:
             with open(output, "w", encoding="utf-8") as fh:
-                report.write(result, fmt, fh)
+                report.write(result, fmt, fh, per_code=max_per_code)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
@@ -410,7 +456,10 @@ def replay(
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
                                     timeout=timeout, record=not no_record)
     if DiffFormat(fmt) is DiffFormat.json:
-        typer.echo(json.dumps(replay_mod.as_json(outcome)))
+        from analyzer import jsonout
+
+        jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
+        sys.stdout.flush()
     else:
         replay_mod.render(outcome, typer.echo)
     if outcome.error is not None:
