@@ -5,7 +5,6 @@ line on stderr and exit status 2."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -79,21 +78,6 @@ def one_line_errors():
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w", encoding="utf-8")
         raise typer.Exit(0) from None
-
-
-@contextlib.contextmanager
-def progress_bar(description: str, total: int):
-    """A progress bar on stderr when it is a terminal; silent when piped. Yields `update(done)`."""
-    if not sys.stderr.isatty():
-        yield lambda done: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    with Progress("{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(description, total=total)
-        yield lambda done: bar.update(task, completed=done)
 
 
 def version_callback(value: bool) -> None:
@@ -174,32 +158,60 @@ def proxy(
     raise typer.Exit(status)
 
 
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class TranscriptFormat(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+PER_CODE = 5  # analyzer.report.PER_CODE, not imported here: that module pulls in the whole analysis
+MaxPerCodeOption = Annotated[int, typer.Option(
+    "--max-per-code", metavar="N", min=0,
+    help="Findings of one code listed per session before the rest are summed up in one line (0: all). "
+         "json and jsonl always have every finding.")]
+
+
 @app.command()
 def sessions(
     db: DbOption = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per session, for scripts.")] = False,
+    fmt: Annotated[ListFormat, typer.Option(
+        "--format", help="table; json: one document {\"sessions\": [...]}; jsonl: one session object per line.")
+    ] = ListFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format jsonl (one JSON object per session "
+                                                         "per line, as before --format).")] = False,
 ) -> None:
     """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
-    counts (revision and counts once `mcptap analyze` has run), exit status.
+    counts (revision and counts once `mcptap analyze` has run), exit status. As JSON each session
+    has typed values: times as Unix seconds (started_at) and ISO 8601 (started), duration_s,
+    exit_status, and null for what is not known.
 
-    Example:  mcptap sessions --db ~/mcp.db
+    Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
     """
-    from analyzer import store, transcript
+    from analyzer import columns, jsonout, store, transcript
 
+    fmt = ListFormat(fmt)
+    if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
+        raise fail("--json is --format jsonl: give one of them")
+    if as_json:
+        fmt = ListFormat.jsonl
     with one_line_errors():
-        rows = transcript.session_rows(store.open_existing(db))
-        if as_json:
-            for row in rows:
-                typer.echo(json.dumps(row))
-            return
-        columns = ["id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
-                   "exit"]
-        table = [columns] + [[str(r[c]) for c in columns] for r in rows]
-        widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-        for line in table:
-            typer.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
-        if not rows:
-            typer.echo("(no sessions yet)")
+        objects = transcript.session_objects(store.open_existing(db))
+        if fmt is ListFormat.json:
+            jsonout.write_document(sys.stdout, [("sessions", objects)])
+        elif fmt is ListFormat.jsonl:
+            jsonout.write_lines(sys.stdout, objects)
+        elif not objects:
+            sys.stdout.write("(no sessions yet)\n")
+        else:
+            columns.write(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
+                          right={6, 7, 8})
+        sys.stdout.flush()
 
 
 @app.command()
@@ -208,22 +220,37 @@ def show(
     db: DbOption = DEFAULT_DB,
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
+    fmt: Annotated[TranscriptFormat, typer.Option(
+        "--format", help="text; json: one document {\"session\", \"findings\", \"frames\"}; jsonl: the session, "
+                         "then each frame and stderr line, one object per line.")] = TranscriptFormat.text,
+    max_per_code: MaxPerCodeOption = PER_CODE,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
-    method and id, the frame it pairs with and the latency, its findings beneath it, and the
-    server's stderr lines in between.
+    method and id, the frame it pairs with and the latency, its findings beneath it (of each
+    code the first few, then one line for the rest), and the server's stderr lines in between.
+    As JSON every frame comes whole with all its findings.
 
-    Example:  mcptap show --db ~/mcp.db 0193b2
+    Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
     """
-    from analyzer import store, transcript
+    from analyzer import jsonout, store, transcript
 
     with one_line_errors():
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
-        width = shutil.get_terminal_size((160, 24)).columns
         out = sys.stdout
-        for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr):
-            out.write(line + "\n")
+        fmt = TranscriptFormat(fmt)
+        if fmt is TranscriptFormat.text:
+            width = shutil.get_terminal_size((160, 24)).columns
+            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
+                out.write(line + "\n")
+        else:
+            head, findings, frames = transcript.records(conn, sid, stderr=stderr)
+            if fmt is TranscriptFormat.json:
+                jsonout.write_document(out, [("session", head), ("findings", findings),
+                                             ("frames", jsonout.Stream(frames))])
+            else:
+                jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
+                jsonout.write_lines(out, frames)
         out.flush()
 
 
@@ -239,17 +266,18 @@ def export_cmd(
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
     """
-    from analyzer import exporter, store
+    from analyzer import exporter, progress, store
 
     with one_line_errors():
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
-        if output is None:
-            exporter.export(conn, sys.stdout, ids)
-            sys.stdout.flush()
-        else:
-            with open(output, "w", encoding="utf-8") as fh:
-                exporter.export(conn, fh, ids)
+        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+            if output is None:
+                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
+                sys.stdout.flush()
+            else:
+                with open(output, "w", encoding="utf-8") as fh:
+                    exporter.export(conn, fh, ids, progress=shown.advance)
 
 
 @app.command("import")
@@ -269,7 +297,7 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from analyzer import importer, store
+    from analyzer import importer, progress, store
 
     def warn(message: str) -> None:
         sys.stderr.write(f"mcptap: warning: {message}\n")
@@ -283,8 +311,8 @@ def import_cmd(
         except (sqlite3.Error, OSError) as exc:
             raise fail(f"cannot open {db}: {exc}") from None
         for path in files:
-            with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
-                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance,
+            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
                                                 keep_credentials=keep_credentials or no_redact,
                                                 redaction=redaction)
             for s in imported:
@@ -327,7 +355,9 @@ def analyze(
     jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
                                                 help="Worker processes (default: one per CPU for large databases).")] = None,
     list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
-                                                             "summary, spec reference) and exit.")] = False,
+                                                             "summary, spec reference) and exit; with --format "
+                                                             "json or jsonl as JSON.")] = False,
+    max_per_code: MaxPerCodeOption = PER_CODE,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -336,10 +366,12 @@ def analyze(
 
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
     """
-    from analyzer import engine, mcp, policy, report, store
+    from analyzer import engine, mcp, policy, progress, report, store
 
     if list_rules:
-        report.write_rules(sys.stdout)
+        if ReportFormat(fmt) is ReportFormat.sarif:
+            raise fail("--rules lists in table, json or jsonl")
+        report.write_rules(sys.stdout, ReportFormat(fmt).value)
         raise typer.Exit(0)
     with one_line_errors():
         if revision is not None and revision not in mcp.KNOWN_REVISIONS:
@@ -349,24 +381,18 @@ def analyze(
         ids = [store.resolve_session(conn, session)] if session else None
         total = store.count_frames(conn, ids)
         conn.close()
-        with progress_bar("analyzing", total) as update:
-            done = [0]
-
-            def advance(n: int) -> None:
-                done[0] += n
-                update(done[0])
-
+        with progress.meter("analyzing", total) as shown:
             result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                    progress=advance, workers=jobs)
+                                    progress=shown.advance, workers=jobs)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
         if output is None:
-            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty())
+            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty(), per_code=max_per_code)
             sys.stdout.flush()
         else:
             with open(output, "w", encoding="utf-8") as fh:
-                report.write(result, fmt, fh)
+                report.write(result, fmt, fh, per_code=max_per_code)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
@@ -383,11 +409,12 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    from analyzer import htmlreport
+    from analyzer import htmlreport, progress
 
     with one_line_errors():
         try:
-            htmlreport.write(db, output, session=session)
+            with progress.meter() as shown:
+                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")
@@ -429,7 +456,10 @@ def replay(
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
                                     timeout=timeout, record=not no_record)
     if DiffFormat(fmt) is DiffFormat.json:
-        typer.echo(json.dumps(replay_mod.as_json(outcome)))
+        from analyzer import jsonout
+
+        jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
+        sys.stdout.flush()
     else:
         replay_mod.render(outcome, typer.echo)
     if outcome.error is not None:
@@ -492,11 +522,12 @@ def redact_cmd(
 
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
-    from analyzer import scrub
+    from analyzer import progress, scrub
 
     redaction = redaction_of(False, redact_key, redact_path)
-    with one_line_errors():
-        done = scrub.redact_database(db, sessions=session, redaction=redaction)
+    with one_line_errors(), progress.meter() as shown:
+        done = scrub.redact_database(db, sessions=session, redaction=redaction, progress=shown.advance,
+                                     stage=shown.stage)
     typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
                f"exchanges of {done.sessions} sessions")
     for path, count in done.members.most_common():

@@ -4,20 +4,30 @@ back identical frames, session rows and stderr lines."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
 from analyzer import framelog, store
 
+PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 
-def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str]) -> int:
-    """Write each session (its row, its frames in seq order, its stderr lines); the frame count."""
+
+def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
+           progress: Callable[[int], None] | None = None) -> int:
+    """Write each session (its row, its frames in seq order, its stderr lines); the frame count.
+    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end)."""
     written = 0
     for sid in session_ids:
         out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
+        told = written
         for f in store.iter_frames(conn, sid):
             out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted)) + "\n")
             written += 1
+            if progress is not None and written - told == PROGRESS_EVERY:
+                progress(PROGRESS_EVERY)
+                told = written
+        if progress is not None and written > told:
+            progress(written - told)
         for e in store.iter_stderr(conn, sid):
             out.write(framelog.dumps(framelog.stderr_record(sid, e.seq, e.ts, e.raw, e.incomplete)) + "\n")
     return written

@@ -136,16 +136,18 @@ PROGRESS_EVERY_LINES = 10_000
 
 
 def read(path: str, *, default_session: str, warn: Callable[[str], None],
-         progress: Callable[[int], None] | None = None) -> Iterator[Record]:
+         progress: Callable[[int, int], None] | None = None) -> Iterator[Record]:
     """Records of a frame-log file, in file order. A malformed line raises ImportFormatError
     naming it, except an unterminated last line (a log cut off mid-write), which is skipped
-    with a warning."""
+    with a warning. `progress(frames, bytes)`: so many frame records and bytes of the file read
+    in all (every PROGRESS_EVERY_LINES lines, and at the end)."""
+    frames = 0
     with open(path, "rb") as fh:
         lineno = 0
         for line in fh:
             lineno += 1
             if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
-                progress(fh.tell())
+                progress(frames, fh.tell())
             terminated = line.endswith(b"\n")
             text = line.strip()
             if not text:
@@ -154,12 +156,17 @@ def read(path: str, *, default_session: str, warn: Callable[[str], None],
                 obj = json.loads(text)
                 if not isinstance(obj, dict):
                     raise ValueError("not a JSON object")
-                yield _record(obj, lineno, default_session)
+                record = _record(obj, lineno, default_session)
             except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
                 if not terminated:
                     warn(f"{path}:{lineno}: skipped the last line, cut off before its end")
-                    return
+                    break
                 raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
+            if type(record) is FrameIn:
+                frames += 1
+            yield record
+        if progress is not None:
+            progress(frames, fh.tell())
 
 
 MAX_TIME = 9.2e9

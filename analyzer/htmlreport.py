@@ -11,7 +11,7 @@ import base64
 import html
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -70,16 +70,25 @@ def _table(frame: pd.DataFrame, columns: Sequence[str], *, index: bool = False) 
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def render(db: str, *, session: str | None = None) -> str:
-    """The report as HTML text (analysing the database first when it has not been)."""
+def render(db: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
+           stage: Callable[[str, int | None], None] | None = None) -> str:
+    """The report as HTML text (analysing the database first when it has not been).
+    `stage(what, frames)`: a step begins (analysing, reading the messages, writing each
+    session's part); `progress(n)`: n more of its frames done."""
     conn = store.open_existing(db)
     try:
         ids = [store.resolve_session(conn, session)] if session else store.session_ids(conn)
         analysed = store.has_table(conn, "analyses") and set(store.analysis_summaries(conn)) >= set(ids)
+        counts = store.frames_per_session(conn)
     finally:
         conn.close()
+    sizes = {sid: counts.get(sid, 0) for sid in ids}
+    progress = progress or (lambda n: None)
+    stage = stage or (lambda what, total: None)
     if not analysed and ids:
-        engine.analyze(db, session=session)
+        stage("analyzing", sum(sizes.values()))
+        engine.analyze(db, session=session, progress=progress)
+    stage("reading the messages", None)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mcptap report: {_e(db)}</title>"
              f"<style>{STYLE}</style></head><body><h1>mcptap report</h1>"
              f"<p class='muted'>{_e(db)} · mcptap {_e(__version__)}</p>"]
@@ -100,8 +109,10 @@ def render(db: str, *, session: str | None = None) -> str:
         table = table.astype({"calls": "int64", "errors": "int64", "unanswered": "int64"}).round(2)
     parts.append(_table(table, list(table.columns), index=True) if not table.empty else
                  "<p class='muted'>No answered requests.</p>")
+    stage("writing the report", sum(sizes.values()))
     for sid in ids:
         parts.append(_session(db, sid))
+        progress(sizes[sid])
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -147,8 +158,9 @@ def _session(db: str, sid: str) -> str:
     return "".join(out)
 
 
-def write(db: str, path: str, *, session: str | None = None) -> None:
-    text = render(db, session=session)
+def write(db: str, path: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
+          stage: Callable[[str, int | None], None] | None = None) -> None:
+    text = render(db, session=session, progress=progress, stage=stage)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 

@@ -90,11 +90,13 @@ def sniff_capture(head: bytes) -> str | None:
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
-                progress: Callable[[int], None] | None = None, keep_credentials: bool = False,
+                progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
                 redaction=None) -> list[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it. Credentials
     are redacted on the way in (analyzer/redact.py; `redaction` a Redaction, default the
-    contract's; `keep_credentials` keeps HTTP credentials as they were)."""
+    contract's; `keep_credentials` keeps HTTP credentials as they were). `progress(frames,
+    bytes)`: so many frames and bytes of the file read in all, as the reading goes (an HTTP
+    capture: once, at its end)."""
     from analyzer.redact import FrameRedactor
 
     redactor = FrameRedactor(redaction)
@@ -107,7 +109,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
         found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
                                redactor=redactor)
         if progress is not None:
-            progress(os.path.getsize(path))
+            progress(sum(s.frames for s in found), os.path.getsize(path))
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}

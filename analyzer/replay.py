@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from mcp_types import jsonrpc
 
-from analyzer import jsondiff, jsonwire, live, script, store
+from analyzer import jsondiff, jsonout, jsonwire, live, script, store
 from analyzer.textsafe import printable
 from analyzer.classify import ERROR, REQUEST, RESPONSE, classify
 from analyzer.errors import MCPTapError
@@ -328,15 +328,20 @@ def render(outcome: Outcome, write: Callable[[str], None]) -> None:
 
 
 def as_json(outcome: Outcome) -> dict:
+    """The replay as `--format json` gives it (analyzer/jsonout.py): the sessions, the verdict,
+    and per compared message its changes, each member's recorded and live values as the wire
+    wrote them (null where there is none)."""
     return {
         "original": outcome.original, "replay": outcome.replay, "target": outcome.target,
-        "equal": outcome.equal, "error": outcome.error, "unexpected": outcome.extra,
+        "equal": outcome.equal, "error": outcome.error, "exit_status": outcome.exit_status, "sent": outcome.sent,
+        "unexpected": outcome.extra,
         "messages": [{
             "frame": c.recorded.seq, "index": c.recorded.idx,
             "what": c.recorded.label() if c.recorded.request is None else f"answer to {c.recorded.request.label()}",
             "equal": c.equal, "note": c.note,
             "changes": [{"op": ch.op, "path": ch.where,
-                         "recorded": None if ch.op == jsondiff.ADDED else jsonwire.to_json(ch.recorded),
-                         "live": None if ch.op == jsondiff.REMOVED else jsonwire.to_json(ch.live)} for ch in c.changes],
+                         "recorded": None if ch.op == jsondiff.ADDED else jsonout.Raw(jsonwire.to_json(ch.recorded)),
+                         "live": None if ch.op == jsondiff.REMOVED else jsonout.Raw(jsonwire.to_json(ch.live))}
+                        for ch in c.changes],
         } for c in outcome.compared],
     }

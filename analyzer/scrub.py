@@ -30,7 +30,10 @@ class Scrubbed:
 
 
 def redact_database(db_path: str, *, sessions: list[str] | None = None, redaction: Redaction | None = None,
-                    progress: Callable[[int], None] | None = None) -> Scrubbed:
+                    progress: Callable[[int], None] | None = None,
+                    stage: Callable[[str, int | None], None] | None = None) -> Scrubbed:
+    """`progress(n)`: n more frames looked at; `stage(what, frames)`: a new step begins (the
+    frames, then the rewrite of the file)."""
     frames = FrameRedactor(redaction or Redaction())
     headers = Redactor(keep=False)
     conn = store.open_existing(db_path, write=True)
@@ -38,12 +41,16 @@ def redact_database(db_path: str, *, sessions: list[str] | None = None, redactio
     try:
         conn.execute("PRAGMA secure_delete = ON")
         ids = [store.resolve_session(conn, s) for s in sessions] if sessions else store.session_ids(conn)
+        if stage is not None:
+            stage("redacting", store.count_frames(conn, ids))
         for sid in ids:
             with store.write_transaction(conn):
                 changed = _frames(conn, sid, frames, out, progress) + _exchanges(conn, sid, headers, out)
                 if changed:
                     store.clear_analysis(conn, sid)
                     out.sessions += 1
+        if stage is not None:
+            stage("rewriting the file", None)
         store.compact(conn)
     finally:
         conn.close()

@@ -467,18 +467,18 @@ def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
 
-def list_sessions(conn: sqlite3.Connection) -> list[dict]:
-    """Every session with its frame counts per direction, oldest first."""
+def list_sessions(conn: sqlite3.Connection, session_id: str | None = None) -> list[dict]:
+    """Every session (or only `session_id`) with its frame counts per direction, oldest first."""
     conn.row_factory = sqlite3.Row
     try:
         rows = conn.execute(
-            """
+            f"""
             SELECT s.*,
                    (SELECT count(*) FROM frames f WHERE f.session_id = s.id AND f.direction = 'c2s') AS c2s,
                    (SELECT count(*) FROM frames f WHERE f.session_id = s.id AND f.direction = 's2c') AS s2c,
                    (SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts
-            FROM sessions s ORDER BY s.started_at, s.id
-            """
+            FROM sessions s {"WHERE s.id = ?" if session_id is not None else ""} ORDER BY s.started_at, s.id
+            """, () if session_id is None else (session_id,)
         ).fetchall()
     finally:
         conn.row_factory = None

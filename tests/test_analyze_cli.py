@@ -165,7 +165,7 @@ def test_an_unknown_revision_option_is_refused(incident):
 
 def test_sessions_shows_the_revision_and_counts_once_analysed(incident):
     before = json.loads(run(mcptap("sessions", "--db", str(incident), "--json")).stdout)
-    assert before["revision"] == "-"
+    assert before["revision"] is None and before["errors"] is None
     analyze_json(incident)
     after = json.loads(run(mcptap("sessions", "--db", str(incident), "--json")).stdout)
     assert (after["revision"], after["errors"], after["warnings"]) == ("2025-06-18", 2, 1)
@@ -200,3 +200,73 @@ def test_worker_processes_give_the_same_results_as_one_process(tmp_path):
     rows_two = sqlite3.connect(db).execute("SELECT * FROM messages ORDER BY session_id, frame_seq, idx").fetchall()
     assert one.sessions == two.sessions and sorted(one.findings) == sorted(two.findings)
     assert rows_one == rows_two and len(rows_one) == 4 * len(VIOLATIONS)
+
+
+@pytest.fixture
+def noisy(tmp_path):
+    """A session whose server logs 40 times without declaring `logging` (40 capability-not-negotiated
+    warnings) and answers two ids nobody asked for."""
+    log, db = tmp_path / "noisy.jsonl", tmp_path / "noisy.db"
+    logs = [("s2c", note("notifications/message", {"level": "info", "data": f"line {i}"})) for i in range(40)]
+    write_log(log, handshake(server_caps={}) + logs + [("s2c", ok(98)), ("s2c", ok(99))], session="noisy")
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    return db
+
+
+def finding_lines(text: str, code: str) -> list[str]:
+    return [line for line in text.splitlines() if code in line]
+
+
+def test_the_table_lists_the_first_few_of_each_code_then_one_line_for_the_rest(noisy):
+    text = run(mcptap("analyze", "--db", str(noisy))).stdout.decode()
+    lines = finding_lines(text, "capability-not-negotiated")
+    assert len(lines) == 6 and "and 35 more, frames 9 to 43" in lines[-1]
+    assert len(finding_lines(text, "unknown-response-id")) == 2  # fewer than the limit: all of them
+    everything = run(mcptap("analyze", "--db", str(noisy), "--max-per-code", "0")).stdout.decode()
+    assert len(finding_lines(everything, "capability-not-negotiated")) == 40
+    assert len(finding_lines(run(mcptap("analyze", "--db", str(noisy), "--max-per-code", "2")).stdout.decode(),
+                             "capability-not-negotiated")) == 3
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_json_and_jsonl_keep_every_finding_whatever_the_table_shows(noisy, fmt):
+    result = run(mcptap("analyze", "--db", str(noisy), "--format", fmt, "--max-per-code", "1"))
+    found = json.loads(result.stdout)["findings"] if fmt == "json" else \
+        [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert sum(f["code"] == "capability-not-negotiated" for f in found) == 40
+
+
+def test_show_lists_the_first_few_of_each_code_under_their_frames_then_one_line_for_the_rest(noisy):
+    text = run(mcptap("show", "--db", str(noisy), "noisy")).stdout.decode()
+    lines = finding_lines(text, "capability-not-negotiated")
+    assert len(lines) == 6 and "and 35 more, frames 9 to 43" in lines[-1]
+    transcript = text.splitlines()
+    at = transcript.index(lines[-1])
+    assert transcript[at - 2].lstrip().startswith("8 ")  # right after the last one shown, under frame 8
+    assert len(finding_lines(run(mcptap("show", "--db", str(noisy), "noisy", "--max-per-code", "0")).stdout.decode(),
+                             "capability-not-negotiated")) == 40
+    every = json.loads(run(mcptap("show", "--db", str(noisy), "noisy", "--format", "json")).stdout)
+    assert sum(len(f["findings"]) for f in every["frames"]) == 42
+
+
+def test_the_json_report_has_service_response_times_in_seconds_and_says_whether_results_were_stored(incident):
+    status, report = analyze_json(incident)
+    (tools,) = [m for m in report["methods"] if m["method"] == "tools/list"]
+    assert (tools["calls"], tools["errors"], tools["unanswered"]) == (1, 0, 0)
+    assert tools["p50_s"] == pytest.approx(0.01, rel=0.02) and isinstance(tools["max_s"], float)
+    assert report["stored"] is True and report["not_stored_reason"] is None
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_the_rules_are_listed_as_json_too(fmt):
+    from analyzer.rules import load
+
+    out = run(mcptap("analyze", "--rules", "--format", fmt)).stdout
+    rules = json.loads(out)["rules"] if fmt == "json" else [json.loads(line) for line in out.decode().splitlines()]
+    assert {r["code"] for r in rules} == set(load()) and all(r["ref"] and r["summary"] for r in rules)
+
+
+def test_the_command_line_lists_as_many_of_each_code_as_the_report_module_says():
+    from analyzer import cli, report
+
+    assert cli.PER_CODE == report.PER_CODE

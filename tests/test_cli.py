@@ -1,5 +1,7 @@
 """The command line: sessions, show, export/import round trip, and one-line errors (exit 2)."""
 
+import base64
+import datetime as dt
 import json
 import sqlite3
 import sys
@@ -37,9 +39,62 @@ def test_every_command_has_help_with_an_example(command):
 def test_sessions_lists_label_transport_frames_and_exit(recorded):
     result = run(mcptap("sessions", "--db", str(recorded), "--json"))
     (row,) = [json.loads(line) for line in result.stdout.splitlines()]
-    assert (row["label"], row["transport"], row["frames"], row["exit"]) == ("demo-ish", "stdio", 8, "0")
+    assert (row["label"], row["transport"], row["frames"], row["exit_status"]) == ("demo-ish", "stdio", 8, 0)
     table = run(mcptap("sessions", "--db", str(recorded)))
     assert b"demo-ish" in table.stdout and table.returncode == 0
+
+
+def test_sessions_as_json_has_numbers_as_numbers_times_twice_and_null_for_what_is_unknown(recorded):
+    result = run(mcptap("sessions", "--db", str(recorded), "--format", "json"))
+    assert result.returncode == 0, result.stderr
+    (s,) = json.loads(result.stdout)["sessions"]
+    assert isinstance(s["exit_status"], int) and isinstance(s["frames"], int) and isinstance(s["duration_s"], float)
+    assert (s["c2s"], s["s2c"]) == (4, 4) and s["command"][0] == sys.executable
+    for name in ("started", "ended"):
+        stamp = dt.datetime.fromisoformat(s[name].replace("Z", "+00:00"))
+        assert stamp.tzinfo == dt.timezone.utc and abs(stamp.timestamp() - s[f"{name}_at"]) < 1e-5
+    assert abs(s["duration_s"] - (s["ended_at"] - s["started_at"])) < 1e-5
+    assert [s[k] for k in ("revision", "errors", "warnings", "infos", "analyzed_at")] == [None] * 5  # not analysed
+
+
+def test_sessions_json_is_the_alias_of_jsonl_and_both_give_the_objects_of_the_json_document(recorded):
+    document = json.loads(run(mcptap("sessions", "--db", str(recorded), "--format", "json")).stdout)["sessions"]
+    for flag in (["--json"], ["--format", "jsonl"]):
+        lines = run(mcptap("sessions", "--db", str(recorded), *flag)).stdout.decode().splitlines()
+        objects = [json.loads(line) for line in lines]
+        assert [{k: v for k, v in o.items()} for o in objects] == document
+    assert run(mcptap("sessions", "--db", str(recorded), "--json", "--format", "json")).returncode == 2
+
+
+def test_show_as_json_gives_every_frame_whole_with_its_analysis_and_marks_stderr_lines(recorded):
+    result = run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "json"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["session"]["label"] == "demo-ish" and doc["session"]["exit_status"] == 0
+    frames = [r for r in doc["frames"] if r["record"] == "frame"]
+    stderr = [r for r in doc["frames"] if r["record"] == "stderr"]
+    assert [f["seq"] for f in frames] == list(range(1, 9)) and [e["raw"] for e in stderr] == ["err line"]
+    ping = next(f for f in frames if f["kind"] == "request")
+    assert (ping["method"], ping["id"], ping["direction"], ping["size"]) == ("ping", 1, "c2s", len(ping["raw"]))
+    answer = next(f for f in frames if f["seq"] == ping["paired_frame"])
+    assert answer["kind"] == "response" and answer["paired_frame"] == ping["seq"] and answer["latency_s"] >= 0
+    assert dt.datetime.fromisoformat(ping["time"].replace("Z", "+00:00")).timestamp() == pytest.approx(ping["ts"])
+    assert base64.b64decode(frames[1]["raw_b64"]) == b"\xff\xfe raw" and "raw" not in frames[1]
+    assert {f["code"] for f in frames[1]["findings"]} == {"parse-error"}
+    assert all(f["frame"] == frames[1]["seq"] for f in frames[1]["findings"])
+
+
+def test_show_as_jsonl_is_the_session_then_one_line_per_frame_and_its_frames_import_back(recorded, tmp_path):
+    result = run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "jsonl"))
+    records = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert records[0]["record"] == "session" and records[0]["label"] == "demo-ish"
+    document = json.loads(run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "json")).stdout)
+    assert records[1:] == document["frames"]
+    log = tmp_path / "cut.jsonl"  # a frame line is a frame-log record: cut out, it imports
+    log.write_text("".join(json.dumps(r) + "\n" for r in records[1:]), encoding="utf-8")
+    copy = tmp_path / "copy.db"
+    assert run(mcptap("import", "--db", str(copy), str(log))).returncode == 0
+    assert frames(copy) == frames(recorded)
 
 
 def test_show_prints_each_frame_with_direction_size_method_and_id(recorded):
@@ -146,3 +201,23 @@ def test_the_demo_records_the_bundled_servers_through_tee_and_proxy_and_prints_t
     report = tmp_path / "demo-report.html"
     assert f"The HTML report (sequence diagrams, findings with their frames): {report}" in text
     assert "sequence diagram of session" in report.read_text(encoding="utf-8")
+
+
+def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tmp_path, db):
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    answer = ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},'
+              '"serverInfo":{"name":"mcptap-demo-server","version":1.0}}}')
+    log = tmp_path / "r.jsonl"
+    log.write_text("".join(json.dumps({"session": "r", "ts": 1.0 + i, "direction": d, "raw": raw}) + "\n" for i, (d, raw) in
+                           enumerate([("c2s", json.dumps(init)), ("s2c", answer)])), encoding="utf-8")
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    result = run(mcptap("replay", "--db", str(db), "r", "--command", f"{sys.executable} -m analyzer.demo.server",
+                        "--no-record", "--timeout", "20", "--format", "json"))
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["equal"], doc["exit_status"], doc["sent"], doc["error"]) == (False, 1, 1, None)
+    changes = {c["path"]: c for m in doc["messages"] for c in m["changes"]}
+    version = changes["$.result.serverInfo.version"]
+    assert (version["recorded"], version["live"]) == (1.0, "1.0.0")
+    assert b'"recorded":1.0,' in result.stdout  # as the wire wrote it, not re-serialised

@@ -35,8 +35,9 @@ def run_demo(db: str, out=None) -> int:
     conn = store.open_existing(db)
     sids = [store.resolve_session(conn, "demo"), store.resolve_session(conn, "demo-http")]
     out.write("\nSessions in " + db + ":\n")
-    for r in transcript.session_rows(conn)[-5:]:
-        out.write(f"  {r['id']}  {r['label'] or '':<9} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
+    for obj in transcript.session_objects(conn)[-5:]:
+        r = dict(zip(transcript.SESSION_COLUMNS, transcript.session_cells(obj)))
+        out.write(f"  {r['id']}  {r['label']:<9} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
                   f"{r['frames']} frames  exit {r['exit']}\n")
     for sid, what in zip(sids, ("stdio", "HTTP")):
         out.write(f"\nTranscript of the {what} demo session:\n")
