@@ -51,6 +51,7 @@ def sequence(db: str | sqlite3.Connection, session: str, *, first: int = 1, limi
     total = len(msgs)
     shown = msgs.head(limit)
     found = data.findings(db, session=session)
+    found = found[found["frame_seq"].isin(shown["frame_seq"])]  # only the frames drawn are marked
     marks = found.groupby("frame_seq", observed=True)["code"].apply(lambda c: ", ".join(map(str, c))).to_dict() \
         if not found.empty else {}
     rows = max(len(shown), 1)
