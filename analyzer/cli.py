@@ -284,7 +284,8 @@ def import_cmd(
             raise fail(f"cannot open {db}: {exc}") from None
         for path in files:
             with progress_bar(f"importing {os.path.basename(path)}", os.path.getsize(path)) as advance:
-                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=advance,
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn,
+                                                progress=lambda _frames, nbytes: advance(nbytes),
                                                 keep_credentials=keep_credentials or no_redact,
                                                 redaction=redaction)
             for s in imported:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from analyzer import framelog, store
@@ -16,6 +17,27 @@ from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
 BATCH_ROWS = 10_000
+"""Rows gathered (over all the file's sessions) before they are written into the transaction..."""
+BATCH_BYTES = 16 << 20
+"""... or bytes of frames: what the import holds in memory, whatever the file's size."""
+
+
+@dataclass
+class FrameLines:
+    """Where a session's frames were in the file it was imported from: the seq the import gave
+    each frame (`_Target.frame_seq`, the one rule) and its line, in file order."""
+
+    seqs: array = field(default_factory=lambda: array("q"))
+    lines: array = field(default_factory=lambda: array("q"))
+
+    def of(self, seqs: Iterable[int]) -> dict[int, int]:
+        """The line of each of these seqs that a frame of the file had (the first, if several)."""
+        wanted, found = set(seqs), {}
+        if wanted:
+            for seq, line in zip(self.seqs, self.lines):
+                if seq in wanted and seq not in found:
+                    found[seq] = line
+        return found
 
 
 @dataclass
@@ -25,6 +47,7 @@ class ImportedSession:
     frames: int = 0
     stderr_lines: int = 0
     merged: bool = False  # a spool merged into a session the database already had
+    lines: FrameLines | None = None  # with import_file(locate=True)
 
 
 @dataclass
@@ -37,8 +60,22 @@ class _Target:
     next_seq: int = 1
     next_err_seq: int = 1
     first_ts: float | None = None
-    frames: list = field(default_factory=list)
+    frames: list = field(default_factory=list)  # rows whose raw bytes are stored as TEXT
+    blobs: list = field(default_factory=list)  # ... and as BLOB
     stderr: list = field(default_factory=list)
+
+    def frame_seq(self, given: int | None) -> int:
+        """A frame's seq: the one the log gave, else one past the highest so far in the session."""
+        seq = given if given is not None else self.next_seq
+        if seq >= self.next_seq:
+            self.next_seq = seq + 1
+        return seq
+
+    def stderr_seq(self, given: int | None) -> int:
+        seq = given if given is not None else self.next_err_seq
+        if seq >= self.next_err_seq:
+            self.next_err_seq = seq + 1
+        return seq
 
 
 def detect_format(path: str) -> str:
@@ -90,11 +127,14 @@ def sniff_capture(head: bytes) -> str | None:
 
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
-                progress: Callable[[int], None] | None = None, keep_credentials: bool = False,
-                redaction=None) -> list[ImportedSession]:
-    """Import one file in one transaction: all of it, or (on an error) none of it. Credentials
-    are redacted on the way in (analyzer/redact.py; `redaction` a Redaction, default the
-    contract's; `keep_credentials` keeps HTTP credentials as they were)."""
+                progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
+                redaction=None, locate: bool = False) -> list[ImportedSession]:
+    """Import one file in one transaction: all of it, or (on an error) none of it. The file is
+    streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
+    at a time, so memory does not grow with the file. Credentials are redacted on the way in
+    (analyzer/redact.py; `redaction` a Redaction, default the contract's; `keep_credentials`
+    keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
+    file read so far. `locate`: each session's `lines` says where its frames were in the file."""
     from analyzer.redact import FrameRedactor
 
     redactor = FrameRedactor(redaction)
@@ -107,52 +147,71 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
         found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
                                redactor=redactor)
         if progress is not None:
-            progress(os.path.getsize(path))
+            progress(sum(s.frames for s in found), os.path.getsize(path))
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}
-    conn.execute("BEGIN IMMEDIATE")
+    pending_rows = pending_bytes = 0
+    as_text, FrameIn, SessionIn = store.stored_as_text, framelog.FrameIn, framelog.SessionIn
+    writer = store.import_writer(conn)
     try:
+        writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
         for rec in framelog.read(path, default_session=default_session, warn=warn, progress=progress):
             target = targets.get(rec.session)
             if target is None:
-                target = targets[rec.session] = _open_target(conn, rec, path, new_id)
-            if isinstance(rec, framelog.SessionIn):
+                target = targets[rec.session] = _open_target(conn, rec, path, new_id, locate)
+            cls = rec.__class__
+            if cls is SessionIn:
                 target.fields.update(rec.fields)
                 continue
-            if target.first_ts is None or rec.ts < target.first_ts:
-                target.first_ts = rec.ts
-            if isinstance(rec, framelog.FrameIn):
-                seq = rec.seq if rec.seq is not None else target.next_seq
-                target.next_seq = max(target.next_seq, seq + 1)
-                raw, paths = redactor.frame(rec.raw) if redactor is not None else (rec.raw, None)
-                if rec.redacted or paths:
+            ts = rec.ts
+            if target.first_ts is None or ts < target.first_ts:
+                target.first_ts = ts
+            if cls is FrameIn:
+                seq = target.frame_seq(rec.seq)
+                raw = rec.raw
+                paths = None
+                if redactor is not None:
+                    raw, paths = redactor.frame(raw)
+                if paths or rec.redacted:
                     paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
-                target.frames.append((seq, rec.ts, rec.direction, raw, int(rec.incomplete), paths))
+                row = (target.result.id, seq, ts, rec.direction, raw, len(raw), int(rec.incomplete), paths)
+                (target.frames if as_text(raw, rec.utf8) else target.blobs).append(row)
+                pending_bytes += len(raw)
+                if target.result.lines is not None:
+                    target.result.lines.seqs.append(seq)
+                    target.result.lines.lines.append(rec.line)
                 if rec.transport and "transport" not in target.fields:
                     target.fields["transport"] = rec.transport
             else:
-                seq = rec.seq if rec.seq is not None else target.next_err_seq
-                target.next_err_seq = max(target.next_err_seq, seq + 1)
-                target.stderr.append((seq, rec.ts, rec.raw, int(rec.incomplete)))
-            if len(target.frames) + len(target.stderr) >= BATCH_ROWS:
-                _flush(conn, target)
+                seq = target.stderr_seq(rec.seq)
+                target.stderr.append((target.result.id, seq, ts, store.stored_raw(rec.raw), int(rec.incomplete)))
+                pending_bytes += len(rec.raw)
+            pending_rows += 1
+            if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                for t in targets.values():
+                    _flush(writer, t)
+                pending_rows = pending_bytes = 0
         for target in targets.values():
-            _flush(conn, target)
-            _finish(conn, target)
-        conn.execute("COMMIT")
+            _flush(writer, target)
+            _finish(writer, target)
+        writer.execute("COMMIT")
     except sqlite3.IntegrityError as exc:
-        conn.execute("ROLLBACK")
+        writer.execute("ROLLBACK")
         raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
         raise
+    finally:
+        if writer is not conn:
+            writer.close()
     return [t.result for t in targets.values()]
 
 
-def _open_target(conn, rec, path: str, new_id: bool) -> _Target:
+def _open_target(conn, rec, path: str, new_id: bool, locate: bool) -> _Target:
     name = rec.session
+    lines = FrameLines() if locate else None
     is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
     fields: dict = {}  # filled from session records by import_file's loop
     if new_id:
@@ -161,23 +220,24 @@ def _open_target(conn, rec, path: str, new_id: bool) -> _Target:
         sid = name
         if store.session_exists(conn, sid):
             if is_spool:  # the recorder's spool: add what the database is missing
-                return _Target(ImportedSession(sid, name, merged=True), fields, created=False, or_ignore=True,
+                return _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False, or_ignore=True,
                                source=os.path.abspath(path))
             raise DuplicateSession(f"{path}: session {name!r} is already in the database "
                                    "(use --new-id to import it again under a new id)")
-    return _Target(ImportedSession(sid, name), fields, created=True, or_ignore=is_spool,
+    return _Target(ImportedSession(sid, name, lines=lines), fields, created=True, or_ignore=is_spool,
                    source=os.path.abspath(path))
 
 
 def _flush(conn, target: _Target) -> None:
-    sid = target.result.id
+    if not (target.frames or target.blobs or target.stderr or target.created):
+        return
     if target.created:
         _insert_session(conn, target)
-    store.insert_frames(conn, sid, target.frames, or_ignore=target.or_ignore)
-    store.insert_stderr(conn, sid, target.stderr, or_ignore=target.or_ignore)
-    target.result.frames += len(target.frames)
+    store.insert_frame_bytes(conn, target.frames, target.blobs, or_ignore=target.or_ignore)
+    store.insert_rows(conn, (), target.stderr, or_ignore=target.or_ignore)
+    target.result.frames += len(target.frames) + len(target.blobs)
     target.result.stderr_lines += len(target.stderr)
-    target.frames, target.stderr = [], []
+    target.frames, target.blobs, target.stderr = [], [], []
 
 
 def _insert_session(conn, target: _Target) -> None:
