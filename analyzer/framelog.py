@@ -161,8 +161,6 @@ def read(path: str, *, default_session: str, warn: Callable[[str], None],
         lineno = 0
         for line in fh:
             lineno += 1
-            if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
-                progress(frames, fh.tell())
             try:
                 obj = _loads(line)
                 if type(obj) is not dict:
@@ -177,6 +175,8 @@ def read(path: str, *, default_session: str, warn: Callable[[str], None],
                 raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
             if rec.__class__ is FrameIn:
                 frames += 1
+            if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
+                progress(frames, fh.tell())
             yield rec
         if progress is not None:
             progress(frames, fh.tell())
