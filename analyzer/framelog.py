@@ -145,41 +145,80 @@ def looks_like_framelog(first_line: bytes) -> bool:
     return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr"))
 
 
-PROGRESS_EVERY_LINES = 10_000
+BLOCK_BYTES = 1 << 20
+"""How much of a file is read at a time: whole lines, about this many bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Whole lines of a frame-log file: `data` is the lines joined by their newlines (the last
+    one's left out), the first is line `first_line`; `cut_off`: the last line is the file's
+    end and had no newline; `end`: bytes of the file up to the end of this block."""
+
+    data: bytes
+    first_line: int
+    cut_off: bool
+    end: int
+
+
+def blocks(path: str, size: int | None = None) -> Iterator[Block]:
+    """The file as blocks of whole lines, about `size` (BLOCK_BYTES) bytes each, in order
+    (memory: one block, or one longer line)."""
+    size = size or BLOCK_BYTES
+    with open(path, "rb") as fh:
+        line, tail, done = 1, b"", 0
+        while chunk := fh.read(size):
+            data = tail + chunk if tail else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                tail = data
+                continue
+            block, tail = data[:cut], data[cut + 1:]
+            done += cut + 1
+            yield Block(block, line, False, done)
+            line += block.count(b"\n") + 1
+        if tail:
+            yield Block(tail, line, True, done + len(tail))
+
+
+def records(block: Block, *, path: str, default_session: str, warn: Callable[[str], None],
+            names: dict[str, str] | None = None) -> Iterator[Record]:
+    """The records of a block's lines, in order. A malformed line raises ImportFormatError
+    naming it, except an unterminated last line (a log cut off mid-write), which is skipped with
+    a warning. `names` caches checked session names across blocks."""
+    names = {} if names is None else names
+    lines = block.data.split(b"\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        try:
+            obj = _loads(line)
+            if type(obj) is not dict:
+                raise ValueError("not a JSON object")
+            rec = _record(obj, block.first_line + i, default_session, names)
+        except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
+            if not line.strip():
+                continue  # a blank line
+            if block.cut_off and i == last:
+                warn(f"{path}:{block.first_line + i}: skipped the last line, cut off before its end")
+                return
+            raise ImportFormatError(f"{path}:{block.first_line + i}: not a frame-log record ({exc})") from None
+        yield rec
 
 
 def read(path: str, *, default_session: str, warn: Callable[[str], None],
          progress: Callable[[int, int], None] | None = None) -> Iterator[Record]:
-    """Records of a frame-log file, in file order, one line at a time (memory does not grow
-    with the file). A malformed line raises ImportFormatError naming it, except an
-    unterminated last line (a log cut off mid-write), which is skipped with a warning.
-    `progress(frames, bytes)`: frame records and bytes of the file read so far, every
-    PROGRESS_EVERY_LINES lines and at the end."""
+    """Records of a frame-log file, in file order, a block at a time (memory does not grow with
+    the file). `progress(frames, bytes)`: frame records and bytes of the file read so far,
+    after each block."""
     names: dict[str, str] = {}  # a session's name as written -> as stored
     frames = 0
-    with open(path, "rb") as fh:
-        lineno = 0
-        for line in fh:
-            lineno += 1
-            try:
-                obj = _loads(line)
-                if type(obj) is not dict:
-                    raise ValueError("not a JSON object")
-                rec = _record(obj, lineno, default_session, names)
-            except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
-                if not line.strip():
-                    continue  # a blank line
-                if not line.endswith(b"\n"):
-                    warn(f"{path}:{lineno}: skipped the last line, cut off before its end")
-                    break
-                raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
+    for block in blocks(path):
+        for rec in records(block, path=path, default_session=default_session, warn=warn, names=names):
             if rec.__class__ is FrameIn:
                 frames += 1
-            if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
-                progress(frames, fh.tell())
             yield rec
         if progress is not None:
-            progress(frames, fh.tell())
+            progress(frames, block.end)
 
 
 MAX_TIME = 9.2e9

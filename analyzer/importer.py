@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
+import threading
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from analyzer import framelog, store
-from analyzer.errors import DuplicateSession, ImportFormatError
+from analyzer.errors import DuplicateSession, ImportFormatError, MCPTapError
 from analyzer.ids import new_session_id
 
 BATCH_ROWS = 10_000
@@ -151,47 +153,52 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}
-    pending_rows = pending_bytes = 0
-    as_text, FrameIn, SessionIn = store.stored_as_text, framelog.FrameIn, framelog.SessionIn
+    pending_rows = pending_bytes = frames = 0
+    SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
     writer = store.import_writer(conn)
     try:
         writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
-        for rec in framelog.read(path, default_session=default_session, warn=warn, progress=progress):
-            target = targets.get(rec.session)
-            if target is None:
-                target = targets[rec.session] = _open_target(conn, rec, path, new_id, locate)
-            cls = rec.__class__
-            if cls is SessionIn:
-                target.fields.update(rec.fields)
-                continue
-            ts = rec.ts
-            if target.first_ts is None or ts < target.first_ts:
-                target.first_ts = ts
-            if cls is FrameIn:
-                seq = target.frame_seq(rec.seq)
-                raw = rec.raw
-                paths = None
-                if redactor is not None:
-                    raw, paths = redactor.frame(raw)
-                if paths or rec.redacted:
-                    paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
-                row = (target.result.id, seq, ts, rec.direction, raw, len(raw), int(rec.incomplete), paths)
-                (target.frames if as_text(raw, rec.utf8) else target.blobs).append(row)
-                pending_bytes += len(raw)
-                if target.result.lines is not None:
-                    target.result.lines.seqs.append(seq)
-                    target.result.lines.lines.append(rec.line)
-                if rec.transport and "transport" not in target.fields:
-                    target.fields["transport"] = rec.transport
-            else:
-                seq = target.stderr_seq(rec.seq)
-                target.stderr.append((target.result.id, seq, ts, store.stored_raw(rec.raw), int(rec.incomplete)))
-                pending_bytes += len(rec.raw)
-            pending_rows += 1
-            if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
-                for t in targets.values():
-                    _flush(writer, t)
-                pending_rows = pending_bytes = 0
+        for items, warnings, end in _prepared(path, default_session, redactor, workers=_workers(path)):
+            for message in warnings:
+                warn(message)
+            for item in items:
+                if item.__class__ is tuple:  # a frame, redacted: see _prepare
+                    session, given, ts, direction, raw, text, incomplete, paths, line, transport = item
+                    kind = None
+                else:
+                    session, kind = item.session, item.__class__
+                target = targets.get(session)
+                if target is None:
+                    target = targets[session] = _open_target(conn, item, session, path, new_id, locate)
+                if kind is SessionIn:
+                    target.fields.update(item.fields)
+                    continue
+                if kind is StderrIn:
+                    ts = item.ts
+                if target.first_ts is None or ts < target.first_ts:
+                    target.first_ts = ts
+                if kind is None:
+                    seq = target.frame_seq(given)
+                    (target.frames if text else target.blobs).append(
+                        (target.result.id, seq, ts, direction, raw, len(raw), incomplete, paths))
+                    pending_bytes += len(raw)
+                    frames += 1
+                    if target.result.lines is not None:
+                        target.result.lines.seqs.append(seq)
+                        target.result.lines.lines.append(line)
+                    if transport and "transport" not in target.fields:
+                        target.fields["transport"] = transport
+                else:
+                    seq = target.stderr_seq(item.seq)
+                    target.stderr.append((target.result.id, seq, ts, store.stored_raw(item.raw), int(item.incomplete)))
+                    pending_bytes += len(item.raw)
+                pending_rows += 1
+                if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                    for t in targets.values():
+                        _flush(writer, t)
+                    pending_rows = pending_bytes = 0
+            if progress is not None:
+                progress(frames, end)
         for target in targets.values():
             _flush(writer, target)
             _finish(writer, target)
@@ -209,8 +216,91 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     return [t.result for t in targets.values()]
 
 
-def _open_target(conn, rec, path: str, new_id: bool, locate: bool) -> _Target:
-    name = rec.session
+PARALLEL_MIN_BYTES = 16 << 20
+"""Files at least this large are parsed and redacted by worker processes while this one writes."""
+WINDOW = 3
+"""Blocks per worker being prepared at once (what the workers hold, at most, beyond the writer)."""
+
+
+def _workers(path: str) -> int:
+    cpus = os.cpu_count() or 1
+    try:
+        large = os.path.getsize(path) >= PARALLEL_MIN_BYTES
+    except OSError:
+        large = False
+    return cpus if large and cpus > 1 else 0
+
+
+def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -> tuple[list, list[str]]:
+    """A block's records, each frame as the tuple the writer stores it from (session, seq as
+    written, ts, direction, bytes to store, whether they are stored as text, incomplete, the
+    `redacted` column, line, transport): read (framelog.records) and redacted. Pure: it runs in
+    a worker process as well as in this one."""
+    warnings: list[str] = []
+    items: list = []
+    as_text, FrameIn = store.stored_as_text, framelog.FrameIn
+    for rec in framelog.records(block, path=path, default_session=default_session, warn=warnings.append,
+                                names=_NAMES):
+        if rec.__class__ is not FrameIn:
+            items.append(rec)
+            continue
+        raw, paths = rec.raw, None
+        if redactor is not None:
+            raw, paths = redactor.frame(raw)
+        if paths or rec.redacted:
+            paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
+        items.append((rec.session, rec.seq, rec.ts, rec.direction, raw, as_text(raw, rec.utf8), int(rec.incomplete),
+                      paths, rec.line, rec.transport))
+    return items, warnings
+
+
+_NAMES: dict[str, str] = {}  # session names checked, per process
+_REDACTOR = None  # a worker's redactor (_start_worker)
+
+
+def _start_worker(redactor) -> None:
+    global _REDACTOR
+    _REDACTOR = redactor
+
+
+def _prepare_in_worker(block: framelog.Block, path: str, default_session: str) -> tuple[list, list[str]]:
+    return _prepare(block, path, default_session, _REDACTOR)
+
+
+def _prepared(path: str, default_session: str, redactor, *, workers: int):
+    """(items, warnings, bytes read) of each block of the file, in file order: prepared here, or
+    by `workers` processes, WINDOW blocks each ahead of what is being written."""
+    if workers <= 0:
+        for block in framelog.blocks(path):
+            yield (*_prepare(block, path, default_session, redactor), block.end)
+        return
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    # forked where that is safe (Linux, no other thread, which could hold a lock the child
+    # inherits), as the analysis's workers are (engine._pool_context); spawned otherwise
+    forking = sys.platform == "linux" and threading.active_count() == 1
+    context = get_context("fork" if forking else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(redactor,))
+    pending: deque = deque()
+    try:
+        for block in framelog.blocks(path):
+            pending.append((pool.submit(_prepare_in_worker, block, path, default_session), block.end))
+            while len(pending) >= WINDOW * workers:
+                future, end = pending.popleft()
+                yield (*future.result(), end)
+        while pending:
+            future, end = pending.popleft()
+            yield (*future.result(), end)
+    except BrokenProcessPool:
+        raise MCPTapError(f"{path}: a worker process reading the file ended abruptly; nothing was imported") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool) -> _Target:
     lines = FrameLines() if locate else None
     is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
     fields: dict = {}  # filled from session records by import_file's loop

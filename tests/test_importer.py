@@ -26,7 +26,10 @@ def frame(session, raw, seq=None, ts=1000.0, direction="c2s", **extra):
 
 
 def test_rows_are_written_as_the_file_is_read_so_many_sessions_do_not_pile_up_in_memory(tmp_path, monkeypatch):
+    from analyzer import framelog
+
     monkeypatch.setattr(importer, "BATCH_ROWS", 100)
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 64 << 10)
     payload = "x" * 2000
     records = [frame(f"s{s}", '{"jsonrpc":"2.0","method":"m","params":{"t":"%s"}}' % payload, ts=1000.0 + i)
                for s in range(50) for i in range(90)]  # every session below a batch: 9 MB in all
@@ -73,14 +76,14 @@ def test_what_orjson_refuses_gets_the_standard_parsers_verdict_a_byte_order_mark
 def test_progress_counts_frames_and_bytes_of_the_file_read_so_far(tmp_path, monkeypatch):
     from analyzer import framelog
 
-    monkeypatch.setattr(framelog, "PROGRESS_EVERY_LINES", 10)
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 300)
     log = tmp_path / "p.jsonl"
     write_lines(log, [{"record": "session", "session": "s", "transport": "stdio", "started_at": 999.0}]
                 + [frame("s", "{}", ts=1000.0 + i) for i in range(25)])
     calls = []
     importer.import_file(store.connect(tmp_path / "x.db"), str(log), progress=lambda f, b: calls.append((f, b)))
-    assert calls[0] == (9, calls[0][1]) and calls[-1] == (25, log.stat().st_size)
-    assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(calls, calls[1:]))
+    assert len(calls) > 2 and calls[0][0] < 25 and calls[-1] == (25, log.stat().st_size)
+    assert all(a[0] <= b[0] and a[1] < b[1] for a, b in zip(calls, calls[1:]))
 
 
 def test_each_frames_line_follows_the_seq_the_import_gave_it(tmp_path):
@@ -121,3 +124,49 @@ def test_an_import_and_a_reader_of_the_same_file_do_not_block_each_other_for_lon
     importer.import_file(conn, str(log))
     reader = sqlite3.connect(db)
     assert reader.execute("SELECT count(*) FROM frames").fetchone() == (100,)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_worker_processes_and_this_one_store_the_same_rows_and_stop_at_the_same_bad_line(tmp_path, monkeypatch,
+                                                                                        workers):
+    from analyzer import framelog
+
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(importer, "_workers", lambda path: workers)
+    records = [{"record": "session", "session": "a", "transport": "stdio", "started_at": 999.0}]
+    for i in range(300):
+        args = {"password": f"secret-{i}"} if i % 7 == 0 else {"q": "café " * (i % 13)}
+        records.append(frame("ab"[i % 2], json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                                       "params": {"arguments": args}}), ts=1000.0 + i))
+        if i % 50 == 0:
+            records.append({"record": "stderr", "session": "a", "ts": 1000.0 + i, "raw": f"log {i}"})
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    write_lines(good, records)
+    write_lines(bad, records[:200] + ["{not json"] + records[200:])
+    conn = store.connect(tmp_path / f"x{workers}.db")
+    found = importer.import_file(conn, str(good), locate=True)
+    rows = conn.execute("SELECT session_id, seq, ts, direction, typeof(raw), CAST(raw AS BLOB), size, redacted "
+                        "FROM frames ORDER BY session_id, seq").fetchall()
+    assert len(rows) == 300 and sum(r[7] is not None for r in rows) == 43
+    assert not any(b"secret-" in r[5] for r in rows)
+    assert conn.execute("SELECT count(*) FROM stderr_lines").fetchone() == (6,)
+    assert {s.name: s.lines.of([1])[1] for s in found} == {"a": 2, "b": 4}  # line 3: a stderr line
+    monkeypatch.setattr(importer, "_workers", lambda path: 0)
+    assert rows == _imported_in_this_process(tmp_path, good)
+    monkeypatch.setattr(importer, "_workers", lambda path: workers)
+    conn2 = store.connect(tmp_path / f"y{workers}.db")
+    with pytest.raises(importer.ImportFormatError, match=f"{bad}:201:"):
+        importer.import_file(conn2, str(bad))
+    assert conn2.execute("SELECT count(*) FROM frames").fetchone() == (0,)
+
+
+def _imported_in_this_process(tmp_path, log):
+    conn = store.connect(tmp_path / "reference.db")
+    importer.import_file(conn, str(log), redaction=None)
+    try:
+        return conn.execute("SELECT session_id, seq, ts, direction, typeof(raw), CAST(raw AS BLOB), size, redacted "
+                            "FROM frames ORDER BY session_id, seq").fetchall()
+    finally:
+        conn.close()
+        for p in tmp_path.glob("reference.db*"):
+            p.unlink()
