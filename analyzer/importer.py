@@ -239,6 +239,8 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
     warnings: list[str] = []
     items: list = []
     as_text, FrameIn = store.stored_as_text, framelog.FrameIn
+    if len(_NAMES) > 10_000:  # a log of many sessions: the cache stays small
+        _NAMES.clear()
     for rec in framelog.records(block, path=path, default_session=default_session, warn=warnings.append,
                                 names=_NAMES):
         if rec.__class__ is not FrameIn:

@@ -259,7 +259,8 @@ def run_import(path: str, tmp: str, comp: dict) -> dict:
         maxrss_kb, cpu_s, wall_s, status = "0", "nan", "nan", str(proc.returncode or 1)
     n = comp["frames"]
     r = {"n": n, "s": float(wall_s), "status": int(status), "cpu_s": float(cpu_s), "wait4_mb": int(maxrss_kb) / 1024,
-         "sampled_mb": max(sampler.peaks_kb.values(), default=0) / 1024}
+         "sampled_mb": max(sampler.peaks_kb.values(), default=0) / 1024,
+         "sum_mb": sum(sampler.peaks_kb.values()) / 1024, "processes": len(sampler.peaks_kb)}
     r["rate"] = n / r["s"] if r["s"] else float("inf")
     r["peak_mb"] = max(r["wait4_mb"], r["sampled_mb"])
     with open(err_path, encoding="utf-8", errors="replace") as fh:
@@ -325,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    (b) mcptap import: {r['rate']:>9,.0f} frames/s ({r['s']:.2f} s wall, start-up included; CPU "
                       f"{r['cpu_s']:.2f} s = {r['cpu_s'] / n * 1e6:.1f} us/frame); {r['rate'] / f['rate']:.2f}x the floor"
                       f"   uptime: {uptime()}")
-                print(f"        peak RSS {r['peak_mb']:.1f} MB (wait4 {r['wait4_mb']:.1f}, sampled {r['sampled_mb']:.1f})")
+                print(f"        peak RSS {r['peak_mb']:.1f} MB, the largest process (wait4 {r['wait4_mb']:.1f}, sampled "
+                      f"{r['sampled_mb']:.1f}); sum of the peaks of its {r['processes']} processes {r['sum_mb']:.1f} MB "
+                      f"(forked workers share their parent's pages: the sum counts those twice)")
                 print(f"        stored: {r['frames']:,} frames ({r['text_rows']:,} as TEXT), {r['stderr_lines']:,} stderr lines, "
                       f"{r['sessions']:,} sessions; {r['redacted']:,} frames redacted (credentials injected: "
                       f"{comp['secrets']:,}); frames still holding a secret: {r['secrets_left']:,}")
