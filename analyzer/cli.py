@@ -311,7 +311,7 @@ class FailOn(str, Enum):
 def analyze(
     ctx: typer.Context,
     files: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[FILE]...", show_default=False,
+        metavar="FILE", show_default=False,
         help="Frame-log files (or HTTP captures) to analyse: imported into a temporary database, or into --db "
              "when it is given on the command line, and only they are analysed.")] = None,
     db: DbOption = DEFAULT_DB,
@@ -345,7 +345,8 @@ def analyze(
     1 when one does, 2 on bad usage or unreadable input.
 
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
-              mcptap analyze incident.jsonl --format sarif -o mcp.sarif
+
+    Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
     """
     from analyzer import engine, mcp, policy, report, store
 
