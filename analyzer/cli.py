@@ -9,6 +9,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import tempfile
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -335,6 +336,11 @@ class FailOn(str, Enum):
 
 @app.command()
 def analyze(
+    ctx: typer.Context,
+    files: Annotated[Optional[list[str]], typer.Argument(
+        metavar="FILE", show_default=False,
+        help="Frame-log files (or HTTP captures) to analyse: imported into a temporary database, or into --db "
+             "when it is given on the command line, and only they are analysed.")] = None,
     db: DbOption = DEFAULT_DB,
     session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
                                                    help="Only this session (id, id prefix or label).")] = None,
@@ -358,6 +364,9 @@ def analyze(
                                                              "summary, spec reference) and exit; with --format "
                                                              "json or jsonl as JSON.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
+    sarif_root: Annotated[Optional[str], typer.Option(
+        "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
+                                            "default: the current folder).")] = None,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -365,6 +374,8 @@ def analyze(
     1 when one does, 2 on bad usage or unreadable input.
 
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
+
+    Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
     """
     from analyzer import engine, mcp, policy, progress, report, store
 
@@ -373,27 +384,68 @@ def analyze(
             raise fail("--rules lists in table, json or jsonl")
         report.write_rules(sys.stdout, ReportFormat(fmt).value)
         raise typer.Exit(0)
-    with one_line_errors():
+    with one_line_errors(), contextlib.ExitStack() as cleanup:
         if revision is not None and revision not in mcp.KNOWN_REVISIONS:
             raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")
+        if sarif_root is not None and not os.path.isdir(sarif_root):
+            raise fail(f"--sarif-root: no folder {sarif_root}")
         rules_policy = policy.build(ignore or (), severity or (), config)
+        sources = None
+        if files:
+            if session:
+                raise fail("--session names a session of a database: it cannot be combined with FILE arguments")
+            source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
+            if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
+                db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
+            sources = _import_for_analysis(db, files)
         conn = store.open_existing(db)
-        ids = [store.resolve_session(conn, session)] if session else None
+        ids = list(sources) if sources is not None else [store.resolve_session(conn, session)] if session else None
         total = store.count_frames(conn, ids)
         conn.close()
         with progress.meter("analyzing", total) as shown:
             result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                    progress=shown.advance, workers=jobs)
+                                    progress=shown.advance, workers=jobs, sessions=ids if sources is not None else None)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
+
+        def write_report(out, color: bool = False) -> None:
+            if fmt == "sarif":
+                report.write_sarif(result, out, root=sarif_root, sources=sources)
+            else:
+                report.write(result, fmt, out, color=color, per_code=max_per_code)
+
         if output is None:
-            report.write(result, fmt, sys.stdout, color=sys.stdout.isatty(), per_code=max_per_code)
+            write_report(sys.stdout, color=sys.stdout.isatty())
             sys.stdout.flush()
         else:
             with open(output, "w", encoding="utf-8") as fh:
-                report.write(result, fmt, fh, per_code=max_per_code)
+                write_report(fh)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
+
+
+def _import_for_analysis(db: str, files: list[str]) -> dict:
+    """`analyze FILE...`: each file imported into `db` as `mcptap import` would, each frame's line
+    kept; the imported sessions by id, each with its file (sarif.Source)."""
+    from analyzer import importer, progress, sarif, store
+
+    for path in files:
+        importer.detect_format(path)
+    try:
+        conn = store.connect(db)
+    except (sqlite3.Error, OSError) as exc:
+        raise fail(f"cannot open {db}: {exc}") from None
+    sources = {}
+    try:
+        for path in files:
+            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
+                imported = importer.import_file(conn, path, locate=True, progress=shown.update,
+                                                warn=lambda m: sys.stderr.write(f"mcptap: warning: {m}\n"))
+            for s in imported:
+                sources[s.id] = sarif.Source(path, s.lines if importer.detect_format(path) == "framelog" else None)
+    finally:
+        conn.close()
+    return sources
 
 
 @app.command("report")

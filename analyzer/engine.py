@@ -64,10 +64,14 @@ class SessionResult:
 
 def analyze(db_path: str, *, session: str | None = None, fallback_revision: str | None = None, policy=None,
             store_results: bool = True, progress: Callable[[int], None] | None = None,
-            workers: int | None = None) -> Report:
+            workers: int | None = None, sessions: list[str] | None = None) -> Report:
+    """`session`: one session named as users name it; `sessions`: these session ids (say, the
+    ones just imported); neither: every session."""
     reader = store.open_existing(db_path)
     try:
-        if session:
+        if sessions is not None:
+            ids = list(sessions)
+        elif session:
             ids = [store.resolve_session(reader, session)]
         else:
             ids = store.session_ids(reader)

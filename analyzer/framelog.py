@@ -18,6 +18,8 @@ from json.encoder import encode_basestring  # the C encoder when available
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import orjson
+
 from analyzer.errors import ImportFormatError
 from analyzer.store import SESSION_COLUMNS
 from analyzer.textsafe import storable as _text
@@ -101,6 +103,7 @@ class FrameIn:
     transport: str | None
     line: int
     redacted: list | None = None  # meta.redacted: member paths a recorder's redaction replaced
+    utf8: bool = False  # `raw` is known to be UTF-8 (it was written as text)
 
 
 @dataclass(slots=True)
@@ -124,49 +127,98 @@ class SessionIn:
 Record = FrameIn | StderrIn | SessionIn
 
 
+def _loads(line: bytes):
+    """A line's JSON value: orjson, at C speed; what orjson refuses goes through the standard
+    library's parser, whose verdict (and leniency: a byte order mark, a lone surrogate in an
+    escape, NaN) is the format's, as it always was."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line.strip())
+
+
 def looks_like_framelog(first_line: bytes) -> bool:
     try:
-        obj = json.loads(first_line)
+        obj = _loads(first_line)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr"))
 
 
-PROGRESS_EVERY_LINES = 10_000
+BLOCK_BYTES = 1 << 20
+"""How much of a file is read at a time: whole lines, about this many bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Whole lines of a frame-log file: `data` is the lines joined by their newlines (the last
+    one's left out), the first is line `first_line`; `cut_off`: the last line is the file's
+    end and had no newline; `end`: bytes of the file up to the end of this block."""
+
+    data: bytes
+    first_line: int
+    cut_off: bool
+    end: int
+
+
+def blocks(path: str, size: int | None = None) -> Iterator[Block]:
+    """The file as blocks of whole lines, about `size` (BLOCK_BYTES) bytes each, in order
+    (memory: one block, or one longer line)."""
+    size = size or BLOCK_BYTES
+    with open(path, "rb") as fh:
+        line, tail, done = 1, b"", 0
+        while chunk := fh.read(size):
+            data = tail + chunk if tail else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                tail = data
+                continue
+            block, tail = data[:cut], data[cut + 1:]
+            done += cut + 1
+            yield Block(block, line, False, done)
+            line += block.count(b"\n") + 1
+        if tail:
+            yield Block(tail, line, True, done + len(tail))
+
+
+def records(block: Block, *, path: str, default_session: str, warn: Callable[[str], None],
+            names: dict[str, str] | None = None) -> Iterator[Record]:
+    """The records of a block's lines, in order. A malformed line raises ImportFormatError
+    naming it, except an unterminated last line (a log cut off mid-write), which is skipped with
+    a warning. `names` caches checked session names across blocks."""
+    names = {} if names is None else names
+    lines = block.data.split(b"\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        try:
+            obj = _loads(line)
+            if type(obj) is not dict:
+                raise ValueError("not a JSON object")
+            rec = _record(obj, block.first_line + i, default_session, names)
+        except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
+            if not line.strip():
+                continue  # a blank line
+            if block.cut_off and i == last:
+                warn(f"{path}:{block.first_line + i}: skipped the last line, cut off before its end")
+                return
+            raise ImportFormatError(f"{path}:{block.first_line + i}: not a frame-log record ({exc})") from None
+        yield rec
 
 
 def read(path: str, *, default_session: str, warn: Callable[[str], None],
          progress: Callable[[int, int], None] | None = None) -> Iterator[Record]:
-    """Records of a frame-log file, in file order. A malformed line raises ImportFormatError
-    naming it, except an unterminated last line (a log cut off mid-write), which is skipped
-    with a warning. `progress(frames, bytes)`: so many frame records and bytes of the file read
-    in all (every PROGRESS_EVERY_LINES lines, and at the end)."""
+    """Records of a frame-log file, in file order, a block at a time (memory does not grow with
+    the file). `progress(frames, bytes)`: frame records and bytes of the file read so far,
+    after each block."""
+    names: dict[str, str] = {}  # a session's name as written -> as stored
     frames = 0
-    with open(path, "rb") as fh:
-        lineno = 0
-        for line in fh:
-            lineno += 1
-            if progress is not None and lineno % PROGRESS_EVERY_LINES == 0:
-                progress(frames, fh.tell())
-            terminated = line.endswith(b"\n")
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                obj = json.loads(text)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
-                record = _record(obj, lineno, default_session)
-            except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
-                if not terminated:
-                    warn(f"{path}:{lineno}: skipped the last line, cut off before its end")
-                    break
-                raise ImportFormatError(f"{path}:{lineno}: not a frame-log record ({exc})") from None
-            if type(record) is FrameIn:
+    for block in blocks(path):
+        for rec in records(block, path=path, default_session=default_session, warn=warn, names=names):
+            if rec.__class__ is FrameIn:
                 frames += 1
-            yield record
+            yield rec
         if progress is not None:
-            progress(frames, fh.tell())
+            progress(frames, block.end)
 
 
 MAX_TIME = 9.2e9
@@ -187,6 +239,13 @@ def _number(obj: dict, key: str) -> float:
     return value
 
 
+def _time(obj: dict) -> float:
+    ts = obj.get("ts")
+    if ts.__class__ is float and -MAX_TIME <= ts <= MAX_TIME:  # the common case, checked inline
+        return ts
+    return _number(obj, "ts")
+
+
 def _optional_int(obj: dict, key: str) -> int | None:
     value = obj.get(key)
     if value is None:
@@ -194,6 +253,13 @@ def _optional_int(obj: dict, key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
         raise ValueError(f"{key!r} must be a non-negative integer below 2**63")
     return value
+
+
+def _seq(obj: dict) -> int | None:
+    seq = obj.get("seq")
+    if seq.__class__ is int and 0 <= seq <= MAX_INT:
+        return seq
+    return _optional_int(obj, "seq")
 
 
 _SESSION_FIELD_TYPES = {"started_at": "time", "ended_at": "time", "exit_status": "int", "pid": "int"}
@@ -235,6 +301,18 @@ def _raw(obj: dict) -> bytes:
     raise ValueError("no 'raw' or 'raw_b64'")
 
 
+def _raw_and_utf8(obj: dict) -> tuple[bytes, bool]:
+    """The frame's bytes, and whether they are known to be UTF-8: `raw` was text that UTF-8 can
+    hold (a lone surrogate, legal in a JSON escape, cannot)."""
+    raw = obj.get("raw")
+    if raw.__class__ is str:
+        try:
+            return raw.encode("utf-8"), True
+        except UnicodeEncodeError:
+            pass
+    return _raw(obj), False
+
+
 def _session_name(obj: dict, default: str) -> str:
     name = obj.get("session", default)
     if isinstance(name, bool) or not isinstance(name, (str, int)) or name == "":
@@ -259,19 +337,35 @@ def _redacted(obj: dict) -> list | None:
     return paths
 
 
-def _record(obj: dict, lineno: int, default_session: str) -> Record:
+def _record(obj: dict, lineno: int, default_session: str, names: dict[str, str] | None = None) -> Record:
+    """One line's record, every field checked. `names` caches the checked session names."""
     kind = obj.get("record", "frame")
-    session = _session_name(obj, default_session)
+    written = obj.get("session", default_session)
+    session = names.get(written) if names is not None and written.__class__ is str else None
+    if session is None:
+        session = _session_name(obj, default_session)
+        if names is not None and written.__class__ is str:
+            names[written] = session
     if kind == "frame":
         direction = obj.get("direction")
-        if direction not in DIRECTIONS:
+        if direction == "c2s":
+            direction = "c2s"  # one str for every frame, not one per line
+        elif direction == "s2c":
+            direction = "s2c"
+        else:
             raise ValueError("'direction' must be \"c2s\" or \"s2c\"")
         transport = obj.get("transport")
-        if transport is not None and not isinstance(transport, str):
-            raise ValueError("'transport' must be a string")
-        transport = _text(transport) if transport is not None else None
-        return FrameIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), direction, _raw(obj),
-                       _incomplete(obj), transport, lineno, _redacted(obj))
+        if transport is not None:
+            if not isinstance(transport, str):
+                raise ValueError("'transport' must be a string")
+            transport = _text(transport)
+        raw, utf8 = _raw_and_utf8(obj)
+        if "meta" in obj:
+            incomplete, redacted = _incomplete(obj), _redacted(obj)
+        else:
+            incomplete, redacted = False, None
+        return FrameIn(session, _seq(obj), _time(obj), direction, raw, incomplete, transport, lineno, redacted,
+                       utf8)
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":

@@ -8,14 +8,38 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable
+import sys
+import threading
+from array import array
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from analyzer import framelog, store
-from analyzer.errors import DuplicateSession, ImportFormatError
+from analyzer.errors import DuplicateSession, ImportFormatError, MCPTapError
 from analyzer.ids import new_session_id
 
 BATCH_ROWS = 10_000
+"""Rows gathered (over all the file's sessions) before they are written into the transaction..."""
+BATCH_BYTES = 16 << 20
+"""... or bytes of frames: what the import holds in memory, whatever the file's size."""
+
+
+@dataclass
+class FrameLines:
+    """Where a session's frames were in the file it was imported from: the seq the import gave
+    each frame (`_Target.frame_seq`, the one rule) and its line, in file order."""
+
+    seqs: array = field(default_factory=lambda: array("q"))
+    lines: array = field(default_factory=lambda: array("q"))
+
+    def of(self, seqs: Iterable[int]) -> dict[int, int]:
+        """The line of each of these seqs that a frame of the file had (the first, if several)."""
+        wanted, found = set(seqs), {}
+        if wanted:
+            for seq, line in zip(self.seqs, self.lines):
+                if seq in wanted and seq not in found:
+                    found[seq] = line
+        return found
 
 
 @dataclass
@@ -25,6 +49,7 @@ class ImportedSession:
     frames: int = 0
     stderr_lines: int = 0
     merged: bool = False  # a spool merged into a session the database already had
+    lines: FrameLines | None = None  # with import_file(locate=True)
 
 
 @dataclass
@@ -37,8 +62,22 @@ class _Target:
     next_seq: int = 1
     next_err_seq: int = 1
     first_ts: float | None = None
-    frames: list = field(default_factory=list)
+    frames: list = field(default_factory=list)  # rows whose raw bytes are stored as TEXT
+    blobs: list = field(default_factory=list)  # ... and as BLOB
     stderr: list = field(default_factory=list)
+
+    def frame_seq(self, given: int | None) -> int:
+        """A frame's seq: the one the log gave, else one past the highest so far in the session."""
+        seq = given if given is not None else self.next_seq
+        if seq >= self.next_seq:
+            self.next_seq = seq + 1
+        return seq
+
+    def stderr_seq(self, given: int | None) -> int:
+        seq = given if given is not None else self.next_err_seq
+        if seq >= self.next_err_seq:
+            self.next_err_seq = seq + 1
+        return seq
 
 
 def detect_format(path: str) -> str:
@@ -91,12 +130,13 @@ def sniff_capture(head: bytes) -> str | None:
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
                 progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
-                redaction=None) -> list[ImportedSession]:
-    """Import one file in one transaction: all of it, or (on an error) none of it. Credentials
-    are redacted on the way in (analyzer/redact.py; `redaction` a Redaction, default the
-    contract's; `keep_credentials` keeps HTTP credentials as they were). `progress(frames,
-    bytes)`: so many frames and bytes of the file read in all, as the reading goes (an HTTP
-    capture: once, at its end)."""
+                redaction=None, locate: bool = False) -> list[ImportedSession]:
+    """Import one file in one transaction: all of it, or (on an error) none of it. The file is
+    streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
+    at a time, so memory does not grow with the file. Credentials are redacted on the way in
+    (analyzer/redact.py; `redaction` a Redaction, default the contract's; `keep_credentials`
+    keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
+    file read so far. `locate`: each session's `lines` says where its frames were in the file."""
     from analyzer.redact import FrameRedactor
 
     redactor = FrameRedactor(redaction)
@@ -113,48 +153,157 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
     targets: dict[str, _Target] = {}
-    conn.execute("BEGIN IMMEDIATE")
+    pending_rows = pending_bytes = frames = 0
+    SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
+    writer = store.import_writer(conn)
     try:
-        for rec in framelog.read(path, default_session=default_session, warn=warn, progress=progress):
-            target = targets.get(rec.session)
-            if target is None:
-                target = targets[rec.session] = _open_target(conn, rec, path, new_id)
-            if isinstance(rec, framelog.SessionIn):
-                target.fields.update(rec.fields)
-                continue
-            if target.first_ts is None or rec.ts < target.first_ts:
-                target.first_ts = rec.ts
-            if isinstance(rec, framelog.FrameIn):
-                seq = rec.seq if rec.seq is not None else target.next_seq
-                target.next_seq = max(target.next_seq, seq + 1)
-                raw, paths = redactor.frame(rec.raw) if redactor is not None else (rec.raw, None)
-                if rec.redacted or paths:
-                    paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
-                target.frames.append((seq, rec.ts, rec.direction, raw, int(rec.incomplete), paths))
-                if rec.transport and "transport" not in target.fields:
-                    target.fields["transport"] = rec.transport
-            else:
-                seq = rec.seq if rec.seq is not None else target.next_err_seq
-                target.next_err_seq = max(target.next_err_seq, seq + 1)
-                target.stderr.append((seq, rec.ts, rec.raw, int(rec.incomplete)))
-            if len(target.frames) + len(target.stderr) >= BATCH_ROWS:
-                _flush(conn, target)
+        writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
+        for items, warnings, end in _prepared(path, default_session, redactor, workers=_workers(path)):
+            for message in warnings:
+                warn(message)
+            for item in items:
+                if item.__class__ is tuple:  # a frame, redacted: see _prepare
+                    session, given, ts, direction, raw, text, incomplete, paths, line, transport = item
+                    kind = None
+                else:
+                    session, kind = item.session, item.__class__
+                target = targets.get(session)
+                if target is None:
+                    target = targets[session] = _open_target(conn, item, session, path, new_id, locate)
+                if kind is SessionIn:
+                    target.fields.update(item.fields)
+                    continue
+                if kind is StderrIn:
+                    ts = item.ts
+                if target.first_ts is None or ts < target.first_ts:
+                    target.first_ts = ts
+                if kind is None:
+                    seq = target.frame_seq(given)
+                    (target.frames if text else target.blobs).append(
+                        (target.result.id, seq, ts, direction, raw, len(raw), incomplete, paths))
+                    pending_bytes += len(raw)
+                    frames += 1
+                    if target.result.lines is not None:
+                        target.result.lines.seqs.append(seq)
+                        target.result.lines.lines.append(line)
+                    if transport and "transport" not in target.fields:
+                        target.fields["transport"] = transport
+                else:
+                    seq = target.stderr_seq(item.seq)
+                    target.stderr.append((target.result.id, seq, ts, store.stored_raw(item.raw), int(item.incomplete)))
+                    pending_bytes += len(item.raw)
+                pending_rows += 1
+                if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                    for t in targets.values():
+                        _flush(writer, t)
+                    pending_rows = pending_bytes = 0
+            if progress is not None:
+                progress(frames, end)
         for target in targets.values():
-            _flush(conn, target)
-            _finish(conn, target)
-        conn.execute("COMMIT")
+            _flush(writer, target)
+            _finish(writer, target)
+        writer.execute("COMMIT")
     except sqlite3.IntegrityError as exc:
-        conn.execute("ROLLBACK")
+        writer.execute("ROLLBACK")
         raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
         raise
+    finally:
+        if writer is not conn:
+            writer.close()
     return [t.result for t in targets.values()]
 
 
-def _open_target(conn, rec, path: str, new_id: bool) -> _Target:
-    name = rec.session
+PARALLEL_MIN_BYTES = 16 << 20
+"""Files at least this large are parsed and redacted by worker processes while this one writes."""
+WINDOW = 3
+"""Blocks per worker being prepared at once (what the workers hold, at most, beyond the writer)."""
+
+
+def _workers(path: str) -> int:
+    cpus = os.cpu_count() or 1
+    try:
+        large = os.path.getsize(path) >= PARALLEL_MIN_BYTES
+    except OSError:
+        large = False
+    return cpus if large and cpus > 1 else 0
+
+
+def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -> tuple[list, list[str]]:
+    """A block's records, each frame as the tuple the writer stores it from (session, seq as
+    written, ts, direction, bytes to store, whether they are stored as text, incomplete, the
+    `redacted` column, line, transport): read (framelog.records) and redacted. Pure: it runs in
+    a worker process as well as in this one."""
+    warnings: list[str] = []
+    items: list = []
+    as_text, FrameIn = store.stored_as_text, framelog.FrameIn
+    if len(_NAMES) > 10_000:  # a log of many sessions: the cache stays small
+        _NAMES.clear()
+    for rec in framelog.records(block, path=path, default_session=default_session, warn=warnings.append,
+                                names=_NAMES):
+        if rec.__class__ is not FrameIn:
+            items.append(rec)
+            continue
+        raw, paths = rec.raw, None
+        if redactor is not None:
+            raw, paths = redactor.frame(raw)
+        if paths or rec.redacted:
+            paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
+        items.append((rec.session, rec.seq, rec.ts, rec.direction, raw, as_text(raw, rec.utf8), int(rec.incomplete),
+                      paths, rec.line, rec.transport))
+    return items, warnings
+
+
+_NAMES: dict[str, str] = {}  # session names checked, per process
+_REDACTOR = None  # a worker's redactor (_start_worker)
+
+
+def _start_worker(redactor) -> None:
+    global _REDACTOR
+    _REDACTOR = redactor
+
+
+def _prepare_in_worker(block: framelog.Block, path: str, default_session: str) -> tuple[list, list[str]]:
+    return _prepare(block, path, default_session, _REDACTOR)
+
+
+def _prepared(path: str, default_session: str, redactor, *, workers: int):
+    """(items, warnings, bytes read) of each block of the file, in file order: prepared here, or
+    by `workers` processes, WINDOW blocks each ahead of what is being written."""
+    if workers <= 0:
+        for block in framelog.blocks(path):
+            yield (*_prepare(block, path, default_session, redactor), block.end)
+        return
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    # forked where that is safe (Linux, no other thread, which could hold a lock the child
+    # inherits), as the analysis's workers are (engine._pool_context); spawned otherwise
+    forking = sys.platform == "linux" and threading.active_count() == 1
+    context = get_context("fork" if forking else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(redactor,))
+    pending: deque = deque()
+    try:
+        for block in framelog.blocks(path):
+            pending.append((pool.submit(_prepare_in_worker, block, path, default_session), block.end))
+            while len(pending) >= WINDOW * workers:
+                future, end = pending.popleft()
+                yield (*future.result(), end)
+        while pending:
+            future, end = pending.popleft()
+            yield (*future.result(), end)
+    except BrokenProcessPool:
+        raise MCPTapError(f"{path}: a worker process reading the file ended abruptly; nothing was imported") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool) -> _Target:
+    lines = FrameLines() if locate else None
     is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
     fields: dict = {}  # filled from session records by import_file's loop
     if new_id:
@@ -163,23 +312,24 @@ def _open_target(conn, rec, path: str, new_id: bool) -> _Target:
         sid = name
         if store.session_exists(conn, sid):
             if is_spool:  # the recorder's spool: add what the database is missing
-                return _Target(ImportedSession(sid, name, merged=True), fields, created=False, or_ignore=True,
+                return _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False, or_ignore=True,
                                source=os.path.abspath(path))
             raise DuplicateSession(f"{path}: session {name!r} is already in the database "
                                    "(use --new-id to import it again under a new id)")
-    return _Target(ImportedSession(sid, name), fields, created=True, or_ignore=is_spool,
+    return _Target(ImportedSession(sid, name, lines=lines), fields, created=True, or_ignore=is_spool,
                    source=os.path.abspath(path))
 
 
 def _flush(conn, target: _Target) -> None:
-    sid = target.result.id
+    if not (target.frames or target.blobs or target.stderr or target.created):
+        return
     if target.created:
         _insert_session(conn, target)
-    store.insert_frames(conn, sid, target.frames, or_ignore=target.or_ignore)
-    store.insert_stderr(conn, sid, target.stderr, or_ignore=target.or_ignore)
-    target.result.frames += len(target.frames)
+    store.insert_frame_bytes(conn, target.frames, target.blobs, or_ignore=target.or_ignore)
+    store.insert_rows(conn, (), target.stderr, or_ignore=target.or_ignore)
+    target.result.frames += len(target.frames) + len(target.blobs)
     target.result.stderr_lines += len(target.stderr)
-    target.frames, target.stderr = [], []
+    target.frames, target.blobs, target.stderr = [], [], []
 
 
 def _insert_session(conn, target: _Target) -> None:

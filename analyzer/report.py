@@ -9,13 +9,12 @@ finding and write them as they go (analyzer/jsonout.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from analyzer import __version__, columns, jsonout, rules
+from analyzer import columns, jsonout, rules
 from analyzer.engine import Report
 from analyzer.textsafe import printable
 
@@ -65,44 +64,12 @@ def write_jsonl(report: Report, out: IO[str]) -> None:
     jsonout.write_lines(out, finding_objects(report))
 
 
-def write_sarif(report: Report, out: IO[str]) -> None:
-    registry = rules.load()
-    used = sorted({f[3] for f in report.findings})
-    index = {code: i for i, code in enumerate(used)}
-    artifact = os.path.abspath(report.db_path)
-    results = []
-    for obj in finding_objects(report):
-        name = f"frame {obj['frame']}" + (f" element {obj['index']}" if obj["index"] is not None else "")
-        qualified = f"{obj['session']}/frames/{obj['frame']}" + (f"/{obj['index']}" if obj["index"] is not None else "")
-        result = {
-            "ruleId": obj["code"], "ruleIndex": index[obj["code"]], "level": SARIF_LEVEL[obj["severity"]],
-            "message": {"text": obj["message"]},
-            "locations": [{
-                "physicalLocation": {"artifactLocation": {"uri": "file://" + artifact}},
-                "logicalLocations": [{"name": name, "fullyQualifiedName": qualified, "kind": "object"}],
-            }],
-            "properties": {"session": obj["session"], "frame": obj["frame"], "index": obj["index"],
-                           "relatedFrame": obj["related_frame"]},
-        }
-        results.append(result)
-    sarif = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "mcptap", "version": __version__, "informationUri": "https://github.com/mcptap/mcptap",
-                "rules": [{
-                    "id": code, "shortDescription": {"text": registry[code].summary},
-                    "fullDescription": {"text": f"{registry[code].summary}. Reference: {registry[code].ref}"},
-                    "properties": {"group": registry[code].group},
-                } for code in used],
-            }},
-            "artifacts": [{"location": {"uri": "file://" + artifact}}],
-            "results": results,
-        }],
-    }
-    json.dump(sarif, out, indent=1)
-    out.write("\n")
+def write_sarif(report: Report, out: IO[str], *, root: str | None = None, sources=None) -> None:
+    """SARIF 2.1.0, streamed (analyzer/sarif.py): `sources` maps the sessions imported from files
+    to their file (sarif.Source), `root` is the folder relative URIs start from."""
+    from analyzer import sarif
+
+    sarif.write(report, out, root=root, sources=sources)
 
 
 def _method_seconds(report: Report) -> list[tuple]:

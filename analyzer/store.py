@@ -63,6 +63,20 @@ def stored_raw(raw: bytes) -> str | bytes:
         return raw
 
 
+def stored_as_text(raw: bytes, utf8: bool = False) -> bool:
+    """`stored_raw`'s rule without decoding what is known already: whether `raw` is stored as
+    TEXT (UTF-8 without NUL). `utf8`: the bytes are known to be UTF-8 (encoded from text)."""
+    if b"\x00" in raw:
+        return False
+    if utf8:
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def stored_raws(lines: list[bytes]) -> list[str | bytes]:
     """`stored_raw` of each line, decoding the lot at once when it is all UTF-8 without NUL
     (the common case, several times faster than line by line)."""
@@ -273,10 +287,48 @@ def write_transaction(conn: sqlite3.Connection):
 def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
     """One transaction holding a batch of rows in their final form (the recorders' fast path)."""
     with write_transaction(conn):
-        if frames:
-            conn.executemany(_INSERT_FRAME, frames)
-        if stderr:
-            conn.executemany(_INSERT_STDERR, stderr)
+        insert_rows(conn, frames, stderr)
+
+
+def insert_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow], *,
+                or_ignore: bool = False) -> None:
+    """Rows in their final form, inside the caller's transaction (`or_ignore`: rows the database
+    holds already are kept as they are, for a spool filling in its session)."""
+    if frames:
+        conn.executemany(_or_ignore(_INSERT_FRAME) if or_ignore else _INSERT_FRAME, frames)
+    if stderr:
+        conn.executemany(_or_ignore(_INSERT_STDERR) if or_ignore else _INSERT_STDERR, stderr)
+
+
+_INSERT_FRAME_TEXT = _INSERT_FRAME.replace("VALUES (?, ?, ?, ?, ?,", "VALUES (?, ?, ?, ?, CAST(? AS TEXT),")
+"""A frame whose raw bytes are stored as TEXT (`stored_as_text`): SQLite takes the bytes as
+they are, with no decoding in Python and no encoding again on the way in."""
+assert _INSERT_FRAME_TEXT != _INSERT_FRAME
+
+
+def insert_frame_bytes(conn: sqlite3.Connection, text_rows: Sequence[tuple], blob_rows: Sequence[tuple], *,
+                       or_ignore: bool = False) -> None:
+    """Frame rows (as FrameDbRow) whose raw is bytes, inside the caller's transaction (an
+    import's fast path): `text_rows` stored as TEXT (their bytes must be `stored_as_text`),
+    `blob_rows` as BLOB."""
+    if text_rows:
+        conn.executemany(_or_ignore(_INSERT_FRAME_TEXT) if or_ignore else _INSERT_FRAME_TEXT, text_rows)
+    if blob_rows:
+        conn.executemany(_or_ignore(_INSERT_FRAME) if or_ignore else _INSERT_FRAME, blob_rows)
+
+
+def import_writer(conn: sqlite3.Connection):
+    """A connection that writes a large import into `conn`'s database file: the native writer
+    (`rows_writer`) where there is one, else `conn` itself (an in-memory database). The caller
+    closes it when it is not `conn`."""
+    path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if not path:
+        return conn
+    return rows_writer(path)
+
+
+def _or_ignore(sql: str) -> str:
+    return sql.replace("INSERT", "INSERT OR IGNORE", 1)
 
 
 _INSERT_HTTP_FRAME = ("INSERT INTO frames (session_id, seq, ts, direction, raw, size, incomplete, exchange_id, event_id, "
@@ -324,13 +376,13 @@ def upsert_exchange(conn: sqlite3.Connection, exchange: dict) -> None:
 
 
 def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
-    sql = _INSERT_FRAME.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_FRAME
-    conn.executemany(sql, (frame_row(session_id, *f) for f in frames))
+    conn.executemany(_or_ignore(_INSERT_FRAME) if or_ignore else _INSERT_FRAME,
+                     (frame_row(session_id, *f) for f in frames))
 
 
 def insert_stderr(conn: sqlite3.Connection, session_id: str, lines: Iterable[StderrRow], *, or_ignore: bool = False) -> None:
-    sql = _INSERT_STDERR.replace("INSERT", "INSERT OR IGNORE", 1) if or_ignore else _INSERT_STDERR
-    conn.executemany(sql, (stderr_row(session_id, *e) for e in lines))
+    conn.executemany(_or_ignore(_INSERT_STDERR) if or_ignore else _INSERT_STDERR,
+                     (stderr_row(session_id, *e) for e in lines))
 
 
 def end_session(conn: sqlite3.Connection, session_id: str, ended_at: float | None, exit_status: int | None) -> None:

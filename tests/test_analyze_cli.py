@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from analysis import err, handshake, note, ok, req
+from analysis import handshake, note, ok, req
 from analyzer.store import BUSY_TIMEOUT_S
 from conftest import analyze_json, mcptap, run, tool
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import frames, mcptap, run, tee, tool
+from conftest import frames, mcptap, run, tee
 
 COMMANDS = ["record", "proxy", "import", "export", "sessions", "show", "analyze", "demo"]
 

@@ -78,7 +78,7 @@ def on_a_terminal(argv: list[str], stdout_path) -> tuple[int, str]:
 
 
 COMMANDS = {
-    "analyze": (["analyze", "--format", "json"], [f"analyzing", f"{N}/{N} frames"]),
+    "analyze": (["analyze", "--format", "json"], ["analyzing", f"{N}/{N} frames"]),
     "export": (["export", "-o", "{out}"], ["exporting", f"{N}/{N} frames"]),
     "report": (["report", "-o", "{out}"], ["analyzing", "writing the report", f"{N}/{N} frames"]),
     "redact": (["redact"], ["redacting", f"{N}/{N} frames"]),

@@ -11,7 +11,7 @@ import time
 
 from addons.chunkqueue import MEMORY_LIMIT_BYTES
 from analyzer.store import BUSY_TIMEOUT_S
-from conftest import frames, run, tee, tool, wait_for
+from conftest import frames, tee, tool, wait_for
 
 LINE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"' + b"x" * 120 + b'"}}'
 

@@ -49,7 +49,7 @@ def progress_unknown_token(msg, s):
 
 
 @rule("progress-not-increasing", group="pairing", severity="warning", on=["notification"],
-      ref=f'MCP basic/utilities/progress: "The progress value MUST increase with each notification"',
+      ref='MCP basic/utilities/progress: "The progress value MUST increase with each notification"',
       summary="a progress value that did not increase for its token",
       when=['progress:not-increasing'])
 def progress_not_increasing(msg, s):
