@@ -240,6 +240,7 @@ class FrameRedactor:
         self._escaped_key = re.compile(rf'"(?:{"|".join(_escapable(a) for a in alternatives) or "(?!)"})"\s*:'.encode(),
                                        re.IGNORECASE)
         self._credential = {n.lower() for n in names}
+        self._any_value = bool(self.redaction.paths)  # a user's path may name a whole object
         self._loose = re.compile(rf'"(?P<key>{key_regex})"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*\Z|[-+0-9.eE]+)',
                                  re.IGNORECASE)
         self._globs = [re.compile(g, re.IGNORECASE | re.DOTALL) for g in globs]
@@ -253,12 +254,21 @@ class FrameRedactor:
         if b"\\u" in raw and self._escape_gate.search(raw) is not None and self._escaped_key.search(raw) is not None:
             return True  # a name written with escapes of plain letters: rare, and looked at closely
         if self._stems is None:
-            return self._candidate.search(raw) is not None
+            return self._valued(self._candidate.finditer(raw), raw)
         low = raw.lower()
         for stem in self._stems:
             if stem in low:
-                return self._candidate.search(low) is not None
+                return self._valued(self._candidate.finditer(low), raw)
         return False
+
+    def _valued(self, members, raw: bytes) -> bool:
+        """Whether one of the members found (`"name":` matches, at the same places in `raw`) has
+        a value that redaction replaces: a string or a number (or text that is not JSON), never
+        an object, an array, true, false or null (a JSON Schema's "password" property): such a
+        frame needs no closer look. With a user's JSON path any value may be replaced."""
+        if self._any_value:
+            return next(members, None) is not None
+        return any(_NO_SECRET.match(raw, m.end()) is None for m in members)
 
     def candidates(self, lines: list[bytes]) -> list[int]:
         """Indexes of the lines that might hold something to redact; one search over all of
@@ -409,6 +419,9 @@ class FrameRedactor:
             stack.pop()
 
 
+_NO_SECRET = re.compile(rb"[ \t\n\r]*(?:[{\[]|(?:true|false|null)(?=[ \t\n\r,}\]:]|\Z))")
+"""What may follow a credential's name and colon where its value is nothing to redact (as the
+frame scanner reads it: an object or array, or one of the three literals)."""
 _ASCII_ESCAPE = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
 """A JSON escape of a printable ASCII character: what a name hidden by escapes must contain."""
 _STEMS = (b'password"', b'passwd"', b'secret"', b'token"', b'key"', b'authorization"')

@@ -184,6 +184,23 @@ def test_any_json_keeps_its_shape_and_only_credential_values_change(value, name,
     assert f"$.creds.{name}" in paths
 
 
+_PIECES = ['"password"', '"Secret"', '"api_key"', '"x"', '"pass\\u0077ord"', ":", ",", " ", "\t", "\f", "\n", "{", "}",
+           "[", "]", "true", "TRUE", "null", "nullx", "false", "12", "-1", "NaN", '"s3cr3t"', '"', "\\"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=24))
+def test_a_frame_the_precheck_passes_over_holds_nothing_the_scan_would_replace(pieces):
+    """The cheap look (might_hold) may only leave out frames in which the token scan, or the scan
+    of text that is not JSON, finds no value to replace."""
+    raw = "".join(pieces).encode()
+    r = redactor()
+    if not r.might_hold(raw):
+        text = raw.decode()
+        spans = r._spans(text)
+        assert not (spans if spans is not None else r._loose_spans(text)), raw
+
+
 # -- at capture, at import, and afterwards ----------------------------------------------------------
 
 def test_a_password_tool_argument_recorded_through_the_tee_is_replaced_and_listed(tmp_path, db, sdk_python):
