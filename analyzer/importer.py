@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
-import threading
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from analyzer import framelog, store
-from analyzer.errors import DuplicateSession, ImportFormatError, MCPTapError
+from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
 BATCH_ROWS = 10_000
@@ -158,7 +156,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     writer = store.import_writer(conn)
     try:
         writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
-        for items, warnings, end in _prepared(path, default_session, redactor, workers=_workers(path)):
+        for items, warnings, end in _prepared(path, default_session, redactor):
             for message in warnings:
                 warn(message)
             for item in items:
@@ -216,26 +214,10 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     return [t.result for t in targets.values()]
 
 
-PARALLEL_MIN_BYTES = 16 << 20
-"""Files at least this large are parsed and redacted by worker processes while this one writes."""
-WINDOW = 3
-"""Blocks per worker being prepared at once (what the workers hold, at most, beyond the writer)."""
-
-
-def _workers(path: str) -> int:
-    cpus = os.cpu_count() or 1
-    try:
-        large = os.path.getsize(path) >= PARALLEL_MIN_BYTES
-    except OSError:
-        large = False
-    return cpus if large and cpus > 1 else 0
-
-
 def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -> tuple[list, list[str]]:
     """A block's records, each frame as the tuple the writer stores it from (session, seq as
     written, ts, direction, bytes to store, whether they are stored as text, incomplete, the
-    `redacted` column, line, transport): read (framelog.records) and redacted. Pure: it runs in
-    a worker process as well as in this one."""
+    `redacted` column, line, transport): read (framelog.records) and redacted."""
     warnings: list[str] = []
     items: list = []
     as_text, FrameIn = store.stored_as_text, framelog.FrameIn
@@ -256,50 +238,13 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
     return items, warnings
 
 
-_NAMES: dict[str, str] = {}  # session names checked, per process
-_REDACTOR = None  # a worker's redactor (_start_worker)
+_NAMES: dict[str, str] = {}  # session names checked
 
 
-def _start_worker(redactor) -> None:
-    global _REDACTOR
-    _REDACTOR = redactor
-
-
-def _prepare_in_worker(block: framelog.Block, path: str, default_session: str) -> tuple[list, list[str]]:
-    return _prepare(block, path, default_session, _REDACTOR)
-
-
-def _prepared(path: str, default_session: str, redactor, *, workers: int):
-    """(items, warnings, bytes read) of each block of the file, in file order: prepared here, or
-    by `workers` processes, WINDOW blocks each ahead of what is being written."""
-    if workers <= 0:
-        for block in framelog.blocks(path):
-            yield (*_prepare(block, path, default_session, redactor), block.end)
-        return
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-    from multiprocessing import get_context
-
-    # forked where that is safe (Linux, no other thread, which could hold a lock the child
-    # inherits), as the analysis's workers are (engine._pool_context); spawned otherwise
-    forking = sys.platform == "linux" and threading.active_count() == 1
-    context = get_context("fork" if forking else "spawn")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(redactor,))
-    pending: deque = deque()
-    try:
-        for block in framelog.blocks(path):
-            pending.append((pool.submit(_prepare_in_worker, block, path, default_session), block.end))
-            while len(pending) >= WINDOW * workers:
-                future, end = pending.popleft()
-                yield (*future.result(), end)
-        while pending:
-            future, end = pending.popleft()
-            yield (*future.result(), end)
-    except BrokenProcessPool:
-        raise MCPTapError(f"{path}: a worker process reading the file ended abruptly; nothing was imported") from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+def _prepared(path: str, default_session: str, redactor):
+    """(items, warnings, bytes read) of each block of the file, in file order."""
+    for block in framelog.blocks(path):
+        yield (*_prepare(block, path, default_session, redactor), block.end)
 
 
 def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool) -> _Target:

@@ -327,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['cpu_s']:.2f} s = {r['cpu_s'] / n * 1e6:.1f} us/frame); {r['rate'] / f['rate']:.2f}x the floor"
                       f"   uptime: {uptime()}")
                 print(f"        peak RSS {r['peak_mb']:.1f} MB, the largest process (wait4 {r['wait4_mb']:.1f}, sampled "
-                      f"{r['sampled_mb']:.1f}); sum of the peaks of its {r['processes']} processes {r['sum_mb']:.1f} MB "
-                      f"(forked workers share their parent's pages: the sum counts those twice)")
+                      f"{r['sampled_mb']:.1f}); sum of the peaks of its {r['processes']} processes {r['sum_mb']:.1f} MB")
                 print(f"        stored: {r['frames']:,} frames ({r['text_rows']:,} as TEXT), {r['stderr_lines']:,} stderr lines, "
                       f"{r['sessions']:,} sessions; {r['redacted']:,} frames redacted (credentials injected: "
                       f"{comp['secrets']:,}); frames still holding a secret: {r['secrets_left']:,}")

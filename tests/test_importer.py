@@ -126,13 +126,10 @@ def test_an_import_and_a_reader_of_the_same_file_do_not_block_each_other_for_lon
     assert reader.execute("SELECT count(*) FROM frames").fetchone() == (100,)
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_worker_processes_and_this_one_store_the_same_rows_and_stop_at_the_same_bad_line(tmp_path, monkeypatch,
-                                                                                        workers):
+def test_a_file_read_in_many_blocks_stores_every_row_and_stops_at_its_bad_line(tmp_path, monkeypatch):
     from analyzer import framelog
 
     monkeypatch.setattr(framelog, "BLOCK_BYTES", 4096)
-    monkeypatch.setattr(importer, "_workers", lambda path: workers)
     records = [{"record": "session", "session": "a", "transport": "stdio", "started_at": 999.0}]
     for i in range(300):
         args = {"password": f"secret-{i}"} if i % 7 == 0 else {"q": "café " * (i % 13)}
@@ -143,7 +140,7 @@ def test_worker_processes_and_this_one_store_the_same_rows_and_stop_at_the_same_
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     write_lines(good, records)
     write_lines(bad, records[:200] + ["{not json"] + records[200:])
-    conn = store.connect(tmp_path / f"x{workers}.db")
+    conn = store.connect(tmp_path / "x.db")
     found = importer.import_file(conn, str(good), locate=True)
     rows = conn.execute("SELECT session_id, seq, ts, direction, typeof(raw), CAST(raw AS BLOB), size, redacted "
                         "FROM frames ORDER BY session_id, seq").fetchall()
@@ -151,10 +148,10 @@ def test_worker_processes_and_this_one_store_the_same_rows_and_stop_at_the_same_
     assert not any(b"secret-" in r[5] for r in rows)
     assert conn.execute("SELECT count(*) FROM stderr_lines").fetchone() == (6,)
     assert {s.name: s.lines.of([1])[1] for s in found} == {"a": 2, "b": 4}  # line 3: a stderr line
-    monkeypatch.setattr(importer, "_workers", lambda path: 0)
-    assert rows == _imported_in_this_process(tmp_path, good)
-    monkeypatch.setattr(importer, "_workers", lambda path: workers)
-    conn2 = store.connect(tmp_path / f"y{workers}.db")
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 1 << 20)
+    assert rows == _imported_in_this_process(tmp_path, good)  # the same rows read in one block
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 4096)
+    conn2 = store.connect(tmp_path / "y.db")
     with pytest.raises(importer.ImportFormatError, match=f"{bad}:201:"):
         importer.import_file(conn2, str(bad))
     assert conn2.execute("SELECT count(*) FROM frames").fetchone() == (0,)
