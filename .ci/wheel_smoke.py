@@ -139,9 +139,14 @@ def smoke(work: Path) -> None:
     if len(report["sessions"]) != 2:
         raise Failed(f"mcptap analyze found {len(report['sessions'])} sessions in the demo database, not 2")
     run([mcptap, "analyze", "--rules"], cwd=here)
+    run([mcptap, "sessions", "--db", db, "--format", "json"], cwd=here)
+    json.loads(run([mcptap, "show", "--db", db, "demo-http", "--format", "json"], cwd=here).stdout)
     run([mcptap, "export", "--db", db, "-o", here / "demo.jsonl"], cwd=here)
     run([mcptap, "import", "--db", here / "imported.db", here / "demo.jsonl"], cwd=here)
     run([mcptap, "analyze", "--db", here / "imported.db"], cwd=here, ok=(0, 1))
+    run([mcptap, "analyze", "demo.jsonl", "--format", "sarif", "-o", here / "file.sarif"], cwd=here, ok=(0, 1))
+    if "region" not in (here / "file.sarif").read_text(encoding="utf-8"):
+        raise Failed("mcptap analyze FILE --format sarif points at no line of the file")
     run([mcptap, "report", "--db", db, "-o", here / "report.html"], cwd=here)
     shutil.copy(db, here / "scrubbed.db")
     run([mcptap, "redact", "--db", here / "scrubbed.db", "--redact-key", "*name*"], cwd=here)

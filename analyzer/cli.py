@@ -536,9 +536,10 @@ def serve(
         "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
 ) -> None:
     """Act as the server of a recorded session for a live client: each request is matched to a
-    recorded one (method and params, else method in order) and answered with the recorded
-    frames, notifications included, under the live id; a request with no recorded answer gets
-    a JSON-RPC error. Over stdio by default (put it in a host's server config), or Streamable
+    recorded one (method and params, unused ones first, else method in order) and answered with
+    the recorded frames, notifications included, under the live id; one the recording never
+    answered (it was cancelled) gets its notifications and no answer; a request with nothing
+    recorded gets a JSON-RPC error. Over stdio by default (put it in a host's server config), or Streamable
     HTTP with --listen. Faults and pacing are for testing hosts.
 
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2

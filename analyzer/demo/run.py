@@ -45,6 +45,7 @@ def run_demo(db: str, out=None) -> int:
             out.write(line + "\n")
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
         report.write(engine.analyze(db, session=sid), "table", out)
+    conn.close()
     page = os.path.splitext(db)[0] + "-report.html"
     htmlreport.write(db, page)
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
