@@ -10,7 +10,9 @@ with its exchange (table `exchanges`: method, URL, status, the MCP headers, timi
 redacted unless `mcptap_keep_credentials`). SSE answers are tapped (`flow.response.stream`): each
 chunk is forwarded as it came the moment it came, and queued with its time; the recorder process
 (addons/http_writer.py) decompresses and cuts the events, each stamped with the time of the chunk
-that completed it, and writes SQLite. On mitmproxy's event loop nothing but queueing happens.
+that completed it, and writes SQLite. On mitmproxy's event loop nothing but queueing and the
+session bookkeeping happens: an exchange is queued as its raw header fields, and the recorder
+process decodes, redacts and serialises them (`exchange_row`).
 
 Sessions (spec/mitmproxy-notes.md):
 - Streamable HTTP: one per `Mcp-Session-Id` and upstream; the initialize POST that comes before
@@ -30,18 +32,18 @@ explicit mode, OAuth metadata) is not recorded."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import time
 import typing
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 from mitmproxy import ctx, exceptions, http
 
-from addons.http_writer import RemoteJournal, Streams
+from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
 from analyzer.redact import FrameRedactor, Redaction, Redactor
@@ -49,7 +51,7 @@ from analyzer.redact import FrameRedactor, Redaction, Redactor
 C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
 LEGACY_KEYS = ("session_id", "sessionId")
-MODERN_ERA = "2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
+MODERN_ERA = b"2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
 
 
 @dataclass
@@ -60,38 +62,60 @@ class Session:
     open: bool = True
 
 
-@dataclass
 class Exchange:
-    flow_id: str
-    method: str
-    url: str
-    upstream: str
-    started_at: float
-    session: Session | None = None
-    pending: list = field(default_factory=list)  # frames waiting for their session: (ts, direction, raw, event id, incomplete)
-    row: dict = field(default_factory=dict)
-    streaming: bool = False  # an SSE answer, tapped
-    shipped: bool = False  # its stream (and chunks) go to the journal, cut there
-    early: list = field(default_factory=list)  # chunks of a stream whose session is not known yet: (ts, bytes)
-    scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
-    legacy_stream: bool = False  # a GET stream that may announce a legacy endpoint
-    stateless_key: tuple = ()  # its session when no session id ever tells
-    connection: str = ""  # the client connection it came on
-    finished: bool = False
+    """An MCP exchange passing the proxy: what the session bookkeeping needs, and what was seen
+    of it, raw (header fields as mitmproxy holds them), until it is queued as a snapshot."""
+
+    __slots__ = ("flow_id", "method", "url", "path", "upstream", "started_at", "request_end", "request_fields", "connection",
+                 "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
+                 "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
+                 "early", "scout", "legacy_stream", "finished")
+
+    def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
+                 request_end: float | None, request_fields: tuple, connection: str, client: str,
+                 user_agent: bytes | None) -> None:
+        self.flow_id, self.method, self.upstream = flow_id, method, upstream
+        self.url, self.path = url, path  # the URL as its parts (addons/http_writer.py url_text), and the path
+        self.started_at, self.request_end, self.request_fields = started_at, request_end, request_fields
+        self.connection, self.client, self.user_agent = connection, client, user_agent  # the client connection it came on
+        self.session: Session | None = None
+        self.pending: list = []  # frames waiting for their session: (ts, direction, raw, event id, incomplete)
+        self.status = self.response_fields = self.response_at = None
+        self.response_type: str | None = None
+        self.content_encoding: str | None = None
+        self.endpoint: str | None = None  # what a legacy stream's `endpoint` event announced
+        self.outcome: str | None = None
+        self.ended_at: float | None = None
+        self.streaming = False  # an SSE answer, tapped
+        self.shipped = False  # its stream (and chunks) go to the journal, cut there
+        self.early: list | None = None  # chunks of a stream whose session is not known yet: (ts, bytes)
+        self.scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
+        self.legacy_stream = False  # a GET stream that may announce a legacy endpoint
+        self.finished = False
+
+    @property
+    def stateless_key(self) -> tuple:
+        """Its session when no session id ever tells."""
+        return ("stateless", self.upstream, self.client, _text(self.user_agent) or "")
+
+    def snapshot(self) -> dict:
+        """The exchange as seen so far, raw (addons/http_writer.py `exchange_row` makes its row)."""
+        return {"id": self.flow_id, "session_id": self.session.id if self.session is not None else None,
+                "method": self.method, "url": self.url, "status": self.status,
+                "request_fields": self.request_fields, "response_fields": self.response_fields,
+                "endpoint": self.endpoint, "started_at": self.started_at, "request_end": self.request_end,
+                "response_at": self.response_at, "ended_at": self.ended_at, "outcome": self.outcome}
 
 
-def _upstream(request: http.Request) -> str:
-    return f"{request.scheme}://{request.host}:{request.port}"
+def _lookup(fields: tuple) -> dict[bytes, bytes]:
+    """Raw header fields by lower-cased name, the first of repeated names (one pass, where each
+    `headers.get` of mitmproxy scans them all and decodes)."""
+    return {name.lower(): value for name, value in reversed(fields)}
 
 
-def _fields(message: http.Message) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """The headers as (name, value) pairs, and a lower-cased lookup (the first of repeated
-    names): one pass, where each `headers.get` of mitmproxy scans them all."""
-    fields = list(message.headers.items(multi=True))
-    lookup: dict[str, str] = {}
-    for name, value in fields:
-        lookup.setdefault(name.lower(), value)
-    return fields, lookup
+def _text(value: bytes | None) -> str | None:
+    """A header value as mitmproxy gives it (UTF-8, undecodable bytes escaped)."""
+    return None if value is None else value.decode("utf-8", "surrogateescape")
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -102,8 +126,9 @@ def _is_sse(content_type: str | None) -> bool:
     return bool(content_type) and content_type.split(";")[0].strip().lower() == "text/event-stream"
 
 
-def _legacy_token(url: str) -> str | None:
-    for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+def _legacy_token(target: str) -> str | None:
+    """The legacy session key in a URL's (or a request target's) query."""
+    for key, value in parse_qsl(urlsplit(target).query, keep_blank_values=True):
         if key in LEGACY_KEYS and value:
             return value
     return None
@@ -111,9 +136,12 @@ def _legacy_token(url: str) -> str | None:
 
 class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
-                 redactor: Redactor | None = None, label: str | None = None, source: str | None = None) -> None:
+                 redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
+                 on_running: Callable[[], None] | None = None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
-        serve an offline run over saved flows (addons/capture_import.py)."""
+        serve an offline run over saved flows (addons/capture_import.py). `on_running` is called
+        once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
+        (mitmproxy offers every event to every addon, flow by flow)."""
         self.recorder = recorder
         self.journal = journal
         self.redactor = redactor or Redactor(keep=True)
@@ -125,6 +153,8 @@ class McpTap:
         self.sessions: dict[tuple, Session] = {}
         self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
         self.errors = 0  # faults inside a tap, each said once in the log
+        self.on_running = on_running
+        self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
     # -- options -------------------------------------------------------------------------------
 
@@ -160,12 +190,15 @@ class McpTap:
                     raise exceptions.OptionsError(f"mcptap: mcptap_redact_paths: {exc}") from None
                 try:
                     self.journal = RemoteJournal(path, redaction=redaction)
+                    self._raw_rows = True
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
 
     def running(self) -> None:
         if self.journal is None:
             log.error("mcptap: recording nothing: set the database with --set mcptap_db=PATH")
+        if self.on_running is not None:
+            self.on_running()
 
     # -- flows ---------------------------------------------------------------------------------
 
@@ -173,30 +206,22 @@ class McpTap:
         if self.journal is None:
             return
         req = flow.request
-        fields, h = _fields(req)
-        body = (req.get_content(strict=False) if "content-encoding" in h else req.raw_content) or b""
-        if not self._is_mcp_request(req.method, h, body):
+        fields = req.headers.fields
+        h = _lookup(fields)
+        body = (req.get_content(strict=False) if b"content-encoding" in h else req.raw_content) or b""
+        method = req.method
+        if not self._is_mcp_request(method, h, body):
             return
-        url, redacted = self.redactor.url(req.url)
-        headers, redacted_headers = self.redactor.headers(fields)
-        ex = self.exchanges[flow.id] = Exchange(flow.id, req.method, url, _upstream(req), req.timestamp_start)
-        ex.row = {
-            "id": flow.id, "session_id": None, "method": req.method, "url": url, "status": None,
-            "request_type": h.get("content-type"), "response_type": None,
-            "mcp_session_id": h.get("mcp-session-id"), "assigned_session": None,
-            "protocol_version": h.get("mcp-protocol-version"), "accept": h.get("accept"),
-            "last_event_id": h.get("last-event-id"), "content_encoding": None, "endpoint": None,
-            "events": 0, "request_headers": json.dumps(headers, ensure_ascii=False), "response_headers": None,
-            "redacted": json.dumps(redacted_headers + redacted) if redacted_headers or redacted else None,
-            "started_at": req.timestamp_start, "request_end": req.timestamp_end, "response_at": None,
-            "ended_at": None, "outcome": None,
-        }
-        ex.connection = flow.client_conn.id
-        client = flow.client_conn.peername[0] if flow.client_conn.peername else ""
-        ex.stateless_key = ("stateless", ex.upstream, client, h.get("user-agent", ""))
-        if body and req.method == "POST":
-            ex.pending.append((req.timestamp_end or time.time(), C2S, body, None, 0))
-        key = self._key_at_request(ex, req, h, body)
+        scheme, host, port, path = req.scheme, req.host, req.port, req.path
+        # mitmproxy's req.url, made in the recorder process (where mitmproxy's versions differ: made here)
+        url = (scheme, host, port, path) if method != "CONNECT" and path != "*" else req.url
+        peer = flow.client_conn.peername
+        ex = self.exchanges[flow.id] = Exchange(flow.id, method, url, path, f"{scheme}://{host}:{port}",
+                                                req.timestamp_start, req.timestamp_end, fields, flow.client_conn.id,
+                                                peer[0] if peer else "", h.get(b"user-agent"))
+        if body and method == "POST":
+            ex.pending.append((ex.request_end or time.time(), C2S, body, None, 0))
+        key = self._key_at_request(ex, h, body)
         if key is not None:
             self._join(ex, key)
 
@@ -205,37 +230,36 @@ class McpTap:
         if ex is None:
             return
         resp = flow.response
-        fields, h = _fields(resp)
-        assigned = h.get("mcp-session-id")
-        status = resp.status_code if isinstance(resp.status_code, int) and 0 <= resp.status_code <= 999 else None
-        ex.row.update(status=status, response_type=h.get("content-type"),
-                      assigned_session=assigned, content_encoding=h.get("content-encoding"),
-                      response_at=resp.timestamp_start)
-        headers, redacted = self.redactor.headers(fields)
-        ex.row["response_headers"] = json.dumps(headers, ensure_ascii=False)
-        if redacted:
-            ex.row["redacted"] = json.dumps(json.loads(ex.row["redacted"] or "[]") + redacted)
+        ex.response_fields = fields = resp.headers.fields
+        h = _lookup(fields)
+        ex.status = resp.status_code
+        ex.response_at = resp.timestamp_start
+        ex.response_type = _text(h.get(b"content-type"))
+        ex.content_encoding = _text(h.get(b"content-encoding"))
+        sse = _is_sse(ex.response_type)
         if ex.session is None:
+            assigned = _text(h.get(b"mcp-session-id"))
             if assigned:
                 self._join(ex, ("http", ex.upstream, assigned))
-            elif not (ex.legacy_stream and _is_sse(ex.row["response_type"])):
+            elif not (ex.legacy_stream and sse):
                 self._join(ex, ex.stateless_key)  # else the stream's first event tells
-        if _is_sse(ex.row["response_type"]):
+        if sse:
             self._tap(flow, ex)
-            self.journal.exchange(dict(ex.row))  # a stream may last: its exchange is in the database meanwhile
+            self._exchange(ex)  # a stream may last: its exchange is in the database meanwhile
 
     def response(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
         if ex is None:
             return
         resp = flow.response
+        end = resp.timestamp_end or time.time()
         if not ex.streaming:  # not a stream: the whole answer is here
-            body = (resp.get_content(strict=False) if ex.row["content_encoding"] else resp.raw_content) or b""
-            if body and (_is_json(ex.row["response_type"]) or b'"jsonrpc"' in body):
-                self._frame(ex, resp.timestamp_end or time.time(), S2C, body, None)
-        self._finish(ex, resp.timestamp_end or time.time(), "complete")
+            body = (resp.get_content(strict=False) if ex.content_encoding else resp.raw_content) or b""
+            if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
+                self._frame(ex, end, S2C, body, None)
+        self._finish(ex, end, "complete")
         if ex.method == "DELETE" and 200 <= resp.status_code < 300 and ex.session is not None:
-            self._end_session(ex.session, resp.timestamp_end or time.time())
+            self._end_session(ex.session, end)
 
     def error(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -265,8 +289,8 @@ class McpTap:
         if ex.session is not None:
             self._ship_stream(ex)
         else:
-            ex.scout = Streams()
-            ex.scout.cut([("stream", ex.flow_id, "", ex.row["content_encoding"])])
+            ex.scout, ex.early = Streams(), []
+            ex.scout.cut([("stream", ex.flow_id, "", ex.content_encoding)])
         downstream = flow.response.stream
         chunk_op = self.journal.chunk
 
@@ -286,11 +310,10 @@ class McpTap:
         flow.response.stream = tap
 
     def _ship_stream(self, ex: Exchange) -> None:
-        self.journal.stream(ex.flow_id, ex.session.id, ex.row["content_encoding"])
-        for ts, chunk in ex.early:
+        self.journal.stream(ex.flow_id, ex.session.id, ex.content_encoding)
+        for ts, chunk in ex.early or ():
             self.journal.chunk(ex.flow_id, ts, chunk)
-        ex.early.clear()
-        ex.scout = None
+        ex.early = ex.scout = None
         ex.shipped = True
 
     def _scout(self, ex: Exchange, chunk: bytes) -> None:
@@ -303,14 +326,14 @@ class McpTap:
                 return
         endpoint = ex.scout.endpoint(ex.flow_id)
         if endpoint is not None:
-            ex.row["endpoint"] = endpoint
+            ex.endpoint = endpoint
             self._join(ex, ("sse", ex.upstream, _legacy_token(endpoint) or endpoint), transport="sse")
 
     def _fault(self, ex: Exchange, exc: Exception) -> None:
         self.errors += 1
-        ex.row["outcome"] = f"tap fault: {type(exc).__name__}: {exc}"
+        ex.outcome = f"tap fault: {type(exc).__name__}: {exc}"
         ex.scout = None
-        log.error(f"mcptap: cannot read the start of the stream of {ex.url}: {type(exc).__name__}: {exc} "
+        log.error(f"mcptap: cannot read the start of the stream of {url_text(ex.url)}: {type(exc).__name__}: {exc} "
                   "(the stream itself is forwarded unchanged)")
         self._join(ex, ex.stateless_key)
 
@@ -323,32 +346,32 @@ class McpTap:
             self._join(ex, ex.stateless_key)
         if ex.streaming:
             self.journal.close_stream(ex.flow_id, ended_at)
-        ex.row["ended_at"] = ended_at
-        ex.row["outcome"] = ex.row["outcome"] or outcome
-        self.journal.exchange(dict(ex.row))
+        ex.ended_at = ended_at
+        ex.outcome = ex.outcome or outcome
+        self._exchange(ex)
         if ex.legacy_stream and ex.session is not None and ex.session.transport == "sse":
             self._end_session(ex.session, ended_at)
 
     # -- sessions ------------------------------------------------------------------------------
 
     @staticmethod
-    def _is_mcp_request(method: str, h: dict[str, str], body: bytes) -> bool:
-        if "mcp-session-id" in h or "mcp-protocol-version" in h:
+    def _is_mcp_request(method: str, h: dict[bytes, bytes], body: bytes) -> bool:
+        if b"mcp-session-id" in h or b"mcp-protocol-version" in h:
             return True
         if method == "POST":
             return b'"jsonrpc"' in body
         if method == "GET":
-            return "text/event-stream" in h.get("accept", "")
+            return b"text/event-stream" in h.get(b"accept", b"")
         return False
 
-    def _key_at_request(self, ex: Exchange, req: http.Request, h: dict[str, str], body: bytes) -> tuple | None:
+    def _key_at_request(self, ex: Exchange, h: dict[bytes, bytes], body: bytes) -> tuple | None:
         """The session, where the request alone tells it; None: its answer will.
 
         A request without the session id, or with one the server never assigned, sent on a
         client connection that carried a session's requests, belongs to that session (that is
         how the analysis can tell a missing or wrong Mcp-Session-Id); a 2026-07-28 request
         never does (it has no session)."""
-        sid = h.get("mcp-session-id")
+        sid = _text(h.get(b"mcp-session-id"))
         held = self.by_connection.get(ex.connection)
         if held is not None and not self.sessions[held].open:
             held = None
@@ -357,14 +380,15 @@ class McpTap:
             if key in self.sessions or held is None:
                 return key
             return held
-        token = _legacy_token(req.url)
-        if token is not None and req.method == "POST":
+        post = ex.method == "POST"
+        token = _legacy_token(ex.path) if post and "?" in ex.path else None
+        if token is not None:
             return ("sse", ex.upstream, token)
-        initialize = req.method == "POST" and b'"initialize"' in body
-        modern = h.get("mcp-protocol-version", "") >= MODERN_ERA
+        initialize = post and b'"initialize"' in body
+        modern = h.get(b"mcp-protocol-version", b"") >= MODERN_ERA  # UTF-8 sorts as its code points do
         if held is not None and not initialize and not modern:
             return held
-        if req.method == "GET":
+        if ex.method == "GET":
             ex.legacy_stream = True  # a stream that may announce a legacy endpoint
             return None
         if initialize:
@@ -376,7 +400,6 @@ class McpTap:
         if session is None or not session.open:
             session = self._new_session(key, transport or ("sse" if key[0] == "sse" else "http"), ex)
         ex.session = session
-        ex.row["session_id"] = session.id
         if key[0] == "http" and ex.connection:
             self.by_connection[ex.connection] = key
         for ts, direction, raw, event_id, incomplete in ex.pending:
@@ -399,6 +422,14 @@ class McpTap:
         if session.open:
             session.open = False
             self.journal.end(session.id, ended_at)
+
+    def _exchange(self, ex: Exchange) -> None:
+        """Queue the exchange as seen so far: raw to a journal that makes its row elsewhere (the
+        recorder process), else its row (an import)."""
+        if self._raw_rows:
+            self.journal.exchange_raw(ex.snapshot())
+        else:
+            self.journal.exchange(exchange_row(ex.snapshot(), self.redactor))
 
     def _frame(self, ex: Exchange, ts: float, direction: str, raw: bytes, event_id: str | None,
                incomplete: int = 0) -> None:

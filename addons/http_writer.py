@@ -1,12 +1,14 @@
 """The HTTP capture's recorder process, and the shipper that feeds it.
 
 The addon (addons/http_tap.py) does no more on mitmproxy's event loop than append what it saw to
-a queue: sessions, request frames, exchanges, and each chunk of an SSE answer as it passed. Every
-SHIP_INTERVAL_S a thread marshals what gathered into a ChunkQueue (addons/chunkqueue.py: bounded
-memory, then an overflow file), and another writes that to `python -P -m addons.http_writer DB`
-(addons/chunkwire.py records); there the chunks are decompressed and cut into events (`Streams`)
-and everything is stored (analyzer/journal.py `Sink`). Parsing and SQLite never hold the proxy's
-interpreter lock, and a recorder that falls behind costs the proxy disk, not memory.
+a queue: sessions, request frames, exchanges (raw: their header fields as mitmproxy holds them),
+and each chunk of an SSE answer as it passed. Every SHIP_INTERVAL_S a thread marshals what
+gathered into a ChunkQueue (addons/chunkqueue.py: bounded memory, then an overflow file), and
+another writes that to `python -P -m addons.http_writer DB` (addons/chunkwire.py records); there
+exchanges get their rows (`exchange_row`: headers decoded, redacted, as JSON), the chunks are
+decompressed and cut into events (`Streams`) and everything is stored (analyzer/journal.py
+`Sink`). Redaction, parsing and SQLite never hold the proxy's interpreter lock, and a recorder
+that falls behind costs the proxy disk, not memory.
 
 If the process cannot be started, or dies, the rest goes through the same steps in a thread of
 the proxy (`Journal`), with one warning: what the process had not stored is lost (it is said),
@@ -15,6 +17,7 @@ and streams open at that moment go on from their next chunk (an event cut there 
 from __future__ import annotations
 
 import fcntl
+import json
 import marshal
 import os
 import subprocess
@@ -32,7 +35,7 @@ from addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
 from addons.sse import SSEParser
 from analyzer import store
 from analyzer.journal import Collector, Journal, Sink
-from analyzer.redact import FrameRedactor, Redaction
+from analyzer.redact import FrameRedactor, Redaction, Redactor
 from analyzer.writer import warn_stderr
 
 SHIP_INTERVAL_S = 0.05
@@ -92,12 +95,67 @@ class _Stream:
             self.decoder, self.parser, self.fault = None, None, f"not recorded: {exc}"
 
 
-class Streams:
-    """The SSE answers being recorded, by exchange: chunks in, frame ops out."""
+def _lookup(fields: list[tuple[str, str]]) -> dict[str, str]:
+    lookup: dict[str, str] = {}
+    for name, value in fields:
+        lookup.setdefault(name.lower(), value)  # the first of repeated names
+    return lookup
 
-    def __init__(self) -> None:
+
+def url_text(url: str | tuple) -> str:
+    """A request's URL from its parts (scheme, host, port, path), as mitmproxy's `Request.url`
+    makes it; a URL already made, as it is."""
+    if isinstance(url, str):
+        return url
+    from mitmproxy.net.http.url import unparse
+
+    return unparse(*url)
+
+
+def exchange_row(raw: dict, redactor: Redactor) -> dict:
+    """The `exchanges` row of an exchange queued raw (addons/http_tap.py `Exchange.snapshot`):
+    header fields decoded as mitmproxy decodes them, the MCP headers in their columns,
+    credentials in headers and URL redacted (analyzer/redact.py), headers as JSON."""
+    request = [(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+               for name, value in raw["request_fields"]]
+    h = _lookup(request)
+    url, redacted_url = redactor.url(url_text(raw["url"]))
+    request_headers, redacted = redactor.headers(request)
+    redacted += redacted_url
+    response_headers = None
+    r: dict[str, str] = {}
+    if raw["response_fields"] is not None:
+        response = [(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+                    for name, value in raw["response_fields"]]
+        r = _lookup(response)
+        stored, redacted_response = redactor.headers(response)
+        response_headers = json.dumps(stored, ensure_ascii=False)
+        redacted += redacted_response
+    status = raw["status"]
+    return {
+        "id": raw["id"], "session_id": raw["session_id"], "method": raw["method"], "url": url,
+        "status": status if isinstance(status, int) and 0 <= status <= 999 else None,
+        "request_type": h.get("content-type"), "response_type": r.get("content-type"),
+        "mcp_session_id": h.get("mcp-session-id"), "assigned_session": r.get("mcp-session-id"),
+        "protocol_version": h.get("mcp-protocol-version"), "accept": h.get("accept"),
+        "last_event_id": h.get("last-event-id"), "content_encoding": r.get("content-encoding"),
+        "endpoint": raw["endpoint"], "events": 0,
+        "request_headers": json.dumps(request_headers, ensure_ascii=False), "response_headers": response_headers,
+        "redacted": json.dumps(redacted) if redacted else None,
+        "started_at": raw["started_at"], "request_end": raw["request_end"], "response_at": raw["response_at"],
+        "ended_at": raw["ended_at"], "outcome": raw["outcome"],
+    }
+
+
+class Streams:
+    """The SSE answers being recorded, by exchange: chunks in, frame ops out; and exchanges
+    queued raw (`xraw`: addons/http_tap.py `Exchange.snapshot`) made into their rows with
+    `redactor` (the contract's redaction when none is given)."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
         self._open: dict[str, _Stream] = {}
         self._closed: dict[str, _Stream] = {}  # until their exchange's last snapshot passes
+        self._redactor = redactor
 
     def cut(self, ops: list[tuple]) -> list[tuple]:
         """`ops` with stream, chunk and close ops turned into frame ops (and exchange rows told
@@ -116,8 +174,8 @@ class Streams:
                 if stream is not None:
                     self._finish(out, op[1], stream, op[2])
                     self._closed[op[1]] = stream
-            elif kind == "exchange":
-                row = op[1]
+            elif kind == "exchange" or kind == "xraw":
+                row = op[1] if kind == "exchange" else exchange_row(op[1], self._header_redactor())
                 stream = self._open.get(row["id"]) or self._closed.pop(row["id"], None)
                 if stream is not None:
                     row = dict(row, events=stream.events)
@@ -127,6 +185,11 @@ class Streams:
             else:
                 out.append(op)
         return out
+
+    def _header_redactor(self) -> Redactor:
+        if self._redactor is None:
+            self._redactor = Redactor()  # loads the key: only once an exchange needs it
+        return self._redactor
 
     def endpoint(self, exchange_id: str) -> str | None:
         stream = self._open.get(exchange_id)
@@ -194,6 +257,11 @@ class RemoteJournal(Collector):
         self._writer = threading.Thread(target=self._write_loop, name="mcptap-shipper", daemon=True)
         self._packer.start()
         self._writer.start()
+
+    def exchange_raw(self, snapshot: dict) -> None:
+        """An exchange as the tap saw it (addons/http_tap.py `Exchange.snapshot`): its row is made
+        in the recorder process (`exchange_row`), off the proxy's event loop."""
+        self.ops.append(("xraw", snapshot))
 
     def _start(self) -> subprocess.Popen | None:
         env = dict(os.environ)
@@ -305,7 +373,7 @@ class RemoteJournal(Collector):
 
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
-        streams = Streams()
+        streams = Streams(Redactor(keep=self.redaction.keep))
         self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut,
                               redactor=FrameRedactor(self.redaction))
         for session in self._sessions.values():  # it may not have stored them
@@ -324,7 +392,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> int:
     sink = Sink(db_path, redactor=FrameRedactor(redaction))
-    streams = Streams()
+    streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False))
     reader = RecordReader(fd)
     reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy
     try:

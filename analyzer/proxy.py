@@ -58,17 +58,12 @@ def _check_free(host: str, port: int) -> None:
         raise MCPTapError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
-class _Ready:
-    """Says where the proxy listens once it does (port 0 gives a free port)."""
-
-    def __init__(self, master, say: Callable[[str, int], None]):
-        self.master, self.say = master, say
-
-    def running(self) -> None:
-        addrs = self.master.addons.get("proxyserver").listen_addrs()
-        if addrs:
-            host, port = addrs[0][:2]
-            self.say(host, port)
+def _say_where(master, say: Callable[[str, int], None]) -> None:
+    """Say where the proxy listens once it does (port 0 gives a free port)."""
+    addrs = master.addons.get("proxyserver").listen_addrs()
+    if addrs:
+        host, port = addrs[0][:2]
+        say(host, port)
 
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
@@ -94,8 +89,10 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready)
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
-    tap = McpTap(recorder=f"mcptap {__version__} proxy")
-    master.addons.add(tap, _Ready(master, on_ready or (lambda h, p: None)))
+    say = on_ready or (lambda h, p: None)
+    # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
+    tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say))
+    master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the
         # client's 502 and a recorded request with its error, not a connection closed unanswered

@@ -4,8 +4,7 @@ prints figures and always exits 0.
 One upstream, in a process of its own: a minimal asyncio HTTP/1.1 server (keep-alive) that
 answers `POST /mcp` with a JSON-RPC result (`application/json`) and `GET /sse?n=N&gap=MS` with an
 SSE stream of N progress notifications (chunked), each carrying the time it was sent. Three
-paths to it, all up at once and measured in ROUNDS interleaved rounds (each figure is the median of its
-rounds):
+paths to it, all up at once (each figure is the median of its ROUNDS rounds):
 (a) direct;
 (b) mitmproxy run as `mcptap proxy` runs it (DumpMaster in reverse mode), with a pass-through
     addon that streams `text/event-stream` answers and records nothing (the proxy's own floor);
@@ -15,6 +14,10 @@ For each path:
   and messages/s with 4 clients on connections of their own;
 - SSE events: latency from the upstream sending an event to this process reading it, at one
   event per millisecond (p50, p99), and events/s for a stream sent as fast as the upstream can.
+Each round measures one figure on every path before the next figure, in a short slice each (the
+order of the paths turns from round to round), so that a shared machine's drift, which runs over
+seconds, hits every path alike. Beside the figures: the CPU time the proxy process (for (a): the
+upstream) spent per JSON message while the clients ran, which the machine's load changes less.
 Target: (c) within 10% of (b): latency at most 1.10x of (b)'s, messages/s at least 0.90x. Then
 the database of (c) is checked: every message recorded.
 
@@ -43,7 +46,8 @@ from common import print_summary, run, verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_RATIO = 0.10
-ROUNDS = 5
+ROUNDS = 12
+QUICK_ROUNDS = 5
 
 UPSTREAM = textwrap.dedent('''
     import asyncio, json, sys, time
@@ -150,22 +154,35 @@ def pct(values: list[float], q: float) -> float:
 # -- the client side ---------------------------------------------------------------------------
 
 def json_latency(port: int, n: int) -> list[float]:
+    """Round trips of `n` sequential POSTs on one keep-alive connection (after one that opens it)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     out = []
     try:
-        for i in range(n):
+        for i in range(n + 1):
             body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                                "params": {"name": "echo", "arguments": {"text": "x" * 200}}}).encode()
             t0 = time.perf_counter()
             conn.request("POST", "/mcp", body, HEADERS)
             conn.getresponse().read()
-            out.append(time.perf_counter() - t0)
+            if i:
+                out.append(time.perf_counter() - t0)
     finally:
         conn.close()
     return out
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of a process so far (Linux /proc; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def json_throughput(port: int, clients: int, each: int) -> float:
+    """Messages/s of `clients` clients, each on a connection of its own sending `each` POSTs."""
     start = threading.Barrier(clients + 1)
 
     def client() -> None:
@@ -207,22 +224,49 @@ def sse(port: int, n: int, gap_ms: float) -> tuple[list[float], float]:
     return latencies, (got - 1) / elapsed if got > 1 else 0.0
 
 
-def middle(runs: list[dict]) -> dict:
-    """Per figure, the median of the rounds (counts of what was sent: their sum)."""
-    return {key: (sum(r[key] for r in runs) if key in ("messages", "events") else statistics.median(r[key] for r in runs))
-            for key in runs[0]}
+def sizes(quick: bool) -> dict[str, int]:
+    """What one round sends on each path: sequential POSTs, POSTs of each of the 4 clients,
+    events at one per millisecond, events of a flood."""
+    return (dict(latency=100, throughput=100, events=60, flood=1000) if quick
+            else dict(latency=300, throughput=200, events=300, flood=3000))
 
 
-def measure(port: int, quick: bool) -> dict:
-    n_lat, n_tp, n_ev, n_flood = (500, 500, 300, 5000) if quick else (3000, 2000, 1500, 30000)
-    json_latency(port, 200)  # warm-up
-    lat = json_latency(port, n_lat)
-    tp = json_throughput(port, 4, n_tp)
-    ev_lat, _ = sse(port, n_ev, 1.0)
-    _, ev_rate = sse(port, n_flood, 0)
-    return {"json_p50": pct(lat, 0.5), "json_p99": pct(lat, 0.99), "json_rate": tp,
-            "sse_p50": pct(ev_lat, 0.5), "sse_p99": pct(ev_lat, 0.99), "sse_rate": ev_rate,
-            "messages": 200 + n_lat + 4 * n_tp, "events": n_ev + n_flood}
+def measure(ports: dict[str, int], pids: dict[str, int], quick: bool) -> dict[str, dict]:
+    """Every figure for every path, figure by figure, each the median of its rounds."""
+    size = sizes(quick)
+    rounds = QUICK_ROUNDS if quick else ROUNDS
+    names = list(ports)
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in names}
+    cpu = dict.fromkeys(names, 0.0)
+
+    def note(name: str, key: str, value: float) -> None:
+        samples[name].setdefault(key, []).append(value)
+
+    for name in names:
+        json_latency(ports[name], 200)  # warm-up
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            lat = json_latency(ports[name], size["latency"])
+            note(name, "json_p50", pct(lat, 0.5))
+            note(name, "json_p99", pct(lat, 0.99))
+        for name in order:
+            before = cpu_seconds(pids[name])
+            note(name, "json_rate", json_throughput(ports[name], 4, size["throughput"]))
+            after = cpu_seconds(pids[name])
+            ok = cpu[name] is not None and before is not None and after is not None
+            cpu[name] = cpu[name] + after - before if ok else None
+        for name in order:
+            ev_lat, _ = sse(ports[name], size["events"], 1.0)
+            note(name, "sse_p50", pct(ev_lat, 0.5))
+            note(name, "sse_p99", pct(ev_lat, 0.99))
+        for name in order:
+            note(name, "sse_rate", sse(ports[name], size["flood"], 0)[1])
+    messages = 201 + rounds * (size["latency"] + 1 + 4 * size["throughput"])  # each latency run opens with one
+    return {name: {**{key: statistics.median(values) for key, values in samples[name].items()},
+                   "cpu_per_msg": cpu[name] / (rounds * 4 * size["throughput"]) if cpu[name] is not None else None,
+                   "messages": messages, "events": rounds * (size["events"] + size["flood"])}
+            for name in names}
 
 
 # -- the paths ---------------------------------------------------------------------------------
@@ -265,11 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         ports["mcptap"] = free_port()
         procs.append(start([sys.executable, "-m", "analyzer", "proxy", "--db", db, "--upstream", url, "--listen",
                             f"127.0.0.1:{ports['mcptap']}"], ports["mcptap"], "mcptap proxy"))
-        rounds: dict[str, list[dict]] = {name: [] for name in ports}
-        for _ in range(ROUNDS):  # interleaved, so that the machine's drift hits every path alike
-            for name, port in ports.items():
-                rounds[name].append(measure(port, args.quick))
-        results = {name: middle(runs) for name, runs in rounds.items()}
+        pids = {"direct": upstream.pid, "floor": procs[0].pid, "mcptap": procs[1].pid}
+        results = measure(ports, pids, args.quick)
     finally:
         for proc in procs:
             stop(proc)
@@ -279,10 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     conn.close()
     expected = 2 * results["mcptap"]["messages"] + results["mcptap"]["events"]
 
-    print("\n    path       JSON p50    JSON p99    JSON msg/s    SSE p50     SSE p99     SSE events/s")
+    print("\n    path       JSON p50    JSON p99    JSON msg/s   CPU/msg     SSE p50     SSE p99     SSE events/s")
     for name, r in results.items():
+        cpu = f"{r['cpu_per_msg'] * 1e6:6.0f} us" if r["cpu_per_msg"] is not None else "      -  "
         print(f"    {name:<9}  {r['json_p50'] * 1e3:7.3f} ms  {r['json_p99'] * 1e3:7.3f} ms  {r['json_rate']:10,.0f}"
-              f"  {r['sse_p50'] * 1e3:7.3f} ms  {r['sse_p99'] * 1e3:7.3f} ms  {r['sse_rate']:12,.0f}")
+              f"  {cpu}  {r['sse_p50'] * 1e3:7.3f} ms  {r['sse_p99'] * 1e3:7.3f} ms  {r['sse_rate']:12,.0f}")
+    print("    CPU/msg: CPU time of the proxy process (direct: the upstream's) per JSON message while the 4 clients ran")
     print(f"    recorded by (c): {frames:,} frames (expected {expected:,}: each POST and its answer, every event)")
 
     b, c = results["floor"], results["mcptap"]
@@ -294,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         ok = ratio >= 1 - TARGET_RATIO if higher_is_better else ratio <= 1 + TARGET_RATIO
         target = f">= {1 - TARGET_RATIO:.2f}x of (b)" if higher_is_better else f"<= {1 + TARGET_RATIO:.2f}x of (b)"
         rows.append((f"{label}: (c) / (b)", f"{ratio:.2f}x", target, verdict(ok)))
+    if b["cpu_per_msg"] and c["cpu_per_msg"]:
+        rows.append(("proxy CPU per JSON message: (c) / (b)", f"{c['cpu_per_msg'] / b['cpu_per_msg']:.2f}x",
+                     "(explains the rate)", ""))
     rows.append(("frames recorded by (c)", f"{frames:,}", f"{expected:,}", verdict(frames == expected)))
     print_summary(rows)
     return 0

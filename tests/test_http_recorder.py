@@ -272,8 +272,39 @@ def test_a_stateless_request_on_that_connection_is_a_session_of_its_own(tap):
     assert len(rows(db, "SELECT id FROM sessions")) == 2
 
 
+def test_headers_are_redacted_and_serialised_in_the_recorder_process_not_on_the_event_loop(tap, monkeypatch):
+    """The event loop queues an exchange's header fields as mitmproxy holds them; decoding,
+    redaction and JSON are the recorder process's work (it stores them as before)."""
+    from analyzer.redact import Redactor
+
+    calls = []
+    for name in ("headers", "url"):
+        real = getattr(Redactor, name)
+        monkeypatch.setattr(Redactor, name, lambda self, *a, real=real, name=name: calls.append(name) or real(self, *a))
+    f = post(CALL, session="S1", path="/mcp?token=t0ps3cret")
+    f.request.headers["authorization"] = "Bearer s3cret"
+    tap.request(f)
+    f.response.headers["content-type"] = "application/json"
+    f.response.content = RESULT
+    tap.responseheaders(f)
+    tap.response(f)
+    assert calls == ["url"]  # the upstream of the new session: once a session, not once an exchange
+    calls.clear()
+    g = post(CALL, session="S1")
+    tap.request(g)
+    tap.responseheaders(g)
+    tap.response(g)
+    assert calls == []
+    db = tap.journal.db_path
+    tap.done()
+    (headers, url, redacted) = rows(db, "SELECT request_headers, url, redacted FROM exchanges ORDER BY started_at, rowid")[0]
+    assert "s3cret" not in headers and "t0ps3cret" not in url
+    assert ["authorization", "query:token"] == json.loads(redacted)
+
+
 def test_when_the_recorder_process_dies_recording_goes_on_inside_the_proxy(tap, capfd):
     f = post(CALL, session="S1")
+    f.request.headers["authorization"] = "Bearer s3cret"
     tap.request(f)
     sse_answer(f)
     tap.responseheaders(f)
@@ -290,6 +321,9 @@ def test_when_the_recorder_process_dies_recording_goes_on_inside_the_proxy(tap, 
     assert "recording goes on inside the proxy" in capfd.readouterr().err
     recorded = [r[0] for r in rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")]
     assert RESULT in recorded  # what came after the process died is stored
+    (headers, outcome) = rows(db, "SELECT request_headers, outcome FROM exchanges")[0]
+    assert outcome == "complete"  # its row made inside the proxy now, redacted as ever
+    assert "s3cret" not in headers and "Bearer [redacted:" in headers
 
 
 def test_a_recorder_process_that_falls_behind_costs_the_proxy_disk_not_memory(tmp_path):
