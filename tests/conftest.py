@@ -128,3 +128,16 @@ def assert_no_false_findings(db: Path | str) -> dict:
     loud = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
     assert loud == [] and status == 0, loud
     return report
+
+
+@pytest.fixture(scope="module")
+def make_client(request):
+    """plan_clients.Client(sdk, mode), with what that SDK needs to run (fixtures asked for only when used)."""
+    from plan_clients import Client
+
+    def make(sdk: str, mode: str) -> Client:
+        if sdk == "python":
+            return Client(sdk, mode, sdk_python=request.getfixturevalue("sdk_python"))
+        from npm_servers import npm_tools
+        return Client(sdk, mode, node=npm_tools()[0], ts_sdk=request.getfixturevalue("ts_sdk"))
+    return make

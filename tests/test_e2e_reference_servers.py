@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import assert_no_false_findings
-from plan_clients import Client, client_id, record_stdio, session_frames, tapped_frames
+from plan_clients import client_id, record_stdio, session_frames, tapped_frames
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
@@ -103,16 +103,6 @@ def git_plan(folder) -> tuple[list[str], dict]:
 
 
 PLANS = {"filesystem": filesystem_plan, "memory": memory_plan, "git": git_plan}
-
-
-@pytest.fixture(scope="module")
-def make_client(request):
-    def make(sdk: str, mode: str) -> Client:
-        if sdk == "python":
-            return Client(sdk, mode, sdk_python=request.getfixturevalue("sdk_python"))
-        from npm_servers import npm_tools
-        return Client(sdk, mode, node=npm_tools()[0], ts_sdk=request.getfixturevalue("ts_sdk"))
-    return make
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{client_id(c)}-{s}" for c, s in CASES])

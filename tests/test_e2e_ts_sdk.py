@@ -9,8 +9,7 @@ traffic is real and correct: no error and no warning."""
 import pytest
 
 from conftest import assert_no_false_findings, tool
-from plan_clients import (PY_CLIENTS, TS_CLIENTS, Client, client_id, messages, record_stdio, session_frames,
-                          tapped_frames)
+from plan_clients import PY_CLIENTS, TS_CLIENTS, client_id, messages, record_stdio, session_frames, tapped_frames
 
 HANDSHAKE = "2025-11-25"  # the newest handshake revision: what every server here answers to `initialize`
 MODERN = "2026-07-28"
@@ -49,18 +48,6 @@ CASES = [(client, server) for server in ("everything", "sdk", "time", "ts") for 
 
 def expected_revision(client: tuple[str, str], server: str) -> str:
     return MODERN if client[1] == "auto" and SPEAKS_MODERN[server] else HANDSHAKE
-
-
-@pytest.fixture(scope="module")
-def make_client(request):
-    """Client(sdk, mode), with what that SDK needs to run (fixtures asked for only when used)."""
-    def make(sdk: str, mode: str) -> Client:
-        if sdk == "python":
-            return Client(sdk, mode, sdk_python=request.getfixturevalue("sdk_python"))
-        ts_sdk = request.getfixturevalue("ts_sdk")
-        from npm_servers import npm_tools
-        return Client(sdk, mode, node=npm_tools()[0], ts_sdk=ts_sdk)
-    return make
 
 
 def server_argv(request, server: str) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import analyze_json, tool
 from http_helpers import free_port, http_server, recorded_exchanges, wire_exchanges
-from plan_clients import PY_CLIENTS, TS_CLIENTS, Client, client_id, record_http
+from plan_clients import PY_CLIENTS, TS_CLIENTS, client_id, record_http
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
@@ -77,16 +77,6 @@ def upstream(request, server: str):
         env = {"MCPTAP_TS_SDK": str(request.getfixturevalue("ts_sdk"))}
     with http_server(argv, port, env) as url:
         yield f"{url}/mcp"
-
-
-@pytest.fixture(scope="module")
-def make_client(request):
-    def make(sdk: str, mode: str) -> Client:
-        if sdk == "python":
-            return Client(sdk, mode, sdk_python=request.getfixturevalue("sdk_python"))
-        from npm_servers import npm_tools
-        return Client(sdk, mode, node=npm_tools()[0], ts_sdk=request.getfixturevalue("ts_sdk"))
-    return make
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"{client_id(c)}-{s}" for c, s in CASES])
