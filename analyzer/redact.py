@@ -639,7 +639,7 @@ class _FreeText:
             if not body:
                 return None
             replacement = delimiter + self._masker.credential(body, scheme=scheme) + (delimiter if closed else "")
-        elif value.lower() in _TEXT_LITERALS:
+        elif _TEXT_LITERAL.match(value):
             return None
         elif scheme and _SCHEME_WORD.fullmatch(value) and (t := _NEXT_WORD.match(text, v.end())) is not None:
             token = t.group(1)  # Authorization: Bearer X: the scheme kept
@@ -687,7 +687,8 @@ class _FreeText:
 _TEXT_VALUE = re.compile(r"""(?P<escaped>\\+)".*?(?:(?<!\\)(?P=escaped)"|\Z)|"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|(?![{\[])[^\s'"&,;\\]+""")
 """A value in free text: quoted (by ", ', or \\" inside a quoted string), else up to a space or
 separator; never an object or array (a logged JSON Schema's "password" property)."""
-_TEXT_LITERALS = frozenset({"true", "false", "null", "none"})
+_TEXT_LITERAL = re.compile(r"(?:true|false|null|none)(?![\w.-])", re.IGNORECASE)
+"""A literal given as a value (`"secret": true}`, `password=None`): nothing to hide."""
 _SCHEME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9._~+-]*")
 _NEXT_WORD = re.compile(r"[ \t]+([^\s'\"&,;\\]+)")
 _JSON_CHAR = re.compile(r'\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.|[^\\]',
