@@ -261,16 +261,13 @@ class FrameRedactor:
         self._scan_all = exact is None
         alternatives = credential + globs + [re.escape(n) for n in sorted(exact or ())]
         key_regex = "|".join(alternatives) or "(?!)"
-        # Which frames might hold one, cheaply: the bytes in lower case must hold the end of a
-        # name and a quote (a substring search each), then a member of that name (one regular
-        # expression). A user's glob has no fixed end: with globs, the expression alone decides.
-        # bytes.lower() folds ASCII only: names are folded the same way, and compared so
-        # (re.ASCII). A name inside a string that holds JSON is quoted by `\"` (by `\\\"` a
-        # level deeper): in a frame that has `\"` at all, the ends are also looked for before a
-        # backslash, and the expression takes quotes after backslashes.
-        self._stems = None if globs else sorted({n.rsplit("_", 1)[-1].encode() + b'"' for n in names}
-                                                | {n.encode().lower() + b'"' for n in exact or ()})
-        self._escaped_stems = None if self._stems is None else self._stems + [s[:-1] + b"\\" for s in self._stems]
+        # Which frames might hold one, cheaply: the bytes in lower case must hold a member of such
+        # a name (one regular expression search; with the contract's many names, cheaper than a
+        # substring search for each name's end first). bytes.lower() folds ASCII only: names are
+        # folded the same way, and compared so (re.ASCII). A user's glob is matched in any case
+        # on the bytes as they are. A name inside a string that holds JSON is quoted by `\"` (by
+        # `\\\"` a level deeper, and its white space may be escaped): the expression takes those.
+        self._folded = not globs
         self._candidate = re.compile(rb'"(?:' + (key_regex.encode().lower() if not globs else key_regex.encode())
                                      + rb')\\*"(?:\s|\\+[nrt])*:', re.IGNORECASE if globs else 0)
         # a name with letters beyond ASCII may hide behind any \u escape; an ASCII one only behind
@@ -302,13 +299,7 @@ class FrameRedactor:
             return True
         if b"\\u" in raw and self._escape_gate.search(raw) is not None and self._escaped_key.search(raw) is not None:
             return True  # a name written with escapes of plain letters: rare, and looked at closely
-        if self._stems is None:
-            return self._valued(self._candidate.finditer(raw), raw)
-        low = raw.lower()
-        for stem in self._escaped_stems if b'\\"' in raw else self._stems:
-            if stem in low:
-                return self._valued(self._candidate.finditer(low), raw)
-        return False
+        return self._valued(self._candidate.finditer(raw.lower() if self._folded else raw), raw)
 
     def _valued(self, members, raw: bytes) -> bool:
         """Whether one of the members found (`"name":` matches, at the same places in `raw`) has
@@ -587,7 +578,8 @@ class _FreeText:
         name = "|".join(alternatives) or "(?!)"
         rules = [r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+)",
                  r"(?<![\w.-])bearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"] if contract else []
-        rules.append(rf"(?<![\w.-])(?P<dash>-{{0,2}})(?P<name>{name})(?![\w.-])(?P<q>[\"']?)(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)")
+        rules.append(rf"(?<![\w.-])(?P<dash>-{{0,2}})(?P<name>{name})(?![\w.-])(?P<q>[\"']?)"
+                     r"(?P<sep>[ \t]*[=:][ \t]*|[ \t]+)")
         self._rules = re.compile("|".join(rules), re.IGNORECASE | re.ASCII)
         self._option = re.compile(rf"-{{1,2}}(?P<name>{name})", re.IGNORECASE | re.ASCII)
         self._assign = re.compile(rf"-{{0,2}}(?P<name>{name})=", re.IGNORECASE | re.ASCII)
@@ -684,7 +676,8 @@ class _FreeText:
         return out, found
 
 
-_TEXT_VALUE = re.compile(r"""(?P<escaped>\\+)".*?(?:(?<!\\)(?P=escaped)"|\Z)|"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|(?![{\[])[^\s'"&,;\\]+""")
+_TEXT_VALUE = re.compile(r"""(?P<escaped>\\+)".*?(?:(?<!\\)(?P=escaped)"|\Z)|"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?"""
+                         r"""|(?![{\[])[^\s'"&,;\\]+""")
 """A value in free text: quoted (by ", ', or \\" inside a quoted string), else up to a space or
 separator; never an object or array (a logged JSON Schema's "password" property)."""
 _TEXT_LITERAL = re.compile(r"(?:true|false|null|none)(?![\w.-])", re.IGNORECASE)
