@@ -1,6 +1,9 @@
-"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames and
-credential HTTP headers replaced by a stable keyed hash at capture (tee, proxy, spool), at
-import, and by `mcptap redact`; nothing else changes, and each frame lists what was replaced."""
+"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames (also
+inside strings that hold JSON), credential HTTP headers and URLs, and the secrets of free text
+(stderr lines, command lines) replaced by a stable keyed hash at capture (tee, proxy, spool), at
+import, and by `mcptap redact`; nothing else changes (protocol members, schemas, token counts are
+never touched), and each frame lists what was replaced. The places end to end, with real
+servers: tests/test_hostile_redaction.py."""
 
 from __future__ import annotations
 
