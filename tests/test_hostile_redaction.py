@@ -5,7 +5,8 @@ command line (`--api-key X`, `--header "Authorization: Bearer X"`, `GITHUB_TOKEN
 credential members, also inside strings that hold JSON. A real HTTP server is recorded through
 `mcptap proxy` and through a real `mitmdump -w` (imported afterwards), sent secrets in the URL
 (`key=`, `jwt=`), in `Referer` and in `X-Mcp-Key`. The same sessions recorded with `--no-redact`
-are exported and imported, and cleaned by `mcptap redact`. Every time, no secret is left anywhere
+are exported and imported, and cleaned by `mcptap redact`; a session whose database cannot be
+made goes to a spool, redacted as well. Every time, no secret is left anywhere
 in the database's files (the file and its write-ahead log), while what is no secret (MCP
 protocol members, a JSON Schema's `password` property) is stored as it came."""
 
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import queue
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -280,3 +283,22 @@ def test_mcptap_redact_of_a_dump_imported_without_redaction_leaves_no_secret(htt
     assert leaks(db, HTTP_SECRETS) == HTTP_SECRETS
     ok(run(mcptap("redact", "--db", str(db))))
     assert_http_session_clean(db)
+
+
+def test_a_spool_holds_no_secret_of_the_command_line_or_stderr(tmp_path):
+    """The database cannot be made: the session goes to a spool in the temp folder, redacted too."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl")))
+    script = 'echo "login password=spool-stderr-pw-1" >&2; cat'
+    result = run(mcptap("record", "--db", str(blocker / "rec.db"), "--", "sh", "-c", script, "sh", "--api-key",
+                        "spool-cmdline-key-2"), input=b'{"jsonrpc":"2.0","method":"x"}\n')
+    assert result.returncode == 0 and b"spool-stderr-pw-1" in result.stderr  # the wire is never touched
+    (spool,) = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl"))) - before
+    try:
+        with open(spool, "rb") as fh:
+            text = fh.read()
+        assert b"spool-stderr-pw-1" not in text and b"spool-cmdline-key-2" not in text
+        assert b"password=[redacted:" in text and b'\\"--api-key\\", \\"[redacted:' in text
+    finally:
+        os.unlink(spool)
