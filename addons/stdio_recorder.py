@@ -51,9 +51,13 @@ class Recorder:
         nbytes = sum(map(len, lines)) + n
         if stream == STDERR:
             seq = self._err_seq
-            rows = zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), stored_raws(lines), repeat(0, n))
+            rows = list(zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), stored_raws(lines),
+                            repeat(0, n)))
+            if self._redactor is not None:
+                for i in self._redactor.text_candidates(lines):
+                    rows[i] = self._stderr_row(rows[i], lines[i])
             self._err_seq = seq + n
-            self._writer.add([], list(rows), nbytes)
+            self._writer.add([], rows, nbytes)
         else:
             seq = self._seq
             rows = list(zip(repeat(sid, n), range(seq + 1, seq + n + 1), repeat(ts, n), repeat(stream, n),
@@ -63,6 +67,11 @@ class Recorder:
                     rows[i] = redact_row(rows[i], self._redactor)
             self._seq = seq + n
             self._writer.add(rows, [], nbytes)
+
+    def _stderr_row(self, row: tuple, line: bytes) -> tuple:
+        """A stderr row with the line's secrets replaced (analyzer/redact.py FrameRedactor.text)."""
+        new, found = self._redactor.text(line)
+        return row if found is None else row[:3] + (stored_raw(new),) + row[4:]
 
     def finish(self) -> None:
         """Record what followed the last newline of each stream (an incomplete line)."""
@@ -77,7 +86,8 @@ class Recorder:
         tail = self._framers[STDERR].finish()
         if tail is not None:
             self._err_seq += 1
-            errs.append((self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1))
+            row = (self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1)
+            errs.append(self._stderr_row(row, tail) if self._redactor is not None else row)
             nbytes += len(tail)
         if frames or errs:
             self._writer.add(frames, errs, nbytes)
@@ -91,7 +101,8 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> in
     if first is None or first[0] != SESSION:
         sys.stderr.write("mcptap: error: the recorder got no session to record\n")
         return 2
-    writer = SessionWriter(db_path, json.loads(first[2]))
+    redactor = FrameRedactor(redaction)
+    writer = SessionWriter(db_path, redactor.session_fields(json.loads(first[2])))  # its command line redacted
     room = writer.backlog.wait_for_room
 
     def pace() -> None:  # read no further than the writer can take: the tee's queue holds the rest
@@ -100,7 +111,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> in
 
     reader.before_read = pace
     writer.start()
-    recorder = Recorder(writer, FrameRedactor(redaction))
+    recorder = Recorder(writer, redactor)
     end = {"ended_at": None, "exit_status": None}
     last_ts = None
     for kind, ts, payload in records:

@@ -569,9 +569,10 @@ def redact_cmd(
     redact_path: RedactPathOption = None,
 ) -> None:
     """Apply redaction to a database already written (recorded with --no-redact, or before
-    more keys or paths were wanted): credential members of frames and credential HTTP headers
-    are replaced by their keyed hash, each frame records which members were, the analysis of a
-    changed session is dropped, and the file is rewritten so that no replaced byte survives.
+    more keys or paths were wanted): credential members of frames, credential HTTP headers and
+    the secrets of the servers' stderr lines and command lines are replaced by their keyed hash,
+    each frame records which members were, the analysis of a changed session is dropped, and the
+    file is rewritten so that no replaced byte survives.
 
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
@@ -582,7 +583,8 @@ def redact_cmd(
         done = scrub.redact_database(db, sessions=session, redaction=redaction, progress=shown.advance,
                                      stage=shown.stage)
     typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
-               f"exchanges of {done.sessions} sessions")
+               f"exchanges, {done.stderr_lines} stderr lines and {done.commands} command lines of {done.sessions} "
+               "sessions")
     for path, count in done.members.most_common():
         typer.echo(f"  {count:>6}  {path}")
 

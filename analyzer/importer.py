@@ -226,6 +226,11 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
     for rec in framelog.records(block, path=path, default_session=default_session, warn=warnings.append,
                                 names=_NAMES):
         if rec.__class__ is not FrameIn:
+            if redactor is not None:  # a stderr line, a session's command line: redacted as at capture
+                if rec.__class__ is framelog.StderrIn:
+                    rec.raw = redactor.text(rec.raw)[0]
+                else:
+                    rec.fields = redactor.session_fields(rec.fields)
             items.append(rec)
             continue
         raw, paths = rec.raw, None

@@ -52,7 +52,7 @@ class Recording:
 
         self.id = session["id"]
         self._redactor = FrameRedactor(redaction)
-        self._writer = SessionWriter(db_path, session, warn=warn_stderr)
+        self._writer = SessionWriter(db_path, self._redactor.session_fields(session), warn=warn_stderr)
         self._writer.start()
         self._lock = threading.Lock()
         self._seq = 0
@@ -69,7 +69,8 @@ class Recording:
     def stderr(self, raw: bytes) -> None:
         with self._lock:
             self._stderr_seq += 1
-            self._writer.add([], [store.stderr_row(self.id, self._stderr_seq, time.time(), raw, 0)], len(raw))
+            stored = self._redactor.text(raw)[0] if not self._redactor.off else raw
+            self._writer.add([], [store.stderr_row(self.id, self._stderr_seq, time.time(), stored, 0)], len(raw))
 
     @property
     def frames(self) -> int:

@@ -2,8 +2,10 @@
 file recorded with --no-redact, or with fewer keys or paths than now wanted).
 
 Frames whose credential members are replaced get their new bytes and the list of members
-replaced (`frames.redacted`); HTTP exchanges get their credential headers and token query
-parameters replaced as the proxy would have. The analysis of a session that changed is
+replaced (`frames.redacted`); the server's stderr lines and its command line (`sessions.command`)
+and upstream URL lose their secrets as a recorder's redaction would have taken them; HTTP
+exchanges get their credential headers and token query parameters replaced as the proxy would
+have. The analysis of a session that changed is
 dropped (it may quote what was replaced; `mcptap analyze` writes it again). Then the file is
 rewritten (VACUUM, with secure_delete on) so that no replaced byte survives in free pages or the
 write-ahead log."""
@@ -27,6 +29,8 @@ class Scrubbed:
     frames: int = 0  # frames changed
     members: Counter = field(default_factory=Counter)  # JSON path -> times replaced
     exchanges: int = 0  # HTTP exchanges changed
+    stderr_lines: int = 0  # stderr lines changed
+    commands: int = 0  # sessions whose command line or upstream URL changed
 
 
 def redact_database(db_path: str, *, sessions: list[str] | None = None, redaction: Redaction | None = None,
@@ -45,7 +49,8 @@ def redact_database(db_path: str, *, sessions: list[str] | None = None, redactio
             stage("redacting", store.count_frames(conn, ids))
         for sid in ids:
             with store.write_transaction(conn):
-                changed = _frames(conn, sid, frames, out, progress) + _exchanges(conn, sid, headers, out)
+                changed = (_frames(conn, sid, frames, out, progress) + _exchanges(conn, sid, headers, out)
+                           + _stderr(conn, sid, frames, out) + _session(conn, sid, frames, out))
                 if changed:
                     store.clear_analysis(conn, sid)
                     out.sessions += 1
@@ -74,6 +79,34 @@ def _frames(conn, sid: str, redactor: FrameRedactor, out: Scrubbed, progress) ->
             changed += 1
         if progress is not None:
             progress(len(batch))
+
+
+def _stderr(conn, sid: str, redactor: FrameRedactor, out: Scrubbed) -> int:
+    if not store.has_table(conn, "stderr_lines"):
+        return 0
+    changed, seq = 0, 0
+    while True:
+        batch = store.stderr_after(conn, sid, seq, BATCH_FRAMES)
+        if not batch:
+            return changed
+        for seq, raw in batch:
+            new, found = redactor.text(raw)
+            if found is not None and new != raw:
+                store.replace_stderr(conn, sid, seq, new)
+                out.stderr_lines += 1
+                changed += 1
+
+
+def _session(conn, sid: str, redactor: FrameRedactor, out: Scrubbed) -> int:
+    row = store.get_session(conn, sid)
+    fields = {c: row.get(c) for c in ("command", "upstream")}
+    new = redactor.session_fields(fields)
+    changed = {c: v for c, v in new.items() if v != fields[c]}
+    if not changed:
+        return 0
+    store.replace_session_fields(conn, sid, changed)
+    out.commands += 1
+    return 1
 
 
 def _exchanges(conn, sid: str, redactor: Redactor, out: Scrubbed) -> int:

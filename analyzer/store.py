@@ -412,6 +412,25 @@ def replace_frame(conn: sqlite3.Connection, session_id: str, seq: int, raw: byte
                  (stored_raw(raw), len(raw), redacted, session_id, seq))
 
 
+def stderr_after(conn: sqlite3.Connection, session_id: str, seq: int, limit: int) -> list[tuple[int, bytes]]:
+    """(seq, raw bytes) of up to `limit` stderr lines after `seq`, in order."""
+    return conn.execute("SELECT seq, CAST(raw AS BLOB) FROM stderr_lines WHERE session_id = ? AND seq > ? "
+                        "ORDER BY seq LIMIT ?", (session_id, seq, limit)).fetchall()
+
+
+def replace_stderr(conn: sqlite3.Connection, session_id: str, seq: int, raw: bytes) -> None:
+    """Redaction (`mcptap redact`) of a stderr line."""
+    conn.execute("UPDATE stderr_lines SET raw = ? WHERE session_id = ? AND seq = ?", (stored_raw(raw), session_id, seq))
+
+
+def replace_session_fields(conn: sqlite3.Connection, session_id: str, fields: dict) -> None:
+    """Redaction (`mcptap redact`) of a session's recorded fields (its command line, its upstream)."""
+    cols = [c for c in fields if c in SESSION_COLUMNS and c != "id"]
+    if cols:
+        conn.execute(f"UPDATE sessions SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
+                     [*(fields[c] for c in cols), session_id])
+
+
 def compact(conn: sqlite3.Connection) -> None:
     """Rewrite the file so that nothing replaced survives in free pages or the WAL. Raises
     MCPTapError when another connection keeps the write-ahead log from being emptied."""

@@ -1,12 +1,16 @@
-"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames and
-credential HTTP headers replaced by a stable keyed hash at capture (tee, proxy, spool), at
-import, and by `mcptap redact`; nothing else changes, and each frame lists what was replaced."""
+"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames (also
+inside strings that hold JSON), credential HTTP headers and URLs, and the secrets of free text
+(stderr lines, command lines) replaced by a stable keyed hash at capture (tee, proxy, spool), at
+import, and by `mcptap redact`; nothing else changes (protocol members, schemas, token counts are
+never touched), and each frame lists what was replaced. The places end to end, with real
+servers: tests/test_hostile_redaction.py."""
 
 from __future__ import annotations
 
 import glob
 import json
 import os
+import re
 import shlex
 import sqlite3
 import tempfile
@@ -14,10 +18,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analyzer.redact import MASKED, FrameRedactor, Redaction, Redactor
+from analyzer.redact import CREDENTIAL_KEYS, MASKED, FrameRedactor, Redaction, Redactor
 from conftest import frames, mcptap, run, tee, tool
 from http_helpers import mcptap_proxy, sdk_http_server
 
@@ -145,14 +149,136 @@ def test_no_redact_keeps_everything():
     assert FrameRedactor(Redaction(keep=True)).frame(raw) == (raw, None)
 
 
+@pytest.mark.parametrize("name", ["token", "api-key", "x-api-key", "accessToken", "clientSecret", "private_key", "bearer",
+                                  "X-Mcp-Key", "API_KEY", "Proxy-Authorization", "refreshToken", "secretAccessKey"])
+def test_the_contracts_credential_names_are_redacted_in_any_case_and_spelling(name):
+    raw = b'{"params":{"arguments":{"%s":"s3cr3t-value","user":"ann"}}}' % name.encode()
+    out, paths = redactor().frame(raw)
+    assert paths == [f"$.params.arguments.{name}"] and b"s3cr3t-value" not in out
+    assert out == raw.replace(b'"s3cr3t-value"', json.dumps(mask("s3cr3t-value")).encode())
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-1","progress":1}}',
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok-2"}}}',
+    b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2-token"}}',
+    b'{"jsonrpc":"2.0","id":2,"result":{"tools":[],"nextCursor":"next-token"}}',
+    b'{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"content":[]}}',
+    b'{"jsonrpc":"2.0","id":4,"result":{"model":"m","usage":{"tokens":120,"inputTokens":100,"outputTokens":20,'
+    b'"total_tokens":120,"max_tokens":4096}}}',
+    b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":100}}',
+    b'{"jsonrpc":"2.0","id":6,"result":{"tools":[{"name":"login","inputSchema":{"type":"object","properties":'
+    b'{"password":{"type":"string"},"token":{"type":"string"},"api_key":{"type":"string","format":"password"}},'
+    b'"required":["password","token"]}}]}}',
+    b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\\"properties\\":{\\"password\\":{\\"type\\":'
+    b'\\"string\\"}},\\"tokens\\":5}"}]}}',
+], ids=["progressToken", "_meta.progressToken", "cursor", "nextCursor", "_meta", "usage tokens", "maxTokens",
+        "a schema with a password property", "a schema inside a string"])
+def test_mcp_protocol_members_schemas_and_token_counts_are_never_touched(raw):
+    assert redactor().frame(raw) == (raw, None)
+    assert redactor().text(raw) == (raw, None)
+
+
+def test_a_string_holding_json_is_redacted_inside_and_stays_a_string_holding_json():
+    inner = {"user": "ann", "password": "hunter2", "note": "café ✓ </tag>"}
+    text = json.dumps(inner)  # \u00e9 escapes, as Python writes them
+    raw = (b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":%s}],"structuredContent":{"result":%s}}}'
+           % (json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).replace("/", "\\/").encode()))
+    out, paths = redactor().frame(raw)
+    assert paths == ["$.result.content[0].text|$.password", "$.result.structuredContent.result|$.password"]
+    masked = json.dumps(mask("hunter2")).encode()
+    assert out == raw.replace(b'\\"hunter2\\"', masked.replace(b'"', b'\\"'))  # every other byte kept
+    result = json.loads(out)["result"]
+    for holder in (result["content"][0]["text"], result["structuredContent"]["result"]):
+        assert json.loads(holder) == dict(inner, password=mask("hunter2"))
+
+
+def test_json_inside_json_inside_a_string_is_redacted_at_every_depth():
+    level2 = json.dumps({"secret": "deep-one"})
+    level1 = json.dumps({"payload": level2, "api_key": "shallow-one"})
+    raw = json.dumps({"text": level1}).encode()
+    out, paths = redactor().frame(raw)
+    assert paths == ["$.text|$.payload|$.secret", "$.text|$.api_key"]
+    again = json.loads(json.loads(out)["text"])
+    assert again["api_key"] == mask("shallow-one") and json.loads(again["payload"]) == {"secret": mask("deep-one")}
+
+
+@pytest.mark.parametrize("line, kept", [
+    (b'{"level":"debug","msg":"config","password":"s3cr3t-1"}', b'{"level":"debug","msg":"config","password":"[redacted:'),
+    (b"upstream request headers: Authorization: Bearer s3cr3t-1", b"Authorization: Bearer [redacted:"),
+    (b"curl -H 'authorization: Basic s3cr3t-1' http://h/", b"'authorization: Basic [redacted:"),
+    (b"starting with --api-key s3cr3t-1 --verbose", b"--api-key [redacted:"),
+    (b"starting with --api-key=s3cr3t-1 --verbose", b"--api-key=[redacted:"),
+    (b"env OPENAI_API_KEY=s3cr3t-1 GITHUB_TOKEN=s3cr3t-1 npx server", b"OPENAI_API_KEY=[redacted:"),
+    (b"login password=s3cr3t-1&user=ann", b"password=[redacted:"),
+    (b"settings {'client_secret': 's3cr3t-1', 'debug': True}", b"'client_secret': '[redacted:"),
+    (b'token: "s3cr3t-1"', b'token: "[redacted:'),
+    (b"got Bearer s3cr3t-1-long-enough from the cache", b"Bearer [redacted:"),
+    (b"connecting to postgresql://ann:s3cr3t-1@db:5432/x", b"postgresql://ann:[redacted:"),
+    (b"GET https://h/v1?key=s3cr3t-1&q=mcp", b"?key=[redacted:"),
+    (b'sent "{\\"password\\": \\"s3cr3t-1\\"}" to the server', b'{\\"password\\": \\"[redacted:'),
+    (b'{"msg":"retrying with token=s3cr3t-1"}', b'{"msg":"retrying with token=[redacted:'),
+], ids=["json log line", "Authorization header", "another scheme", "--name value", "--name=value", "NAME=VALUE",
+        "query-like", "python repr", "quoted", "bare Bearer", "url password", "url key", "escaped json",
+        "inside a json log line's string"])
+def test_a_secret_in_a_line_of_free_text_is_replaced_and_the_line_kept(line, kept):
+    out, found = redactor().text(line)
+    assert b"s3cr3t-1" not in out and kept in out and found
+    if line.startswith(b"{"):
+        json.loads(out)  # a JSON log line stays JSON
+
+
+@pytest.mark.parametrize("line", [
+    b"progressToken: 5, cursor: abc, nextCursor: def", b"max_tokens=100 total_tokens: 12 --max-tokens 50",
+    b"the token expired; password reset sent", b"--password-file /run/secret --no-token --tokenizer gpt",
+    b'tool schema {"password": {"type": "string"}, "token": null, "secret": true}', b"Bearer of bad news",
+    b"key=value in a sentence, monkey=1", b"https://example.com/docs?page=2&q=token",
+])
+def test_free_text_without_a_secret_is_left_alone(line):
+    assert redactor().text(line) == (line, None)
+
+
+def test_a_command_line_loses_its_secrets_and_keeps_its_shape():
+    argv = ["env", "GITHUB_TOKEN=ghp-1", "npx", "server", "--api-key", "sk-2", "--token=t-3", "-e", "DB_PASSWORD=pw-4",
+            "--header", "Authorization: Bearer b-5", "postgresql://u:pw-6@h/db", "--config", '{"apiKey": "k-7"}',
+            "--password-file", "/run/pw", "--verbose", "--secret", "--model", "m"]
+    out, found = redactor().command(argv)
+    assert not any(s in " ".join(out) for s in ("ghp-1", "sk-2", "t-3", "pw-4", "b-5", "pw-6", "k-7"))
+    assert [out[i] for i in (0, 2, 3, 4)] == ["env", "npx", "server", "--api-key"] and out[5] == mask("sk-2") and out[6] == "--token=" + mask("t-3")
+    assert out[1] == "GITHUB_TOKEN=" + mask("ghp-1") and out[10] == "Authorization: Bearer " + mask("b-5")
+    assert json.loads(out[13]) == {"apiKey": mask("k-7")} and out[14:] == argv[14:]  # --secret --model: not a value
+    assert redactor().command_text(json.dumps(argv)) == json.dumps(out)
+    assert redactor(keep=True).command(argv) == (argv, [])
+
+
+@pytest.mark.parametrize("name, value, stored", [
+    ("X-Mcp-Key", "k-1", mask("k-1")),
+    ("Referer", "http://h/app?token=t-1&page=2", f"http://h/app?token={mask('t-1')}&page=2"),
+    ("Location", "http://h/cb?code=c-1", f"http://h/cb?code={mask('c-1')}"),
+    ("X-Forwarded-Authorization", "Bearer b-1", f"Bearer {mask('b-1')}"),
+    ("X-Upstream-Auth-Header", "Bearer b-2", f"Bearer {mask('b-2')}"),
+    ("Referer", "http://h/app?page=2", None),
+    ("User-Agent", "mcp-client/1", None),
+])
+def test_credential_headers_and_urls_in_headers_are_redacted(name, value, stored):
+    assert Redactor(KEY).header_value(name, value) == stored
+
+
+def test_key_and_jwt_query_parameters_are_redacted():
+    url, redacted = Redactor(KEY).url("http://h/mcp?key=k-1&jwt=j-1&page=2")
+    assert url == f"http://h/mcp?key={mask('k-1')}&jwt={mask('j-1')}&page=2"
+    assert redacted == ["query:key", "query:jwt"]
+
+
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=20)
 
 
-CREDENTIALS = {"password", "secret", "access_token", "passwd", "api_key", "apikey", "authorization", "client_secret",
-               "refresh_token", "id_token"}
+def credential(name: str) -> bool:
+    """The contract's rule: a credential name in any case, its words together or apart by `_`, `-`, `.`."""
+    return name.isascii() and any(re.fullmatch("[-_.]?".join(n.split("_")), name.lower()) for n in CREDENTIAL_KEYS)
 
 
 def masked_document(v):
@@ -160,7 +286,7 @@ def masked_document(v):
     if isinstance(v, dict):
         out = {}
         for k, x in v.items():
-            secret = k.lower() in CREDENTIALS and isinstance(x, (str, int)) and not isinstance(x, bool)
+            secret = credential(k) and isinstance(x, (str, int)) and not isinstance(x, bool)
             if secret and isinstance(x, str) and k.lower().endswith("authorization") and " " in x.strip() \
                     and x.split(None, 1)[0].replace(".", "").replace("-", "").isalnum():
                 scheme, rest = x.split(None, 1)
@@ -185,20 +311,24 @@ def test_any_json_keeps_its_shape_and_only_credential_values_change(value, name,
 
 
 _PIECES = ['"password"', '"Secret"', '"api_key"', '"x"', '"pass\\u0077ord"', ":", ",", " ", "\t", "\f", "\n", "{", "}",
-           "[", "]", "true", "TRUE", "null", "nullx", "false", "12", "-1", "NaN", '"s3cr3t"', '"', "\\"]
+           "[", "]", "true", "TRUE", "null", "nullx", "false", "12", "-1", "NaN", '"s3cr3t"', '"', "\\",
+           # the names the contract added, and the same inside a string that holds JSON
+           '"token"', '"X-Api-Key"', '"accessToken"', '"bearer"', '"private_key"', '"progressToken"', '"tokens"',
+           '\\"', '\\"token\\"', '\\"pass\\\\u0077ord\\"', "\\u0022", "\\n", '\\\\\\"', '\\"s3\\"', '"{\\"secret\\":\\"v\\"}"', "token"]
 
 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=24))
+@example(['"', "\\u0022", "token", "\\u0022", ":", "12", '"'])  # a name quoted by escapes inside a string
+@example(['"', "{", '\\"pass\\\\u0077ord\\"', ":", '\\"s3\\"', "}", '"'])  # ... and written with escapes
+@example(['"', "{", '\\"token\\"', "\\n", ":", '\\"s3\\"', "}", '"'])  # ... and an escaped newline before its colon
 def test_a_frame_the_precheck_passes_over_holds_nothing_the_scan_would_replace(pieces):
     """The cheap look (might_hold) may only leave out frames in which the token scan, or the scan
-    of text that is not JSON, finds no value to replace."""
+    of text that is not JSON, finds no value to replace (inside strings that hold JSON too)."""
     raw = "".join(pieces).encode()
     r = redactor()
     if not r.might_hold(raw):
-        text = raw.decode()
-        spans = r._spans(text)
-        assert not (spans if spans is not None else r._loose_spans(text)), raw
+        assert r._apply(raw, False) == (raw, None), raw
 
 
 # -- at capture, at import, and afterwards ----------------------------------------------------------
