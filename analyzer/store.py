@@ -576,6 +576,16 @@ def iter_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
         yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths)
 
 
+def cut_frames(conn: sqlite3.Connection, session_id: str) -> dict[int, int]:
+    """The session's frames stored cut at the capture's --max-frame: seq -> full size (by the
+    partial index of migration 0006; a database without it has none)."""
+    try:
+        return dict(conn.execute("SELECT seq, size FROM frames INDEXED BY frames_cut "
+                                 "WHERE session_id = ? AND incomplete = 2", (session_id,)))
+    except sqlite3.OperationalError:  # no such index: written before frames were ever cut
+        return {}
+
+
 def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
