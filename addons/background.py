@@ -43,10 +43,16 @@ def recorder_main(record_from: Callable, module: str, what: str) -> None:
 
 
 def hurry(pid: int) -> None:
-    """The recording is ending: the recorder process `pid` runs at the normal priority from now
-    on, so that what is still queued is stored at the machine's pace, not at what a busy machine
-    leaves to idle work (best effort: where the platform or the limits refuse, it stays idle)."""
+    """The recording is ending: the recorder process `pid` (each of its threads: the policy is
+    a thread's) runs at the normal priority from now on, so that what is still queued is stored
+    at the machine's pace, not at what a busy machine leaves to idle work (best effort: where
+    the platform or the limits refuse, it stays idle)."""
     try:
-        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
+        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        threads = [pid]
+    for tid in threads:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except (AttributeError, OSError):
+            pass

@@ -43,7 +43,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from mitmproxy import ctx, exceptions, http
 
-from addons.bounded import DEFAULT_MAX_FRAME, cut_row, decode_body
+from addons.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
 from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
 from addons.sse import LINE_SLACK
 from analyzer import __version__, store
@@ -74,7 +74,7 @@ class Exchange:
     __slots__ = ("flow_id", "method", "url", "path", "upstream", "started_at", "request_end", "request_fields", "connection",
                  "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
                  "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
-                 "early", "early_bytes", "scout", "legacy_stream", "finished")
+                 "early", "early_bytes", "scout", "legacy_stream", "finished", "kept")
 
     def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
                  request_end: float | None, request_fields: tuple, connection: str, client: str,
@@ -98,6 +98,7 @@ class Exchange:
         self.scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
         self.legacy_stream = False  # a GET stream that may announce a legacy endpoint
         self.finished = False
+        self.kept: Kept | None = None  # an answer larger than the limit, streamed: what is stored of it
 
     @property
     def stateless_key(self) -> tuple:
@@ -122,6 +123,12 @@ def _lookup(fields: tuple) -> dict[bytes, bytes]:
 def _text(value: bytes | None) -> str | None:
     """A header value as mitmproxy gives it (UTF-8, undecodable bytes escaped)."""
     return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def _length(h: dict[bytes, bytes]) -> int:
+    """The Content-Length of a message's header fields (0: none, or none that reads)."""
+    value = h.get(b"content-length", b"")
+    return int(value) if value.isdigit() and len(value) < 20 else 0
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -262,6 +269,22 @@ class McpTap:
         if sse:
             self._tap(flow, ex)
             self._exchange(ex)  # a stream may last: its exchange is in the database meanwhile
+        elif not ex.content_encoding and _length(h) > self.max_frame:
+            self._keep_answer(flow, ex)
+
+    def _keep_answer(self, flow: http.HTTPFlow, ex: Exchange) -> None:
+        """An answer larger than the limit: streamed (mitmproxy would hold all of it), and its
+        first max_frame bytes kept as they pass; the rest only counted."""
+        kept = ex.kept = Kept(self.max_frame)
+        downstream = flow.response.stream
+
+        def keep(chunk: bytes) -> bytes:
+            kept.add(chunk)
+            if callable(downstream):
+                return downstream(chunk)
+            return chunk
+
+        flow.response.stream = keep
 
     def response(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -270,7 +293,8 @@ class McpTap:
         resp = flow.response
         end = resp.timestamp_end or time.time()
         if not ex.streaming:  # not a stream: the whole answer is here
-            body, size = self._body(resp.raw_content, ex.content_encoding)
+            body, size = (ex.kept.value(), ex.kept.size) if ex.kept is not None else \
+                self._body(resp.raw_content, ex.content_encoding)
             if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
                 self._frame(ex, end, S2C, body, None, size=size)
         self._finish(ex, end, "complete")

@@ -47,6 +47,7 @@ def padded(head: bytes, size: int, tail: bytes = b'"}}') -> bytes:
 
 BOMB_CALL = padded(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":"', BIG)
 BOMB_ANSWER = padded(b'{"jsonrpc":"2.0","id":8,"result":{"pad":"', BIG)
+BIG_ANSWER = padded(b'{"jsonrpc":"2.0","id":9,"result":{"pad":"', BIG)
 
 
 class Upstream:
@@ -110,6 +111,10 @@ class Upstream:
         body = self.sent["bomb"] = gzip.compress(BOMB_ANSWER, 9)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
                      b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+
+    def _big_answer(self, conn, rid) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (len(BIG_ANSWER), BIG_ANSWER))
 
     def _stream_endless(self, conn, rid) -> None:
         self._endless(conn)
@@ -189,10 +194,11 @@ def whole(direction: str, raw: bytes) -> tuple:
     return (direction, len(raw), len(raw), 0, raw[:40])
 
 
-def test_gzip_bombs_through_the_proxy_pass_untouched_and_are_stored_cut_at_max_frame(tmp_path):
-    """A POST body and a JSON answer, a few KB each on the wire and 6 MiB decoded: the wire
-    carries them as they came (compressed), the database their first MiB, marked, with their
-    full size, and the analysis says `frame-truncated`, not `parse-error`."""
+def test_gzip_bombs_and_a_huge_answer_through_the_proxy_pass_untouched_and_are_stored_cut_at_max_frame(tmp_path):
+    """A POST body and a JSON answer, a few KB each on the wire and 6 MiB decoded, and a 6 MiB
+    JSON answer (streamed past the proxy, not held): the wire carries them as they came, the
+    database their first MiB, marked, with their full size, and the analysis says
+    `frame-truncated`, not `parse-error`."""
     db = tmp_path / "proxy.db"
     packed = gzip.compress(BOMB_CALL, 9)
     call = b'{"jsonrpc":"2.0","id":8,"method":"bomb/answer"}'
@@ -200,14 +206,16 @@ def test_gzip_bombs_through_the_proxy_pass_untouched_and_are_stored_cut_at_max_f
         assert request(proxy.url, "POST", packed, {"Content-Encoding": "gzip"}) == (200, PONG % 7)
         status, body = request(proxy.url, "POST", call)
         assert status == 200 and body == upstream.sent["bomb"]  # still compressed: as the upstream sent it
+        big = b'{"jsonrpc":"2.0","id":9,"method":"big/answer"}'
+        assert request(proxy.url, "POST", big) == (200, BIG_ANSWER)
         assert request(proxy.url, "POST", PING % 2) == (200, PONG % 2)
         assert proxy.stop() == 0, proxy.errors
     assert upstream.bodies[0] == packed  # the wire passed it as it came
     assert rows(db) == [cut("c2s", BOMB_CALL), whole("s2c", PONG % 7), whole("c2s", call), cut("s2c", BOMB_ANSWER),
-                        whole("c2s", PING % 2), whole("s2c", PONG % 2)]
+                        whole("c2s", big), cut("s2c", BIG_ANSWER), whole("c2s", PING % 2), whole("s2c", PONG % 2)]
     status, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]
-    assert codes.count("frame-truncated") == 2 and "parse-error" not in codes
+    assert codes.count("frame-truncated") == 3 and "parse-error" not in codes
 
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
