@@ -311,3 +311,14 @@ def test_the_sse_parser_scans_each_byte_once_and_keeps_at_most_the_limit_of_an_e
     assert parser.incomplete_size == BIG + 1
     (event,) = parser.feed(b"\r\n\r\n")
     assert (len(event.data), event.full_size) == (LIMIT, BIG + 1)
+
+
+def test_importing_a_frame_log_with_a_frame_longer_than_max_frame_stores_it_cut(tmp_path):
+    log, db = tmp_path / "big.jsonl", tmp_path / "import.db"
+    line = padded(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"blob":"', 3 << 20)
+    records = [{"session": "big", "seq": 1, "ts": 1.0, "direction": "c2s", "raw": line.decode()},
+               {"session": "big", "seq": 2, "ts": 2.0, "direction": "s2c", "raw": (PONG % 1).decode()}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)), timeout=60)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
