@@ -57,7 +57,9 @@ class RecordReader:
                 stop = start + HEADER.size + size
                 if stop > end:
                     break
-                yield kind, ts, bytes(buf[start + HEADER.size:stop])
+                with memoryview(buf) as view:  # one copy of a record, not two (a frame may be large)
+                    record = bytes(view[start + HEADER.size:stop])
+                yield kind, ts, record
                 start = stop
             if start:
                 del buf[:start]

@@ -293,8 +293,11 @@ class McpTap:
         resp = flow.response
         end = resp.timestamp_end or time.time()
         if not ex.streaming:  # not a stream: the whole answer is here
-            body, size = (ex.kept.value(), ex.kept.size) if ex.kept is not None else \
-                self._body(resp.raw_content, ex.content_encoding)
+            if ex.kept is not None:
+                body, size = ex.kept.value(), ex.kept.size
+                ex.kept = None  # its pieces go now: one copy of the frame is held, not two
+            else:
+                body, size = self._body(resp.raw_content, ex.content_encoding)
             if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
                 self._frame(ex, end, S2C, body, None, size=size)
         self._finish(ex, end, "complete")

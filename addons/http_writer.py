@@ -130,7 +130,7 @@ class Streams:
     queued raw (`xraw`: addons/http_tap.py `Exchange.snapshot`) made into their rows with
     `redactor` (the contract's redaction when none is given)."""
 
-    def __init__(self, redactor: Redactor | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, redactor: Redactor | None = None, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._max_frame = max_frame  # an event's data beyond it is stored cut (addons/bounded.py)
         self._open: dict[str, _Stream] = {}
         self._closed: dict[str, _Stream] = {}  # until their exchange's last snapshot passes
@@ -368,7 +368,7 @@ class RemoteJournal(Collector):
 
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
-        streams = Streams(Redactor(keep=self.redaction.keep), self.max_frame)
+        streams = Streams(Redactor(keep=self.redaction.keep), max_frame=self.max_frame)
         self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut,
                               redactor=FrameRedactor(self.redaction))
         for session in self._sessions.values():  # it may not have stored them
@@ -388,7 +388,7 @@ def _write_all(fd: int, data: bytes) -> None:
 def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
                 max_frame: int = DEFAULT_MAX_FRAME) -> int:
     sink = Sink(db_path, redactor=FrameRedactor(redaction))
-    streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False), max_frame)
+    streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False), max_frame=max_frame)
     reader = RecordReader(fd)
     reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy
     try:

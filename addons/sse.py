@@ -34,6 +34,14 @@ LINE_SLACK = 16
 limit and this is kept no further, so what follows it may be given as a count (`skip`)."""
 
 
+def _copy(data, start: int, end: int) -> bytes:
+    """data[start:end] as bytes, copied once (a slice of a bytearray would be copied twice)."""
+    if start == 0 and end == len(data) and data.__class__ is bytes:
+        return data
+    with memoryview(data) as view:
+        return bytes(view[start:end])
+
+
 class SSEParser:
     """Feed bytes with `feed()`, get the events they complete; `finish()` at the end of the
     stream gives what a stream cut short leaves (an unterminated event is not dispatched, as
@@ -96,13 +104,12 @@ class SSEParser:
                 break
             if self._buf_size:
                 self._keep(chunk, pos, eol)
-                line, size = bytes(self._buf), self._buf_size
-                self._buf.clear()
+                buf = self._buf
+                event = self._line(buf, 0, len(buf), self._buf_size)
+                buf.clear()
                 self._buf_size = 0
             else:
-                size = eol - pos
-                line = chunk[pos:eol] if size <= self._limit + LINE_SLACK else chunk[pos:pos + self._limit + LINE_SLACK]
-            event = self._line(line, size)
+                event = self._line(chunk, pos, min(eol, pos + self._limit + LINE_SLACK), eol - pos)
             if event is not None:
                 events.append(event)
             pos = nxt
@@ -139,35 +146,51 @@ class SSEParser:
     def _unfinished(self) -> tuple[bytes, int]:
         data = list(self._data or ())
         size = self._data_size
-        name, colon, value = bytes(self._buf).partition(b":")
+        buf = self._buf
+        name, start = self._field(buf, 0, len(buf))
         if name == b"data":
-            skip = 1 if value[:1] == b" " else 0
-            size += (1 if self._data is not None else 0) + self._buf_size - len(name) - len(colon) - skip
-            data.append(value[skip:])
-        return b"\n".join(data)[:self._limit], size
+            join = 1 if self._data is not None else 0
+            size += join + self._buf_size - start
+            room = self._limit - self._data_kept - join
+            if room >= 0:
+                data.append(_copy(buf, start, min(len(buf), start + room)))
+        return b"\n".join(data), size
 
-    def _line(self, line: bytes, size: int) -> Event | None:
-        if not line:
+    @staticmethod
+    def _field(line, pos: int, end: int) -> tuple[bytes, int]:
+        """A line's field name (b"" for one no field has: longer than any) and where its value
+        starts (after the colon and one space)."""
+        colon = line.find(b":", pos, min(end, pos + 8))
+        if colon < 0:
+            return (bytes(line[pos:end]) if end - pos <= 8 else b""), end
+        start = colon + 1
+        if start < end and line[start] == 0x20:
+            start += 1
+        return bytes(line[pos:colon]), start
+
+    def _line(self, line, pos: int, end: int, size: int) -> Event | None:
+        """The line line[pos:end] (bytes or the bytearray of an unfinished line; `size` its
+        full length, more than end - pos when it was cut at the limit)."""
+        if pos == end:
             return self._dispatch()
-        if line[:1] == b":":
+        if line[pos] == 0x3A:  # ":", a comment
             return None
         self._lines += 1
-        name, colon, value = line.partition(b":")
-        skip = 1 if colon and value[:1] == b" " else 0
-        if skip:
-            value = value[1:]
+        name, start = self._field(line, pos, end)
         if name == b"data":
-            full = size - len(name) - len(colon) - skip
+            full = size - (start - pos)
             join = 0 if self._data is None else 1  # the LF joining it to the line before
             if self._data is None:
                 self._data = []
             self._data_size += join + full
             room = self._limit - self._data_kept - join
             if room >= 0:
-                piece = value if len(value) <= room else value[:room]
+                piece = _copy(line, start, min(end, start + room))
                 self._data.append(piece)
                 self._data_kept += join + len(piece)
-        elif name == b"event":
+            return None
+        value = bytes(line[start:end])
+        if name == b"event":
             self._type = value
         elif name == b"id":
             if b"\0" not in value:

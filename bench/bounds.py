@@ -9,9 +9,12 @@ Scenarios (SIZE: --size MiB, default 512):
 - sse:         an SSE event of SIZE that never ends: SIGINT comes while it is still passing;
 - import-br:   `mcptap import` of a mitmproxy dump whose brotli bodies decode to SIZE each;
 - tee:         `mcptap record -- cat` with a SIZE line, both ways;
-- proxy-ping, tee-empty: the baselines, measured in the same run (one ping; an empty session).
-For each: the peak RSS (VmHWM, polled, and wait4's ru_maxrss for the process waited for) of
-the proxy (or tee, or import) and of its recorder process, the time from SIGINT (or end of
+- proxy-ping, import-small, tee-empty: the baselines, measured in the same run (one ping; a
+  dump of one small exchange; an empty session).
+For each: the peak RSS (VmHWM, polled every 20 ms; a high-water mark, so nothing is missed while
+the process lives) of the proxy (or tee, or import) and of its recorder process (wait4's
+ru_maxrss is printed too, but Linux counts in it what the child held before exec, a copy of
+this process's RSS at fork: read it only when this process is small), the time from SIGINT (or end of
 input) to exit, and what was stored (raw bytes kept, size recorded, incomplete). `--tree PATH`
 runs another checkout (e.g. the base commit) with this interpreter, for a comparison measured
 in the same run.
@@ -50,12 +53,12 @@ def pad(head, tail=b'"}}'):
     yield b"x" * (n % len(block))
     yield tail
 def packed(head):
-    c = gzip.GzipFile(fileobj=(buf := __import__("io").BytesIO()), mode="wb", compresslevel=9)
+    c = gzip.GzipFile(fileobj=(buf := __import__("io").BytesIO()), mode="wb", compresslevel=6)
     for part in pad(head):
         c.write(part)
     c.close()
     return buf.getvalue()
-answer_gz = packed(b'{"jsonrpc":"2.0","id":2,"result":{"pad":"')
+answer_gz = packed(b'{"jsonrpc":"2.0","id":2,"result":{"pad":"') if sys.argv[2] == "gzip-answer" else b""
 sock = socket.socket(); sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 sock.bind(("127.0.0.1", 0)); sock.listen(16)
 print(sock.getsockname()[1], flush=True)
@@ -177,7 +180,7 @@ def mib(n: int) -> str:
 
 
 def proxy_case(name: str, tree: str, size: int, max_frame: int | None, folder: str) -> dict:
-    up = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(size)], stdout=subprocess.PIPE, text=True)
+    up = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(size), name], stdout=subprocess.PIPE, text=True)
     port = int(up.stdout.readline())
     db = os.path.join(folder, f"{name}.db")
     extra = ["--max-frame", str(max_frame)] if max_frame else []
@@ -192,18 +195,18 @@ def proxy_case(name: str, tree: str, size: int, max_frame: int | None, folder: s
     threading.Thread(target=lambda: proxy.stderr.read(), daemon=True).start()
     where = line.split(b"listening on http://")[1].split(b"/")[0].decode()
     host, pport = where.split(":")
-    peaks = Peaks(proxy.pid)
-    began = time.monotonic()
-    got = 0
     conn = http.client.HTTPConnection(host, int(pport), timeout=600)
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if name == "gzip-post":
         body = gzip.compress(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'
-                             + b"x" * (size - 60) + b'"}}', 9)
+                             + b"x" * (size - 60) + b'"}}', 6)
         headers["Content-Encoding"] = "gzip"
     else:
         body = b'{"jsonrpc":"2.0","id":1,"method":"big/%s"}' % {"json": b"json", "gzip-answer": b"gzip",
                                                                 "sse": b"sse", "proxy-ping": b"ping"}[name]
+    peaks = Peaks(proxy.pid)
+    began = time.monotonic()
+    got = 0
     conn.request("POST", "/mcp", body=body, headers=headers)
     response = conn.getresponse()
     while True:
@@ -228,7 +231,7 @@ def proxy_case(name: str, tree: str, size: int, max_frame: int | None, folder: s
             "db": os.path.getsize(db)}
 
 
-def import_case(tree: str, size: int, max_frame: int | None, folder: str) -> dict:
+def import_case(name: str, tree: str, size: int, max_frame: int | None, folder: str) -> dict:
     sys.path.insert(0, tree)
     import brotli
     from mitmproxy import io as mitm_io
@@ -246,10 +249,10 @@ def import_case(tree: str, size: int, max_frame: int | None, folder: str) -> dic
     f.response.raw_content = brotli.compress(b'{"jsonrpc":"2.0","id":1,"result":{"pad":"' + b"y" * (size - 50) + b'"}}',
                                              quality=5)
     del big
-    dump = os.path.join(folder, "bomb.mitm")
+    dump = os.path.join(folder, f"{name}.mitm")
     with open(dump, "wb") as fh:
         mitm_io.FlowWriter(fh).add(f)
-    db = os.path.join(folder, "import.db")
+    db = os.path.join(folder, f"{name}.db")
     extra = ["--max-frame", str(max_frame)] if max_frame else []
     began = time.monotonic()
     proc = subprocess.Popen(mcptap(tree, "import", "--db", db, *extra, dump), stdout=subprocess.DEVNULL,
@@ -258,7 +261,7 @@ def import_case(tree: str, size: int, max_frame: int | None, folder: str) -> dic
     status, maxrss = waited(proc, 600)
     took = time.monotonic() - began
     peak = peaks.stop()
-    return {"name": "import-br", "status": status, "passed_s": took, "stop_s": 0.0, "main": peak["main"],
+    return {"name": name, "status": status, "passed_s": took, "stop_s": 0.0, "main": peak["main"],
             "recorder": 0, "wait4": maxrss, "client_bytes": os.path.getsize(dump), "stored": stored(db),
             "db": os.path.getsize(db)}
 
@@ -297,7 +300,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=512, help="MiB of each huge frame (default 512)")
     parser.add_argument("--max-frame", type=int, default=None, help="--max-frame for the tree (default: its own)")
     parser.add_argument("--tree", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser.add_argument("--only", default="proxy-ping,json,gzip-post,gzip-answer,sse,import-br,tee-empty,tee")
+    parser.add_argument("--only", default="proxy-ping,json,gzip-post,gzip-answer,sse,import-small,import-br,"
+                                          "tee-empty,tee")
     args = parser.parse_args()
     size = args.size << 20
     print(f"tree {args.tree}  size {mib(size)}  max-frame {args.max_frame or 'default'}")
@@ -305,8 +309,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-bounds-") as folder:
         for name in args.only.split(","):
             print(f"uptime: {os.popen('uptime').read().strip()}", flush=True)
-            if name == "import-br":
-                r = import_case(args.tree, size, args.max_frame, folder)
+            if name in ("import-br", "import-small"):
+                r = import_case(name, args.tree, size if name == "import-br" else 1 << 10, args.max_frame, folder)
             elif name in ("tee", "tee-empty"):
                 r = tee_case(name, args.tree, size, args.max_frame, folder)
             else:
