@@ -346,7 +346,7 @@ class RemoteJournal(Collector):
     def _send(self, payload: bytes) -> None:
         if self._local is None and self._proc is not None:
             try:
-                _write_all(self._proc.stdin.fileno(), HEADER.pack(STREAM_INDEX["ops"], 0.0, len(payload)) + payload)
+                _write_all(self._proc.stdin.fileno(), HEADER.pack(STREAM_INDEX["ops"], 0.0, len(payload)), payload)
                 return
             except (OSError, ValueError):
                 self._fall_back("the recorder process is gone (what it had not stored is lost)")
@@ -377,10 +377,16 @@ class RemoteJournal(Collector):
             self._local.ops.append(("stream", exchange_id, session_id, encoding))
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd: int, head: bytes, payload: bytes) -> None:
+    """A record's header and payload, written whole (never joined: a payload may be large)."""
+    views = [memoryview(head), memoryview(payload)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if views and written:
+            views[0] = views[0][written:]
 
 
 # -- the recorder process ----------------------------------------------------------------------

@@ -322,3 +322,32 @@ def test_importing_a_frame_log_with_a_frame_longer_than_max_frame_stores_it_cut(
     result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_record_larger_than_the_readers_buffer_comes_out_whole_and_a_torn_one_is_dropped(torn):
+    """The recorder processes read a large record (a frame of up to --max-frame) into a buffer
+    of its own: whole, in order with the records around it, and dropped when the writer died
+    mid-way."""
+    from addons.chunkwire import LARGE, RecordReader, chunk_header
+
+    big = bytes(range(256)) * ((LARGE + (3 << 20)) // 256)
+    data = (chunk_header("c2s", 0.5, 2) + b"ok" + chunk_header("s2c", 1.0, len(big)) + big
+            + chunk_header("c2s", 2.0, 3) + b"end")
+    if torn:
+        data = data[:len(data) - 4096 - 12]
+    r, w = os.pipe()
+
+    def writer():
+        with os.fdopen(w, "wb", buffering=0) as fh:
+            for i in range(0, len(data), 100_003):
+                fh.write(data[i:i + 100_003])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        got = [(kind, ts, bytes(payload)) for kind, ts, payload in RecordReader(r)]
+    finally:
+        thread.join()
+        os.close(r)
+    assert got == ([(0, 0.5, b"ok")] if torn else [(0, 0.5, b"ok"), (1, 1.0, big), (0, 2.0, b"end")])
