@@ -310,6 +310,7 @@ class RemoteJournal(Collector):
         """Queue a batch; one larger than PACK_BYTES (a flood) goes as halves, so that the
         queue's memory bound holds."""
         if len(payload) > PACK_BYTES and len(ops) > 1:
+            del payload  # a large frame's batch: one marshalled copy at a time, not two
             half = len(ops) // 2
             for part in (ops[:half], ops[half:]):
                 self._put(part, marshal.dumps(part))
