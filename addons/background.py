@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 
 def recorder_main(record_from: Callable, module: str, what: str) -> None:
-    """Run `record_from(stdin, DB, redaction)` as `python -m MODULE DB [REDACTION ARGS]` and exit
-    with its status (the arguments: analyzer/redact.py Redaction.to_args)."""
+    """Run `record_from(stdin, DB, redaction, max_frame=N)` as `python -m MODULE DB [--max-frame N]
+    [REDACTION ARGS]` and exit with its status (the arguments: analyzer/redact.py
+    Redaction.to_args; --max-frame: addons/bounded.py)."""
     for optional in ("pandas", "numpy"):
         sys.modules.setdefault(optional, None)
     try:
@@ -26,11 +27,32 @@ def recorder_main(record_from: Callable, module: str, what: str) -> None:
     if len(sys.argv) < 2:
         sys.stderr.write(f"usage: python -m {module} DB [--no-redact] [--redact-key K]... [--redact-path P]... < records\n")
         sys.exit(2)
+    from addons.bounded import DEFAULT_MAX_FRAME
     from analyzer.redact import Redaction
 
+    args = sys.argv[2:]
+    max_frame = DEFAULT_MAX_FRAME
+    if args[:1] == ["--max-frame"] and len(args) > 1 and args[1].isdigit():
+        max_frame, args = int(args[1]), args[2:]
     try:
-        status = record_from(sys.stdin.fileno(), sys.argv[1], Redaction.from_args(sys.argv[2:]))
+        status = record_from(sys.stdin.fileno(), sys.argv[1], Redaction.from_args(args), max_frame=max_frame)
     except Exception as exc:  # a bug: one line (whoever feeds it says what could not be handed over)
         sys.stderr.write(f"mcptap: error: {what} failed: {type(exc).__name__}: {exc}\n")
         status = 1
     sys.exit(status)
+
+
+def hurry(pid: int) -> None:
+    """The recording is ending: the recorder process `pid` (each of its threads: the policy is
+    a thread's) runs at the normal priority from now on, so that what is still queued is stored
+    at the machine's pace, not at what a busy machine leaves to idle work (best effort: where
+    the platform or the limits refuse, it stays idle)."""
+    try:
+        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        threads = [pid]
+    for tid in threads:
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except (AttributeError, OSError):
+            pass

@@ -17,6 +17,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 
+from addons.bounded import DEFAULT_MAX_FRAME
 from addons.http_tap import McpTap
 from addons.http_writer import Streams
 from analyzer import __version__, journal
@@ -123,8 +124,10 @@ def _timeline(flows: list) -> list[tuple]:
 
 def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bool = False,
                    keep_credentials: bool = False, warn: Callable[[str], None] = lambda m: None,
-                   redactor=None) -> list:
-    """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows."""
+                   redactor=None, max_frame: int = DEFAULT_MAX_FRAME) -> list:
+    """Import one capture in one transaction: all of it or none of it. Returns ImportedSession rows.
+    Bodies are decoded a step at a time and a frame larger than `max_frame` is stored cut
+    (addons/bounded.py): a decompression bomb in a capture costs time, not memory."""
     flows = read_flows(path)
     if kind == "har":
         _har_entries(path, flows)
@@ -133,7 +136,8 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
         digest = hashlib.sha256(fh.read()).hexdigest()
     collector = journal.Collector()
     tap = McpTap(recorder=f"mcptap {__version__} import", journal=collector,
-                 redactor=Redactor(keep=keep_credentials), label=os.path.basename(path), source=os.path.abspath(path))
+                 redactor=Redactor(keep=keep_credentials), label=os.path.basename(path), source=os.path.abspath(path),
+                 max_frame=max_frame)
     if not new_id:  # the same file imported twice gives the same session ids
         seen: dict[str, int] = {}
 
@@ -174,7 +178,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
                 if kind == "har"
                 else "have no body in the file (mitmproxy streamed them without keeping them)")
         warn(f"{path}: {empty} SSE answer(s) {said}: their events, if any, are not imported")
-    ops = journal.redact(journal.number(Streams().cut(collector.ops), {}), redactor)
+    ops = journal.redact(journal.number(Streams(max_frame=max_frame).cut(collector.ops), {}), redactor)
     sessions = [op[1] for op in ops if op[0] == "session"]
     for s in sessions:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],)).fetchone():

@@ -22,6 +22,10 @@ HEADER = struct.Struct("<BdI")  # kind, Unix time, payload length (little-endian
 
 READ_SIZE = 1 << 20
 
+LARGE = 4 << 20
+"""A record longer than this is read into a buffer of its own and given as that bytearray (one
+copy of a large frame in the reader, not three)."""
+
 
 def chunk_header(stream: str, ts: float, size: int) -> bytes:
     return HEADER.pack(STREAM_INDEX[stream], ts, size)
@@ -41,7 +45,7 @@ class RecordReader:
         self.fd = fd
         self.before_read: Callable[[], None] | None = None
 
-    def __iter__(self) -> Iterator[tuple[int, float, bytes]]:
+    def __iter__(self) -> Iterator[tuple[int, float, bytes | bytearray]]:
         buf = bytearray()
         start = 0
         while True:
@@ -55,10 +59,35 @@ class RecordReader:
             while end - start >= HEADER.size:
                 kind, ts, size = HEADER.unpack_from(buf, start)
                 stop = start + HEADER.size + size
+                if stop > end and size > LARGE:
+                    record = self._large(buf, start + HEADER.size, size)
+                    if record is None:
+                        return  # torn: the writer died mid-way
+                    del buf[:]
+                    start = end = 0
+                    yield kind, ts, record
+                    continue
                 if stop > end:
                     break
-                yield kind, ts, bytes(buf[start + HEADER.size:stop])
+                with memoryview(buf) as view:  # one copy of a record, not two (a frame may be large)
+                    record = bytes(view[start + HEADER.size:stop])
+                yield kind, ts, record
                 start = stop
             if start:
                 del buf[:start]
                 start = 0
+
+    def _large(self, buf: bytearray, at: int, size: int) -> bytearray | None:
+        """A large record's payload: what `buf` holds of it from `at`, and the rest read into
+        place; None if EOF comes first."""
+        record = bytearray(size)
+        have = len(buf) - at
+        record[:have] = memoryview(buf)[at:]
+        del buf[:]
+        with memoryview(record) as view:
+            while have < size:
+                got = os.readv(self.fd, [view[have:]])
+                if not got:
+                    return None
+                have += got
+        return record

@@ -43,7 +43,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from mitmproxy import ctx, exceptions, http
 
+from addons.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
 from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
+from addons.sse import LINE_SLACK
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
 from analyzer.redact import FrameRedactor, Redaction, Redactor
@@ -52,6 +54,9 @@ C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
 LEGACY_KEYS = ("session_id", "sessionId")
 MODERN_ERA = b"2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
+SCOUT_BYTES = 1 << 20
+"""Bytes of a stream whose session is not known yet that are held and read on the event loop;
+a stream that has not told its session by then joins the sessionless group of its client."""
 
 
 @dataclass
@@ -69,7 +74,7 @@ class Exchange:
     __slots__ = ("flow_id", "method", "url", "path", "upstream", "started_at", "request_end", "request_fields", "connection",
                  "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
                  "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
-                 "early", "scout", "legacy_stream", "finished")
+                 "early", "early_bytes", "scout", "legacy_stream", "finished", "kept")
 
     def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
                  request_end: float | None, request_fields: tuple, connection: str, client: str,
@@ -79,7 +84,7 @@ class Exchange:
         self.started_at, self.request_end, self.request_fields = started_at, request_end, request_fields
         self.connection, self.client, self.user_agent = connection, client, user_agent  # the client connection it came on
         self.session: Session | None = None
-        self.pending: list = []  # frames waiting for their session: (ts, direction, raw, event id, incomplete)
+        self.pending: list = []  # frames waiting for their session: (ts, direction, raw, event id, incomplete, size)
         self.status = self.response_fields = self.response_at = None
         self.response_type: str | None = None
         self.content_encoding: str | None = None
@@ -89,9 +94,11 @@ class Exchange:
         self.streaming = False  # an SSE answer, tapped
         self.shipped = False  # its stream (and chunks) go to the journal, cut there
         self.early: list | None = None  # chunks of a stream whose session is not known yet: (ts, bytes)
+        self.early_bytes = 0  # their length (at most SCOUT_BYTES and a chunk)
         self.scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
         self.legacy_stream = False  # a GET stream that may announce a legacy endpoint
         self.finished = False
+        self.kept: Kept | None = None  # an answer larger than the limit, streamed: what is stored of it
 
     @property
     def stateless_key(self) -> tuple:
@@ -118,6 +125,12 @@ def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode("utf-8", "surrogateescape")
 
 
+def _length(h: dict[bytes, bytes]) -> int:
+    """The Content-Length of a message's header fields (0: none, or none that reads)."""
+    value = h.get(b"content-length", b"")
+    return int(value) if value.isdigit() and len(value) < 20 else 0
+
+
 def _is_json(content_type: str | None) -> bool:
     return bool(content_type) and content_type.split(";")[0].strip().lower().endswith(("/json", "+json"))
 
@@ -137,7 +150,7 @@ def _legacy_token(target: str) -> str | None:
 class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
-                 on_running: Callable[[], None] | None = None) -> None:
+                 on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (addons/capture_import.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
@@ -154,6 +167,7 @@ class McpTap:
         self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
         self.errors = 0  # faults inside a tap, each said once in the log
         self.on_running = on_running
+        self.max_frame = max_frame  # a larger frame is stored cut (addons/bounded.py)
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
     # -- options -------------------------------------------------------------------------------
@@ -168,12 +182,21 @@ class McpTap:
                           "mcptap: more frame member names to redact (globs, any case).")
         loader.add_option("mcptap_redact_paths", typing.Sequence[str], [],
                           "mcptap: JSON paths of frame members to redact ($.params.arguments.token).")
+        loader.add_option("mcptap_max_frame", int, DEFAULT_MAX_FRAME,
+                          "mcptap: the largest frame stored whole, in bytes (decoded); a larger one is stored "
+                          "cut at this size and marked, with its full size (the wire passes untouched).")
 
     def configure(self, updated: set[str]) -> None:
         if "mcptap_keep_credentials" in updated or self.journal is None:
             self.redactor = Redactor(keep=ctx.options.mcptap_keep_credentials)
         if "mcptap_label" in updated:
             self.label = ctx.options.mcptap_label or None
+        if "mcptap_max_frame" in updated:
+            if ctx.options.mcptap_max_frame <= 0:
+                raise exceptions.OptionsError("mcptap: mcptap_max_frame must be a positive number of bytes")
+            if self.journal is not None and ctx.options.mcptap_max_frame != self.max_frame:
+                raise exceptions.OptionsError("mcptap: mcptap_max_frame cannot change while recording")
+            self.max_frame = ctx.options.mcptap_max_frame
         if "mcptap_db" in updated:
             path = ctx.options.mcptap_db
             if not path:
@@ -189,7 +212,7 @@ class McpTap:
                 except ValueError as exc:
                     raise exceptions.OptionsError(f"mcptap: mcptap_redact_paths: {exc}") from None
                 try:
-                    self.journal = RemoteJournal(path, redaction=redaction)
+                    self.journal = RemoteJournal(path, redaction=redaction, max_frame=ctx.options.mcptap_max_frame)
                     self._raw_rows = True
                 except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
@@ -208,7 +231,7 @@ class McpTap:
         req = flow.request
         fields = req.headers.fields
         h = _lookup(fields)
-        body = (req.get_content(strict=False) if b"content-encoding" in h else req.raw_content) or b""
+        body, size = self._body(req.raw_content, h.get(b"content-encoding"))
         method = req.method
         if not self._is_mcp_request(method, h, body):
             return
@@ -220,7 +243,7 @@ class McpTap:
                                                 req.timestamp_start, req.timestamp_end, fields, flow.client_conn.id,
                                                 peer[0] if peer else "", h.get(b"user-agent"))
         if body and method == "POST":
-            ex.pending.append((ex.request_end or time.time(), C2S, body, None, 0))
+            ex.pending.append((ex.request_end or time.time(), C2S, body, None, 0, size))
         key = self._key_at_request(ex, h, body)
         if key is not None:
             self._join(ex, key)
@@ -246,6 +269,22 @@ class McpTap:
         if sse:
             self._tap(flow, ex)
             self._exchange(ex)  # a stream may last: its exchange is in the database meanwhile
+        elif not ex.content_encoding and _length(h) > self.max_frame:
+            self._keep_answer(flow, ex)
+
+    def _keep_answer(self, flow: http.HTTPFlow, ex: Exchange) -> None:
+        """An answer larger than the limit: streamed (mitmproxy would hold all of it), and its
+        first max_frame bytes kept as they pass; the rest only counted."""
+        kept = ex.kept = Kept(self.max_frame)
+        downstream = flow.response.stream
+
+        def keep(chunk: bytes) -> bytes:
+            kept.add(chunk)
+            if callable(downstream):
+                return downstream(chunk)
+            return chunk
+
+        flow.response.stream = keep
 
     def response(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -254,12 +293,26 @@ class McpTap:
         resp = flow.response
         end = resp.timestamp_end or time.time()
         if not ex.streaming:  # not a stream: the whole answer is here
-            body = (resp.get_content(strict=False) if ex.content_encoding else resp.raw_content) or b""
+            if ex.kept is not None:
+                body, size = ex.kept.value(), ex.kept.size
+                ex.kept = None  # its pieces go now: one copy of the frame is held, not two
+            else:
+                body, size = self._body(resp.raw_content, ex.content_encoding)
             if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
-                self._frame(ex, end, S2C, body, None)
+                self._frame(ex, end, S2C, body, None, size=size)
         self._finish(ex, end, "complete")
         if ex.method == "DELETE" and 200 <= resp.status_code < 300 and ex.session is not None:
             self._end_session(ex.session, end)
+
+    def _body(self, raw: bytes | None, encoding: bytes | str | None) -> tuple[bytes, int]:
+        """A whole body as its frame is stored: decoded a step at a time and cut at the limit
+        (addons/bounded.py), and its full size."""
+        raw = raw or b""
+        if not encoding:
+            return (raw if len(raw) <= self.max_frame else raw[:self.max_frame]), len(raw)
+        if isinstance(encoding, bytes):
+            encoding = encoding.decode("latin-1")
+        return decode_body(raw, encoding, self.max_frame)
 
     def error(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -289,14 +342,26 @@ class McpTap:
         if ex.session is not None:
             self._ship_stream(ex)
         else:
-            ex.scout, ex.early = Streams(), []
+            ex.scout, ex.early = Streams(max_frame=SCOUT_BYTES), []
             ex.scout.cut([("stream", ex.flow_id, "", ex.content_encoding)])
         downstream = flow.response.stream
         chunk_op = self.journal.chunk
+        # an identity stream's line longer than the limit: its further bytes go as their count alone
+        plain = (ex.content_encoding or "identity").strip().lower() == "identity"
+        overlong = self.max_frame + LINE_SLACK
+        line = [0]  # bytes since the stream's last CR or LF
 
         def tap(chunk: bytes) -> bytes:
             if chunk and not ex.finished:
-                if ex.shipped:
+                counted = False
+                if plain:
+                    was = line[0]
+                    last = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+                    line[0] = was + len(chunk) if last < 0 else len(chunk) - last - 1
+                    counted = last < 0 and was >= overlong and ex.shipped  # the recorder would only count them
+                if counted:
+                    chunk_op(ex.flow_id, self.clock(), len(chunk))
+                elif ex.shipped:
                     chunk_op(ex.flow_id, self.clock(), chunk)
                 else:
                     try:
@@ -314,12 +379,14 @@ class McpTap:
         for ts, chunk in ex.early or ():
             self.journal.chunk(ex.flow_id, ts, chunk)
         ex.early = ex.scout = None
+        ex.early_bytes = 0
         ex.shipped = True
 
     def _scout(self, ex: Exchange, chunk: bytes) -> None:
         """A stream whose session is not known: its first event tells (an `endpoint` event:
         a legacy session; a message: the sessionless group of its client)."""
         ex.early.append((self.clock(), chunk))
+        ex.early_bytes += len(chunk)
         for op in ex.scout.cut([("chunk", ex.flow_id, 0.0, chunk)]):
             if op[0] == "frame":
                 self._join(ex, ex.stateless_key)
@@ -328,6 +395,8 @@ class McpTap:
         if endpoint is not None:
             ex.endpoint = endpoint
             self._join(ex, ("sse", ex.upstream, _legacy_token(endpoint) or endpoint), transport="sse")
+        elif ex.early_bytes >= SCOUT_BYTES:  # no endpoint first: not a legacy stream; held no longer
+            self._join(ex, ex.stateless_key)
 
     def _fault(self, ex: Exchange, exc: Exception) -> None:
         self.errors += 1
@@ -402,8 +471,8 @@ class McpTap:
         ex.session = session
         if key[0] == "http" and ex.connection:
             self.by_connection[ex.connection] = key
-        for ts, direction, raw, event_id, incomplete in ex.pending:
-            self.journal.frame(store.http_frame_row(session.id, 0, ts, direction, raw, ex.flow_id, event_id, incomplete))
+        for ts, direction, raw, event_id, incomplete, size in ex.pending:
+            self.journal.frame(self._row(session.id, ts, direction, raw, ex.flow_id, event_id, incomplete, size))
         ex.pending.clear()
         if ex.streaming and not ex.shipped:
             self._ship_stream(ex)
@@ -432,9 +501,15 @@ class McpTap:
             self.journal.exchange(exchange_row(ex.snapshot(), self.redactor))
 
     def _frame(self, ex: Exchange, ts: float, direction: str, raw: bytes, event_id: str | None,
-               incomplete: int = 0) -> None:
+               incomplete: int = 0, size: int | None = None) -> None:
         if ex.session is None:
-            ex.pending.append((ts, direction, raw, event_id, incomplete))
+            ex.pending.append((ts, direction, raw, event_id, incomplete, size))
             return
-        self.journal.frame(store.http_frame_row(ex.session.id, 0, ts, direction, raw, ex.flow_id, event_id,
-                                                incomplete))
+        self.journal.frame(self._row(ex.session.id, ts, direction, raw, ex.flow_id, event_id, incomplete, size))
+
+    @staticmethod
+    def _row(session_id: str, ts: float, direction: str, raw: bytes, exchange_id: str, event_id: str | None,
+             incomplete: int, size: int | None) -> tuple:
+        """A frame's row; one stored cut at the limit is marked, with its full size `size`."""
+        row = store.http_frame_row(session_id, 0, ts, direction, raw, exchange_id, event_id, incomplete)
+        return row if size is None or size <= len(raw) else cut_row(row, size)

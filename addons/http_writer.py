@@ -25,12 +25,12 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 
-from addons.background import recorder_main
+from addons.background import hurry, recorder_main
 from addons.chunkqueue import ChunkQueue
+from addons.bounded import DEFAULT_MAX_FRAME, Decoder, cut_row
 from addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
 from addons.sse import SSEParser
 from analyzer import store
@@ -48,43 +48,21 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # -- cutting SSE answers into frames -----------------------------------------------------------
 
-def _decoder(encoding: str | None):
-    """An incremental decompressor for a content-encoded stream (None: none needed)."""
+def _decoder(encoding: str | None) -> Decoder | None:
+    """An incremental decompressor for a content-encoded stream (None: none needed), a step at
+    a time (addons/bounded.py)."""
     name = (encoding or "").strip().lower()
     if name in ("", "identity"):
         return None
-    if name in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if name == "deflate":
-        return zlib.decompressobj()
-    if name == "br":
-        import brotli  # a mitmproxy dependency
-
-        return _Brotli(brotli.Decompressor())
-    if name == "zstd":
-        import zstandard  # a mitmproxy dependency
-
-        return zstandard.ZstdDecompressor().decompressobj()
-    raise ValueError(f"content-encoding {encoding!r} cannot be decoded")
-
-
-class _Brotli:
-    def __init__(self, inner):
-        self.inner = inner
-
-    def decompress(self, data: bytes) -> bytes:
-        return self.inner.process(data)
-
-    def flush(self) -> bytes:
-        return b""
+    return Decoder(name)
 
 
 class _Stream:
     __slots__ = ("session_id", "decoder", "parser", "events", "fault", "last_ts", "endpoint")
 
-    def __init__(self, session_id: str, encoding: str | None):
+    def __init__(self, session_id: str, encoding: str | None, limit: int = DEFAULT_MAX_FRAME):
         self.session_id = session_id
-        self.parser = SSEParser()
+        self.parser = SSEParser(limit)
         self.events = 0
         self.fault: str | None = None
         self.last_ts = 0.0
@@ -152,14 +130,17 @@ class Streams:
     queued raw (`xraw`: addons/http_tap.py `Exchange.snapshot`) made into their rows with
     `redactor` (the contract's redaction when none is given)."""
 
-    def __init__(self, redactor: Redactor | None = None) -> None:
+    def __init__(self, redactor: Redactor | None = None, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._max_frame = max_frame  # an event's data beyond it is stored cut (addons/bounded.py)
         self._open: dict[str, _Stream] = {}
         self._closed: dict[str, _Stream] = {}  # until their exchange's last snapshot passes
         self._redactor = redactor
 
     def cut(self, ops: list[tuple]) -> list[tuple]:
         """`ops` with stream, chunk and close ops turned into frame ops (and exchange rows told
-        how many events their stream had, and why it was not recorded if it was not)."""
+        how many events their stream had, and why it was not recorded if it was not). A chunk
+        op's bytes may be an int: that many bytes, no CR or LF among them, continuing a line
+        already past the limit (addons/http_tap.py sends the count alone)."""
         out: list[tuple] = []
         for op in ops:
             kind = op[0]
@@ -168,7 +149,7 @@ class Streams:
                 if stream is not None:
                     self._feed(out, op[1], stream, op[2], op[3])
             elif kind == "stream":
-                self._open[op[1]] = _Stream(op[2], op[3])
+                self._open[op[1]] = _Stream(op[2], op[3], self._max_frame)
             elif kind == "close":
                 stream = self._open.pop(op[1], None)
                 if stream is not None:
@@ -199,37 +180,47 @@ class Streams:
         if stream.parser is None:
             return
         stream.last_ts = ts
+        if data.__class__ is int:  # the count of bytes continuing a line past the limit (http_tap)
+            stream.parser.skip(data)
+            return
         try:
             if stream.decoder is not None:
-                data = stream.decoder.decompress(data)
-            events = stream.parser.feed(data) if data else ()
+                for piece in stream.decoder.decode(data):  # a step at a time: a bomb costs no memory
+                    self._events(out, exchange_id, stream, ts, stream.parser.feed(piece))
+            elif data:
+                self._events(out, exchange_id, stream, ts, stream.parser.feed(data))
         except Exception as exc:  # noqa: BLE001: a stream that cannot be read is said, not fatal
             stream.parser, stream.fault = None, f"not decodable: {type(exc).__name__}: {exc}"
-            return
+
+    @staticmethod
+    def _events(out: list, exchange_id: str, stream: _Stream, ts: float, events) -> None:
         sid = stream.session_id
         for event in events:
             stream.events += 1
             if event.type == "endpoint" and event.data is not None and stream.endpoint is None:
                 stream.endpoint = event.data.decode("utf-8", "replace")
-            elif event.data:  # no data, an empty (priming) event, an endpoint: no message  # no data, priming (empty) and endpoint: no message
-                out.append(("frame", store.http_frame_row(sid, 0, ts, "s2c", event.data, exchange_id,
-                                                           event.id if event.has_id else None)))
+            elif event.data:  # no data, an empty (priming) event, an endpoint: no message
+                row = store.http_frame_row(sid, 0, ts, "s2c", event.data, exchange_id,
+                                           event.id if event.has_id else None)
+                out.append(("frame", row if event.full_size is None else cut_row(row, event.full_size)))
 
     def _finish(self, out: list, exchange_id: str, stream: _Stream, ts: float) -> None:
         if stream.parser is None:
             return
         if stream.decoder is not None:
             try:
-                tail = stream.decoder.flush()
+                for piece in stream.decoder.flush():
+                    self._events(out, exchange_id, stream, ts, stream.parser.feed(piece))
             except Exception:  # noqa: BLE001
-                tail = b""
-            if tail:
-                self._feed(out, exchange_id, stream, ts, tail)
-                if stream.parser is None:
-                    return
-        left = stream.parser.incomplete
+                pass
+            if stream.parser is None:
+                return
+        parser = stream.parser
+        left = parser.incomplete
         if left.strip():
-            out.append(("frame", store.http_frame_row(stream.session_id, 0, ts, "s2c", left, exchange_id, None, 1)))
+            row = store.http_frame_row(stream.session_id, 0, ts, "s2c", left, exchange_id, None, 1)
+            size = parser.incomplete_size
+            out.append(("frame", row if size <= len(left) else cut_row(row, size)))
 
 
 # -- the proxy's side --------------------------------------------------------------------------
@@ -240,9 +231,11 @@ class RemoteJournal(Collector):
     stdio tee does: the proxy's memory stays bounded while the recorder process lags); a writer
     thread hands the queue to the recorder process."""
 
-    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redaction: Redaction | None = None):
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redaction: Redaction | None = None,
+                 max_frame: int = DEFAULT_MAX_FRAME):
         Sink(db_path, warn=warn).close()  # the database opens (and has its tables) before the proxy starts
         self.db_path = db_path
+        self.max_frame = max_frame
         self.redaction = redaction or Redaction()
         self.ops: deque[tuple] = deque()
         self._warn = warn
@@ -268,7 +261,7 @@ class RemoteJournal(Collector):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
         try:
             proc = subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path,
-                                     *self.redaction.to_args()],
+                                     "--max-frame", str(self.max_frame), *self.redaction.to_args()],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
                                     process_group=0)
         except OSError as exc:
@@ -282,6 +275,8 @@ class RemoteJournal(Collector):
 
     def close(self) -> None:
         """Ship the rest, then wait for the recorder process to store it all."""
+        if self._proc is not None:
+            hurry(self._proc.pid)
         self._stop.set()
         self._packer.join()
         self._pack()
@@ -315,6 +310,7 @@ class RemoteJournal(Collector):
         """Queue a batch; one larger than PACK_BYTES (a flood) goes as halves, so that the
         queue's memory bound holds."""
         if len(payload) > PACK_BYTES and len(ops) > 1:
+            del payload  # a large frame's batch: one marshalled copy at a time, not two
             half = len(ops) // 2
             for part in (ops[:half], ops[half:]):
                 self._put(part, marshal.dumps(part))
@@ -351,7 +347,7 @@ class RemoteJournal(Collector):
     def _send(self, payload: bytes) -> None:
         if self._local is None and self._proc is not None:
             try:
-                _write_all(self._proc.stdin.fileno(), HEADER.pack(STREAM_INDEX["ops"], 0.0, len(payload)) + payload)
+                _write_all(self._proc.stdin.fileno(), HEADER.pack(STREAM_INDEX["ops"], 0.0, len(payload)), payload)
                 return
             except (OSError, ValueError):
                 self._fall_back("the recorder process is gone (what it had not stored is lost)")
@@ -373,7 +369,7 @@ class RemoteJournal(Collector):
 
     def _fall_back(self, why: str) -> None:
         self._warn(f"{why}; recording goes on inside the proxy")
-        streams = Streams(Redactor(keep=self.redaction.keep))
+        streams = Streams(Redactor(keep=self.redaction.keep), max_frame=self.max_frame)
         self._local = Journal(self.db_path, warn=self._warn, transform=streams.cut,
                               redactor=FrameRedactor(self.redaction))
         for session in self._sessions.values():  # it may not have stored them
@@ -382,17 +378,24 @@ class RemoteJournal(Collector):
             self._local.ops.append(("stream", exchange_id, session_id, encoding))
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd: int, head: bytes, payload: bytes) -> None:
+    """A record's header and payload, written whole (never joined: a payload may be large)."""
+    views = [memoryview(head), memoryview(payload)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if views and written:
+            views[0] = views[0][written:]
 
 
 # -- the recorder process ----------------------------------------------------------------------
 
-def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> int:
+def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
+                max_frame: int = DEFAULT_MAX_FRAME) -> int:
     sink = Sink(db_path, redactor=FrameRedactor(redaction))
-    streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False))
+    streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False), max_frame=max_frame)
     reader = RecordReader(fd)
     reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy
     try:

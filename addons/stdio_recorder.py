@@ -20,6 +20,7 @@ import sys
 from itertools import repeat
 
 from addons.background import recorder_main
+from addons.bounded import CUT, DEFAULT_MAX_FRAME, cut_row
 from addons.chunkwire import END, SESSION, STREAMS, RecordReader
 from addons.framing import LineFramer
 from analyzer.redact import FrameRedactor, Redaction
@@ -32,11 +33,13 @@ C2S, S2C, STDERR = STREAMS
 class Recorder:
     """Cuts frames out of chunks, in the order they passed, and hands them to the writer."""
 
-    def __init__(self, writer: SessionWriter, redactor: FrameRedactor | None = None):
+    def __init__(self, writer: SessionWriter, redactor: FrameRedactor | None = None,
+                 max_frame: int = DEFAULT_MAX_FRAME):
         self._redactor = None if redactor is None or redactor.off else redactor
         self._sid = writer.session["id"]
         self._writer = writer
-        self._framers = {C2S: LineFramer(), S2C: LineFramer(), STDERR: LineFramer()}
+        # a line longer than max_frame is stored cut and marked (addons/bounded.py); the wire is the tee's
+        self._framers = {C2S: LineFramer(max_frame), S2C: LineFramer(max_frame), STDERR: LineFramer(max_frame)}
         self._last_ts = {C2S: 0.0, S2C: 0.0, STDERR: 0.0}
         self._seq = 0
         self._err_seq = 0
@@ -44,9 +47,11 @@ class Recorder:
     def chunk(self, stream: str, ts: float, chunk: bytes) -> None:
         """Rows for every line the chunk completes, in their final form (store rows)."""
         self._last_ts[stream] = ts
-        lines = self._framers[stream].feed(chunk)
+        framer = self._framers[stream]
+        lines = framer.feed(chunk)
         if not lines:
             return
+        cut = framer.cut
         n, sid = len(lines), self._sid
         nbytes = sum(map(len, lines)) + n
         if stream == STDERR:
@@ -56,6 +61,8 @@ class Recorder:
             if self._redactor is not None:
                 for i in self._redactor.text_candidates(lines):
                     rows[i] = self._stderr_row(rows[i], lines[i])
+            for i in cut or ():
+                rows[i] = rows[i][:4] + (CUT,)
             self._err_seq = seq + n
             self._writer.add([], rows, nbytes)
         else:
@@ -65,6 +72,8 @@ class Recorder:
             if self._redactor is not None:
                 for i in self._redactor.candidates(lines):
                     rows[i] = redact_row(rows[i], self._redactor)
+            for i, size in (cut or {}).items():
+                rows[i] = cut_row(rows[i], size)
             self._seq = seq + n
             self._writer.add(rows, [], nbytes)
 
@@ -77,23 +86,28 @@ class Recorder:
         """Record what followed the last newline of each stream (an incomplete line)."""
         frames, errs, nbytes = [], [], 0
         for ts, stream in sorted((self._last_ts[s], s) for s in (C2S, S2C)):
-            tail = self._framers[stream].finish()
+            framer = self._framers[stream]
+            size = framer.size
+            tail = framer.finish()
             if tail is not None:
                 self._seq += 1
                 row = (self._sid, self._seq, ts, stream, stored_raw(tail), len(tail), 1, None)
-                frames.append(redact_row(row, self._redactor) if self._redactor is not None else row)
+                row = redact_row(row, self._redactor) if self._redactor is not None else row
+                frames.append(row if size <= len(tail) else cut_row(row, size))
                 nbytes += len(tail)
+        size = self._framers[STDERR].size
         tail = self._framers[STDERR].finish()
         if tail is not None:
             self._err_seq += 1
-            row = (self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1)
+            row = (self._sid, self._err_seq, self._last_ts[STDERR], stored_raw(tail), 1 if size <= len(tail) else CUT)
             errs.append(self._stderr_row(row, tail) if self._redactor is not None else row)
             nbytes += len(tail)
         if frames or errs:
             self._writer.add(frames, errs, nbytes)
 
 
-def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> int:
+def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
+                max_frame: int = DEFAULT_MAX_FRAME) -> int:
     """Store the session the records on `fd` carry; 0, or 2 when no session record came."""
     reader = RecordReader(fd)
     records = iter(reader)
@@ -111,7 +125,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None) -> in
 
     reader.before_read = pace
     writer.start()
-    recorder = Recorder(writer, redactor)
+    recorder = Recorder(writer, redactor, max_frame)
     end = {"ended_at": None, "exit_status": None}
     last_ts = None
     for kind, ts, payload in records:

@@ -30,6 +30,8 @@ from analyzer import __version__
 from analyzer.errors import MCPTapError
 from analyzer.ids import new_session_id
 from analyzer.writer import warn_stderr
+from addons.background import hurry
+from addons.bounded import DEFAULT_MAX_FRAME
 from addons.chunkqueue import ChunkQueue
 from addons.chunkwire import END, SESSION, chunk_header, json_record
 
@@ -112,7 +114,7 @@ def exit_status_of(returncode: int) -> int:
 
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
-                 redaction_args: list[str] | None = None):
+                 redaction_args: list[str] | None = None, max_frame: int = DEFAULT_MAX_FRAME):
         if not argv:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
@@ -129,6 +131,7 @@ class Tee:
         self.db_path = db_path
         self._warn = warn
         self._redaction_args = redaction_args or []  # for the recorder process (analyzer/redact.py Redaction.to_args)
+        self._max_frame = max_frame  # a longer line is stored cut (addons/bounded.py); the wire passes it whole
         db_folder = os.path.dirname(os.path.abspath(db_path))
         self._queue = ChunkQueue((db_folder, tempfile.gettempdir()))
         self._proc: subprocess.Popen | None = None
@@ -188,7 +191,8 @@ class Tee:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path, *self._redaction_args],
+                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path, "--max-frame", str(self._max_frame),
+                 *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )
         except OSError as exc:
@@ -285,6 +289,8 @@ class _Shipper:
 
     def finish(self, end: dict) -> None:
         """Ship the rest and the session's end, then wait for the recorder to store it all."""
+        if self._recorder is not None:
+            hurry(self._recorder.pid)
         self._stop.set()
         self._queue.wake()
         self._thread.join()

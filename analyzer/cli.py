@@ -47,6 +47,23 @@ RedactPathOption = Annotated[Optional[list[str]], typer.Option(
                                          "$.params.arguments.token (repeatable).")]
 
 
+MaxFrameOption = Annotated[str, typer.Option(
+    "--max-frame", metavar="SIZE", help="The largest frame stored whole (decoded), in bytes or with K, M or G: "
+                                        "a larger one is stored cut at this size and marked with its full size "
+                                        "(finding frame-truncated); the wire passes untouched.")]
+MAX_FRAME_DEFAULT = "128M"  # addons/bounded.py DEFAULT_MAX_FRAME, not imported here: the CLI starts light
+
+
+def max_frame_of(text: str) -> int:
+    """--max-frame's bytes; a size that cannot be read is a usage error."""
+    from addons.bounded import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise fail(f"--max-frame: {exc}") from None
+
+
 def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | None):
     """The Redaction the options ask for; a JSON path that cannot be read is a usage error."""
     from analyzer.jsonpath import parse_pattern
@@ -108,6 +125,7 @@ def record(
     no_redact: NoRedactOption = False,
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
 ) -> None:
     """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
     is recorded, and the exit status is the server's. Put it in a host's server config in place
@@ -118,9 +136,10 @@ def record(
     from addons.stdio_tee import SpawnError, Tee
 
     redaction = redaction_of(no_redact, redact_key, redact_path)
+    limit = max_frame_of(max_frame)
     with one_line_errors():
         try:
-            status = Tee(list(command), db, name, redaction_args=redaction.to_args()).run()
+            status = Tee(list(command), db, name, redaction_args=redaction.to_args(), max_frame=limit).run()
         except SpawnError as exc:
             raise fail(str(exc), exc.exit_status) from None
     raise typer.Exit(status)
@@ -142,6 +161,7 @@ def proxy(
     redact_path: RedactPathOption = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -152,8 +172,9 @@ def proxy(
     """
     from analyzer import proxy as proxy_mod
 
+    limit = max_frame_of(max_frame)
     with one_line_errors():
-        status = proxy_mod.run(upstream, db, listen=listen, label=name,
+        status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, on_ready=proxy_mod.say_listening(upstream, db))
     raise typer.Exit(status)
@@ -291,6 +312,7 @@ def import_cmd(
     no_redact: NoRedactOption = False,
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
@@ -304,6 +326,7 @@ def import_cmd(
         sys.stderr.write(f"mcptap: warning: {message}\n")
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
+    limit = max_frame_of(max_frame)
     with one_line_errors():
         for path in files:
             importer.detect_format(path)
@@ -315,7 +338,7 @@ def import_cmd(
             with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
                 imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
                                                 keep_credentials=keep_credentials or no_redact,
-                                                redaction=redaction)
+                                                redaction=redaction, max_frame=limit)
             for s in imported:
                 verb = "merged into" if s.merged else "imported"
                 typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")

@@ -346,7 +346,7 @@ def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision:
     header = next((e["protocol_version"] for e in exchanges or () if e["protocol_version"]), None)
     rev = revision.detect(store.iter_raw_frames(reader, session_id), fallback_revision, header)
     return SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
-                           stdio=meta["transport"] == "stdio",
+                           stdio=meta["transport"] == "stdio", cut=store.cut_frames(reader, session_id),
                            ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy,
                            transport=meta["transport"], exchanges=exchanges)
 

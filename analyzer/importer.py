@@ -128,24 +128,27 @@ def sniff_capture(head: bytes) -> str | None:
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
                 progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
-                redaction=None, locate: bool = False) -> list[ImportedSession]:
+                redaction=None, locate: bool = False, max_frame: int | None = None) -> list[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it. The file is
     streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
     at a time, so memory does not grow with the file. Credentials are redacted on the way in
     (analyzer/redact.py; `redaction` a Redaction, default the contract's; `keep_credentials`
     keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
-    file read so far. `locate`: each session's `lines` says where its frames were in the file."""
+    file read so far. `locate`: each session's `lines` says where its frames were in the file.
+    `max_frame`: a larger frame is stored cut and marked (addons/bounded.py; default 128 MiB)."""
+    from addons.bounded import CUT, DEFAULT_MAX_FRAME
     from analyzer.redact import FrameRedactor
 
     redactor = FrameRedactor(redaction)
     if redactor.off:
         redactor = None
     kind = detect_format(path)
+    max_frame = max_frame or DEFAULT_MAX_FRAME
     if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
         from addons.capture_import import import_capture
 
         found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
-                               redactor=redactor)
+                               redactor=redactor, max_frame=max_frame)
         if progress is not None:
             progress(sum(s.frames for s in found), os.path.getsize(path))
         return found
@@ -177,8 +180,12 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                     target.first_ts = ts
                 if kind is None:
                     seq = target.frame_seq(given)
+                    size = len(raw)
+                    if size > max_frame:  # stored cut and marked, with its full size
+                        raw, incomplete = raw[:max_frame], CUT
+                        text = store.stored_as_text(raw)
                     (target.frames if text else target.blobs).append(
-                        (target.result.id, seq, ts, direction, raw, len(raw), incomplete, paths))
+                        (target.result.id, seq, ts, direction, raw, size, incomplete, paths))
                     pending_bytes += len(raw)
                     frames += 1
                     if target.result.lines is not None:

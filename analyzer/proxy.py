@@ -67,10 +67,11 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
-        redaction=None, insecure: bool = False,
+        redaction=None, insecure: bool = False, max_frame: int | None = None,
         on_ready: Callable[[str, int], None] | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
-    to redact (analyzer/redact.py Redaction; default the contract's)."""
+    to redact (analyzer/redact.py Redaction; default the contract's). `max_frame`: the largest
+    frame stored whole (addons/bounded.py; default 128 MiB)."""
     from analyzer.redact import Redaction
 
     redaction = redaction or Redaction()
@@ -78,10 +79,10 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     host, port = parse_listen(listen)
     if port:
         _check_free(host, port)
-    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready))
+    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, max_frame))
 
 
-async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready) -> int:
+async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, max_frame=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -99,6 +100,7 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready)
         master.options.update(connection_strategy="lazy",
                               mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=redaction.keep,
                               mcptap_redact_keys=list(redaction.keys), mcptap_redact_paths=list(redaction.paths),
+                              **({"mcptap_max_frame": max_frame} if max_frame else {}),
                               termlog_verbosity="warn")
     except exceptions.OptionsError as exc:
         raise MCPTapError(str(exc).removeprefix("mcptap: ")) from None

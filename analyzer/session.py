@@ -231,10 +231,13 @@ class SessionAnalysis:
 
     def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
                  ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None,
-                 exact_only: bool = False):
+                 exact_only: bool = False, cut: dict[int, int] | None = None):
         """`exact_only`: every frame through the exact parser (analyzer/jsonwire.py), never the
-        fast path; the reference the fast path is tested against."""
+        fast path; the reference the fast path is tested against. `cut`: the frames stored cut
+        at the capture's --max-frame (seq -> full size): each is a `frame-truncated` finding,
+        not parsed."""
         self.session_id = session_id
+        self.cut = cut or None
         self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
         self._feed = _wirescan.feed if _wirescan is not None and not exact_only else None
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
@@ -372,7 +375,7 @@ class SessionAnalysis:
         collecting = gc.isenabled()
         gc.disable()  # rows and records, not cycles: the collector would only walk them again and again
         try:
-            if self._feed is not None:
+            if self._feed is not None and self.cut is None:
                 self._feed(self, rows)
             else:
                 for row in rows:
@@ -383,6 +386,9 @@ class SessionAnalysis:
 
     def frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         self.frames += 1
+        if self.cut is not None and seq in self.cut:
+            self._cut_frame(seq, ts, direction, raw)
+            return
         if self._scan is not None:
             envelope = self._scan(raw)
             if envelope is not None and self._fast(seq, ts, direction, raw, envelope):
@@ -443,6 +449,16 @@ class SessionAnalysis:
         kinds[frame.kind] = kinds.get(frame.kind, 0) + 1
         self._frame_rules(frame, tags)
         self.last_sent[direction] = frame if frame.kind in (BATCH, UNPARSEABLE) or not frame.elements else frame.elements[0]
+
+    def _cut_frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
+        """A frame stored cut at the limit: what is stored is not the message, so it is not
+        parsed; its kind is `unparseable` and the finding says it was cut."""
+        frame = Frame(seq, ts, direction, None, None, _SCALAR, UNPARSEABLE)
+        frame.value = len(raw)  # the bytes kept
+        self._rows.append([self.session_id, seq, None, direction, UNPARSEABLE, None, None, None, None])
+        self.kinds[UNPARSEABLE] = self.kinds.get(UNPARSEABLE, 0) + 1
+        self._frame_rules(frame, ["truncated"])
+        self.last_sent[direction] = frame
 
     def _fast(self, seq: int, ts: float, direction: str, raw: bytes, envelope: tuple) -> bool:
         """The common frame, from its envelope alone (analyzer/_wirescan.c): one well-formed

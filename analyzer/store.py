@@ -351,13 +351,14 @@ def http_frame_row(session_id: str, seq: int, ts: float, direction: str, raw: by
 def redact_row(row: tuple, redactor, raw_at: int = 4) -> tuple:
     """A stored row (frame_row or http_frame_row) with its frame redacted (analyzer/redact.py
     FrameRedactor): the raw, its size and the `redacted` column (the last) replaced, when any
-    member was."""
+    member was (a frame stored cut keeps its full size: addons/bounded.py)."""
     stored = row[raw_at]
     raw = stored.encode("utf-8", "surrogatepass") if isinstance(stored, str) else bytes(stored)
     new, paths = redactor.frame(raw)
     if paths is None:
         return row
-    return row[:raw_at] + (stored_raw(new), len(new)) + row[raw_at + 2:-1] + (json.dumps(paths),)
+    size = row[raw_at + 1] if row[raw_at + 2] == 2 else len(new)  # cut at --max-frame: its full size stays
+    return row[:raw_at] + (stored_raw(new), size) + row[raw_at + 2:-1] + (json.dumps(paths),)
 
 
 def insert_http_frames(conn: sqlite3.Connection, rows: Sequence[tuple]) -> None:
@@ -593,6 +594,16 @@ def iter_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
     )
     for seq, ts, direction, raw, incomplete, paths in cur:
         yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths)
+
+
+def cut_frames(conn: sqlite3.Connection, session_id: str) -> dict[int, int]:
+    """The session's frames stored cut at the capture's --max-frame: seq -> full size (by the
+    partial index of migration 0006; a database without it has none)."""
+    try:
+        return dict(conn.execute("SELECT seq, size FROM frames INDEXED BY frames_cut "
+                                 "WHERE session_id = ? AND incomplete = 2", (session_id,)))
+    except sqlite3.OperationalError:  # no such index: written before frames were ever cut
+        return {}
 
 
 def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:

@@ -95,9 +95,11 @@ def interleaved(exchanges: list[dict], frames: list[tuple[str, str, int]]) -> Ht
 
 def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ended: bool = True, policy=None):
     """Run the analysis over [(direction, raw), ...] (or an `http()` session); returns
-    (SessionAnalysis, rows, findings)."""
+    (SessionAnalysis, rows, findings). Outside HTTP, a frame (direction, raw, full size) was stored
+    cut at the capture's --max-frame (addons/bounded.py)."""
     exchanges = frames.exchanges if isinstance(frames, Http) else None
-    rows_in = [(i + 1, 1000.0 + i * 0.001, *frame) for i, frame in enumerate(frames)]
+    cut = None if exchanges is not None else {i + 1: frame[2] for i, frame in enumerate(frames) if len(frame) == 3}
+    rows_in = [(i + 1, 1000.0 + i * 0.001, *(frame if cut is None else frame[:2])) for i, frame in enumerate(frames)]
     if revision == "detect":
         header = next((e["protocol_version"] for e in exchanges or () if e["protocol_version"]), None)
         rev = revision_mod.detect(rows_in, header=header)
@@ -110,7 +112,7 @@ def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ende
     for mode, rows in modes:
         analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio and exchanges is None,
                                    ended=ended, policy=policy, transport="http" if exchanges else None,
-                                   exchanges=exchanges, exact_only=mode == "exact")
+                                   exchanges=exchanges, exact_only=mode == "exact", cut=cut or None)
         if mode == "native":
             analysis.feed(list(rows))
         else:

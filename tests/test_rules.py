@@ -38,6 +38,8 @@ CASES = {
     # envelope
     "parse-error": (H + [("s2c", "server ready")], H + [("s2c", note("notifications/tools/list_changed"))]),
     "stdout-noise": (H + [("s2c", "server ready")], H + [("c2s", "client junk")]),
+    "frame-truncated": (H + [("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"xx', 4 << 20)],
+                        H + [("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"xx')]),
     "duplicate-key": (H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"a":2}}'), ("s2c", ok(1))],
                       H + [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"b":2}}'), ("s2c", ok(1))]),
     "not-an-object": (H + [("c2s", "42")], H + [("c2s", req(1, "ping")), ("s2c", ok(1))]),

@@ -23,6 +23,16 @@ def parse_error(frame, s):
         return Hit(frame.parsed.error)
 
 
+@rule("frame-truncated", group="envelope", severity="warning", on=["frame"],
+      ref="mcptap capture bound (--max-frame, issue 15); MCP basic/transports: each message is one whole JSON-RPC message",
+      summary="the frame was larger than the capture's --max-frame: it is stored cut at the limit and not analysed",
+      when=['truncated'])
+def frame_truncated(frame, s):
+    size = s.cut.get(frame.seq) if s.cut else None
+    return Hit(f"the frame is {size} bytes; only its first {frame.value} are stored (--max-frame): "
+               "it is not analysed")
+
+
 @rule("stdout-noise", group="envelope", severity="error", on=["frame"],
       ref='MCP basic/transports §stdio: "The server MUST NOT write anything to its stdout that is not a valid MCP message."',
       summary="stdio: the server wrote a line on stdout that is not a JSON-RPC message (logs belong on stderr)",
