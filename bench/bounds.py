@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import http.client
-import io
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys

@@ -16,10 +16,8 @@ import http.client
 import io
 import json
 import os
-import signal
 import socket
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
