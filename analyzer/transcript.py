@@ -113,7 +113,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     if s.get("command"):
         try:
             what = " ".join(json.loads(s["command"]))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
@@ -148,13 +148,9 @@ def _finding_line(item) -> str:
 
 
 def _id_value(text: str | None):
-    """A message's id as the JSON value it was (stored as JSON text)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    """A message's id as the JSON value it was, exactly as written (`1e400`, 400 digits, an
+    array nested 5,000 deep): the analysis wrote it as JSON text (jsonwire.to_json)."""
+    return None if text is None else jsonout.Raw(text)
 
 
 def _message_fields(row: list | None) -> dict:
@@ -218,7 +214,7 @@ def _offset(ts: float, t0: float | None) -> float | None:
 def _paths(redacted: str) -> list[str]:
     try:
         paths = json.loads(redacted)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return [redacted]
     return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
 
@@ -233,7 +229,7 @@ def _command(text: str | None):
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return text
     return value if isinstance(value, list) else text
 
@@ -276,7 +272,7 @@ def session_objects(conn: sqlite3.Connection) -> list[dict]:
 def _kinds(text):
     try:
         value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
