@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from analyzer import framelog, jsonout, report, store
+from analyzer import cells, framelog, jsonout, report, store
 from analyzer.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
@@ -74,6 +74,7 @@ class _Analysed:
 def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
     from analyzer.engine import analyze_session
 
+    cells.check(conn, [session_id], cells.RECORDED)
     s = store.get_session(conn, session_id)
     summary, rows, findings = analyze_session(conn, session_id, policy=policy)
     frame_rows: dict[int, list] = {}
@@ -259,6 +260,7 @@ def session_object(s: dict, analysis: dict | None) -> dict:
 
 def session_objects(conn: sqlite3.Connection) -> list[dict]:
     """Every session as an object (session_object), oldest first."""
+    cells.check(conn, tables=("sessions", "frames", "analyses"))
     analysed = store.analysis_summaries(conn)
     out = []
     for s in store.list_sessions(conn):
