@@ -47,11 +47,14 @@ def nested(depth: int) -> str:
 
 
 def deep_call(depth: int) -> str:
-    return f'{{"jsonrpc":"2.0","id":{depth},"method":"tools/call","params":{{"name":"t","arguments":{{"x":{nested(depth)}}}}}}}'
+    """A call nested `depth` levels in all (its own object the first, then params, arguments)."""
+    return (f'{{"jsonrpc":"2.0","id":{depth},"method":"tools/call","params":{{"name":"t","arguments":'
+            f'{{"x":{nested(depth - 3)}}}}}}}')
 
 
 def deep_result(depth: int) -> str:
-    return f'{{"jsonrpc":"2.0","id":{depth},"result":{{"content":[],"y":{nested(depth)}}}}}'
+    """Its answer, nested as deep (its object, result, then the arrays)."""
+    return f'{{"jsonrpc":"2.0","id":{depth},"result":{{"content":[],"y":{nested(depth - 2)}}}}}'
 
 
 def ping(ident: str) -> str:
@@ -523,11 +526,16 @@ def test_a_cell_of_the_wrong_type_is_read_or_refused_naming_it_by_every_reader(a
             assert renamed or _refused(exc, table, column), (name, repr(exc))
 
 
-@pytest.mark.parametrize("table, column, value", [
-    ("frames", "ts", "'soon'"), ("sessions", "started_at", "'yesterday'"), ("exchanges", "status", "'ok'"),
+EVERY_COMMAND = ("analyze", "analyze --jobs 2", "show", "show json", "sessions", "serve")
+
+
+@pytest.mark.parametrize("table, column, value, commands", [
+    ("frames", "ts", "'soon'", EVERY_COMMAND),  # the issue's own example, through every command
+    ("sessions", "started_at", "'yesterday'", ("analyze", "show json")),
+    ("exchanges", "status", "'ok'", ("analyze", "show json")),
 ])
 def test_every_command_reading_a_wrong_typed_cell_refuses_it_in_one_line_naming_it(analysed, tmp_path, table,
-                                                                                   column, value):
+                                                                                   column, value, commands):
     db = tmp_path / "spoilt.db"
     shutil.copy(analysed, db)
     conn = sqlite3.connect(db)
@@ -535,19 +543,18 @@ def test_every_command_reading_a_wrong_typed_cell_refuses_it_in_one_line_naming_
         conn.execute(f'UPDATE "{table}" SET "{column}" = {value}')
     conn.close()
     session = "s" if table != "exchanges" else sqlite3.connect(db).execute("SELECT session_id FROM exchanges").fetchone()[0]
-    commands = [("analyze", "--db", str(db)), ("analyze", "--db", str(db), "--format", "json", "--jobs", "2"),
-                ("show", "--db", str(db), session), ("show", "--db", str(db), session, "--format", "json"),
-                ("sessions", "--db", str(db))]
+    argv = {"analyze": ("analyze", "--db", str(db)),
+            "analyze --jobs 2": ("analyze", "--db", str(db), "--format", "json", "--jobs", "2"),
+            "show": ("show", "--db", str(db), session), "show json": ("show", "--db", str(db), session, "--format",
+                                                                      "json"),
+            "sessions": ("sessions", "--db", str(db)), "serve": ("serve", "--db", str(db), session)}
     with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda args: cli(*args, cwd=tmp_path), commands))
-        results.append(cli("serve", "--db", str(db), session, cwd=tmp_path, input=INIT.encode() + b"\n"))
-    for args, result in zip(commands + [("serve",)], results):
-        if args[0] == "sessions" and table == "exchanges":  # a table it does not read
-            assert_clean(result, 0)
-            continue
+        results = dict(zip(commands, pool.map(lambda c: cli(*argv[c], cwd=tmp_path, input=INIT.encode() + b"\n"),
+                                               commands)))
+    for command, result in results.items():
         assert_clean(result, 2)
         (line,) = error_lines(result)
-        assert f"{table}.{column} " in line, (args, line)
+        assert f"{table}.{column} " in line, (command, line)
 
 
 def test_report_refuses_a_wrong_typed_cell_in_one_line_naming_it(analysed, tmp_path):
