@@ -2,15 +2,21 @@
 (analyzer/schema.py), since SQLite stores any value in any column (`frames.ts = 'soon'` is
 allowed): a wrong one is refused in one line naming the table, column and row (BadCell), never a
 traceback further on. What a reader coerces anyway is accepted: an integer where a REAL belongs,
-a number where a frame's bytes belong (`CAST(raw AS BLOB)` reads its text).
+a number where a frame's bytes belong (`CAST(raw AS BLOB)` reads its text), a value no reader
+does arithmetic with.
 
-One query per table, reading only the cells' types (SQLite gets them from the record header);
-restricted to the sessions a command reads when it names them."""
+Checking a whole frames table reads every page of it (as long as the analysis itself), so the
+readers check at once only what is cheap and what would otherwise flow silently into results
+(`check_cheap`: the sessions and analyses rows, and the frames' session and seq, read from their
+index), and check the rest when something fails (`diagnosed`): an exception raised while a
+wrong cell is there becomes BadCell naming it; with no wrong cell it is mcptap's bug and stays
+what it is."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 from analyzer.errors import MCPTapError
 from analyzer.textsafe import printable
@@ -85,13 +91,39 @@ class BadCell(MCPTapError):
 
 
 def check(conn: sqlite3.Connection, sessions: Sequence[str] | None = None,
-          tables: Sequence[str] = tuple(COLUMNS)) -> None:
-    """Every cell of `tables` (of the rows of `sessions`, when given) is of its column's type;
-    BadCell for the first that is not."""
+          tables: Sequence[str] = tuple(COLUMNS), columns: dict[str, Sequence[str]] | None = None) -> None:
+    """Every cell of `tables` (of the rows of `sessions`, when given; of only `columns[table]`,
+    when given) is of its column's type; BadCell for the first that is not."""
     present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table in tables:
         if table in present:
-            _check_table(conn, table, sessions)
+            _check_table(conn, table, sessions, None if columns is None else columns.get(table))
+
+
+CHEAP = {"sessions": tuple(COLUMNS["sessions"]), "analyses": tuple(COLUMNS["analyses"]),
+         "frames": ("session_id", "seq"), "stderr_lines": ("session_id", "seq")}
+"""What `check_cheap` looks at: the small tables whole, and of the large ones the columns their
+primary key index holds (read from the index, not the table: 40 bytes a frame)."""
+
+
+def check_cheap(conn: sqlite3.Connection, sessions: Sequence[str] | None = None,
+                tables: Sequence[str] = tuple(CHEAP)) -> None:
+    """`check` of what costs little (CHEAP), before a reader starts."""
+    check(conn, sessions, [t for t in tables if t in CHEAP], CHEAP)
+
+
+@contextlib.contextmanager
+def diagnosed(conn: sqlite3.Connection, sessions: Sequence[str] | None = None,
+              tables: Sequence[str] = tuple(COLUMNS)) -> Iterator[None]:
+    """An exception raised inside becomes BadCell when a cell of `tables` (of `sessions`) is of
+    the wrong type; mcptap's own errors, and any exception while every cell is right, pass."""
+    try:
+        yield
+    except MCPTapError:
+        raise
+    except Exception:
+        check(conn, sessions, tables)
+        raise
 
 
 def _condition(column: str, allowed: tuple[str, ...], nullable: bool, values: tuple[str, ...] | None) -> str:
@@ -102,9 +134,10 @@ def _condition(column: str, allowed: tuple[str, ...], nullable: bool, values: tu
     return condition
 
 
-def _check_table(conn: sqlite3.Connection, table: str, sessions: Sequence[str] | None) -> None:
+def _check_table(conn: sqlite3.Connection, table: str, sessions: Sequence[str] | None,
+                 only: Sequence[str] | None = None) -> None:
     have = [row[1] for row in conn.execute(f"PRAGMA table_info(\"{table}\")")]
-    spec = {c: s for c, s in COLUMNS[table].items() if c in have}
+    spec = {c: s for c, s in COLUMNS[table].items() if c in have and (only is None or c in only)}
     if not spec:
         return
     conditions = {c: _condition(c, *s) for c, s in spec.items()}
@@ -125,7 +158,7 @@ def _check_table(conn: sqlite3.Connection, table: str, sessions: Sequence[str] |
         if sessions is None or len(sessions) <= 500 or "too many" not in str(exc):
             raise
         for start in range(0, len(sessions), 500):
-            _check_table(conn, table, sessions[start:start + 500])
+            _check_table(conn, table, sessions[start:start + 500], only)
         return
     if row is None:
         return

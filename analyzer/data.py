@@ -17,7 +17,8 @@ and JSON is parsed only on demand (`value`, or `parse` over a column). Everythin
 chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked for), so a large
 file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
 it has run). Any function takes a path or an open sqlite3 connection. A cell of a type its column
-does not take (SQLite allows `frames.ts = 'soon'`) raises analyzer.cells.BadCell, naming it."""
+does not take (SQLite allows `frames.ts = 'soon'`) is read as it is where pandas takes it, and
+raises analyzer.cells.BadCell naming it where it would break a loader."""
 
 from __future__ import annotations
 
@@ -48,16 +49,18 @@ FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "
 
 @contextlib.contextmanager
 def _conn(db: str | sqlite3.Connection, tables: Sequence[str] = ()) -> Iterator[sqlite3.Connection]:
-    """The database open, the cells of `tables` checked (a wrong type is BadCell naming the
-    cell, not an error deep in pandas: analyzer/cells.py)."""
+    """The database open, for reading `tables`: a cell of the wrong type that breaks the read is
+    BadCell naming the cell, not an error deep in pandas (analyzer/cells.py)."""
     if isinstance(db, sqlite3.Connection):
-        cells.check(db, tables=tables)
-        yield db
+        cells.check_cheap(db, tables=tables)
+        with cells.diagnosed(db, tables=tables):
+            yield db
         return
     conn = store.open_existing(db)
     try:
-        cells.check(conn, tables=tables)
-        yield conn
+        cells.check_cheap(conn, tables=tables)
+        with cells.diagnosed(conn, tables=tables):
+            yield conn
     finally:
         conn.close()
 
@@ -145,14 +148,14 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
                "FROM sessions s")
             + " ORDER BY s.started_at, s.id")
         frame = pd.read_sql_query(sql, conn)
-    end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
-    frame["duration_s"] = (end - frame["started_at"]).astype("float64")
-    frame = frame.drop(columns=["last_ts"])
-    for column in ("started_at", "ended_at"):
-        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
-    frame["transport"] = frame["transport"].astype("category")
-    for column in ("frames", "exit_status", "errors", "warnings", "infos"):
-        frame[column] = frame[column].astype("Int64")
+        end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
+        frame["duration_s"] = (end - frame["started_at"]).astype("float64")
+        frame = frame.drop(columns=["last_ts"])
+        for column in ("started_at", "ended_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+        frame["transport"] = frame["transport"].astype("category")
+        for column in ("frames", "exit_status", "errors", "warnings", "infos"):
+            frame[column] = frame[column].astype("Int64")
     return frame
 
 
@@ -275,10 +278,10 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
         ids = _sessions_filter(conn, session)
         where, params = _where("e", ids, start, end, "e.started_at")
         frame = pd.read_sql_query(f"SELECT * FROM exchanges e{where} ORDER BY e.started_at, e.id", conn, params=params)
-    for column in ("started_at", "request_end", "response_at", "ended_at"):
-        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
-    frame["status"] = frame["status"].astype("Int64")
-    frame["method"] = frame["method"].astype("category")
+        for column in ("started_at", "request_end", "response_at", "ended_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+        frame["status"] = frame["status"].astype("Int64")
+        frame["method"] = frame["method"].astype("category")
     return frame
 
 

@@ -46,7 +46,7 @@ PARALLEL_MIN_FRAMES = 50_000
 """Below this many frames, or with a single session, everything runs in this process."""
 
 ANALYSED_TABLES = ("sessions", "frames", "exchanges")
-"""The tables an analysis reads (their cells are checked first: analyzer/cells.py)."""
+"""The tables an analysis reads (a wrong-typed cell among them is named: analyzer/cells.py)."""
 
 PARENT_CHECK_S = 0.5
 """How often a worker looks whether the process that started it is still there."""
@@ -97,7 +97,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             ids = [store.resolve_session(reader, session)]
         else:
             ids = store.session_ids(reader)
-        cells.check(reader, ids if sessions is not None or session else None, ANALYSED_TABLES)
+        cells.check_cheap(reader, ids if sessions is not None or session else None)
         counts = store.frames_per_session(reader)
         sizes = {sid: counts.get(sid, 0) for sid in ids}
     finally:
@@ -245,8 +245,11 @@ def _watch_parent(parent: int) -> None:
 
 
 def _failure(exc: BaseException) -> str:
-    """An exception as the one line that says why a session was not analysed."""
+    """An exception as the one line that says why a session was not analysed (a wrong-typed
+    cell: its own message, naming the cell)."""
     text = " ".join(str(exc).split())
+    if isinstance(exc, cells.BadCell):
+        return text
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
@@ -321,8 +324,11 @@ class _Job:
         rows made so far are dropped and its earlier stored results cleared, and the other
         sessions go on."""
         try:
-            return self.run(sid)
+            with cells.diagnosed(self.reader, [sid], ANALYSED_TABLES):
+                return self.run(sid)
         except Exception as exc:
+            self.frames.close()  # its query was left part read: the next session gets a reader of its own
+            self.frames = store.frames_reader(self.db_path)
             self.unwritten = [r for r in self.unwritten if r[0] != sid]
             self.unwritten_findings = [f for f in self.unwritten_findings if f[0] != sid]
             self.summaries = [s for s in self.summaries if s["id"] != sid]

@@ -73,7 +73,7 @@ class Script:
 def load(conn: sqlite3.Connection, ref: str) -> Script:
     """The session `ref` (id, id prefix or label) as a Script."""
     sid = store.resolve_session(conn, ref)
-    cells.check(conn, [sid], ("sessions", "frames", "exchanges"))
+    cells.check(conn, [sid], ("sessions", "frames", "exchanges"))  # costs what reading them all costs
     return build(store.get_session(conn, sid), [(f.seq, f.ts, f.direction, f.raw) for f in store.iter_frames(conn, sid)])
 
 

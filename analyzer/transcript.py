@@ -74,9 +74,10 @@ class _Analysed:
 def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
     from analyzer.engine import analyze_session
 
-    cells.check(conn, [session_id], cells.RECORDED)
+    cells.check_cheap(conn, [session_id])
     s = store.get_session(conn, session_id)
-    summary, rows, findings = analyze_session(conn, session_id, policy=policy)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        summary, rows, findings = analyze_session(conn, session_id, policy=policy)
     frame_rows: dict[int, list] = {}
     elements: dict[int, list] = {}
     for row in rows:
@@ -103,6 +104,12 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     followed by its findings (of each code the first `per_code`, then one line for the rest;
     0: all)."""
     a = _analyse(conn, session_id, policy)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
+        yield from _lines(conn, session_id, a, width, full, stderr, per_code)
+
+
+def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
+           per_code: int) -> Iterator[str]:
     s, summary = a.session, a.summary
     by_frame: dict[int | None, list] = {}
     previous = None
@@ -173,16 +180,22 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     a = _analyse(conn, session_id, policy)
     counts = a.summary["findings"]
     (row,) = store.list_sessions(conn, session_id)
-    head = session_object(row, {"revision": a.summary["revision"], "revision_source": a.summary["revision_source"],
-                                "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
-                                "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
-                                "analyzed_at": time.time()})
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        head = session_object(row, {"revision": a.summary["revision"],
+                                    "revision_source": a.summary["revision_source"],
+                                    "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
+                                    "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
+                                    "analyzed_at": time.time()})
     by_frame: dict[int | None, list] = {}
     for f in a.findings:
         by_frame.setdefault(f[1], []).append(report.finding_object(f))
     t0 = a.session["started_at"]
 
     def each() -> Iterator[dict]:
+        with cells.diagnosed(conn, [session_id], cells.RECORDED):
+            yield from frames()
+
+    def frames() -> Iterator[dict]:
         for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
             if is_err:
                 rec = framelog.stderr_record(session_id, seq, ts, raw, bool(incomplete))
@@ -260,14 +273,15 @@ def session_object(s: dict, analysis: dict | None) -> dict:
 
 def session_objects(conn: sqlite3.Connection) -> list[dict]:
     """Every session as an object (session_object), oldest first."""
-    cells.check(conn, tables=("sessions", "frames", "analyses"))
-    analysed = store.analysis_summaries(conn)
-    out = []
-    for s in store.list_sessions(conn):
-        a = analysed.get(s["id"])
-        if a is not None:
-            a = {**a, "kinds": _kinds(a.get("kinds"))}
-        out.append(session_object(s, a))
+    cells.check_cheap(conn)
+    with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
+        analysed = store.analysis_summaries(conn)
+        out = []
+        for s in store.list_sessions(conn):
+            a = analysed.get(s["id"])
+            if a is not None:
+                a = {**a, "kinds": _kinds(a.get("kinds"))}
+            out.append(session_object(s, a))
     return out
 
 
