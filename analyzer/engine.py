@@ -10,7 +10,10 @@ the length of an analysis; a worker that finds the database busy goes on analysi
 later (`_Job._write`). Frames are read, scanned and paired natively where the C extensions were
 built (analyzer/_rowio.c, analyzer/_wirescan.c; SessionAnalysis.feed), with the same results as
 the pure-Python path. A database that cannot be written still gets its
-report: `Report.stored` says whether results were stored, and why not."""
+report: `Report.stored` says whether results were stored, and why not. A session that cannot be
+analysed (a wrong-typed cell, a bug, its worker killed) never passes for one with findings: the
+others are analysed and stored, then AnalysisFailed says which. Workers die with the process
+that started them (`_worker_started`)."""
 
 from __future__ import annotations
 
@@ -320,9 +323,9 @@ class _Job:
             return self._run(sid)
 
     def run_guarded(self, sid: str) -> SessionResult:
-        """`run`, a failure (an exception is mcptap's bug) given as the session's `failed`: its
-        rows made so far are dropped and its earlier stored results cleared, and the other
-        sessions go on."""
+        """`run`, a failure given as the session's `failed` (a cell of the wrong type, named by
+        cells.diagnosed; else mcptap's bug): its rows made so far are dropped and its earlier
+        stored results cleared, and the other sessions go on."""
         try:
             with cells.diagnosed(self.reader, [sid], ANALYSED_TABLES):
                 return self.run(sid)
