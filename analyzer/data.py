@@ -16,7 +16,9 @@ categoricals. Frames are read without their text unless it is asked for (`column
 and JSON is parsed only on demand (`value`, or `parse` over a column). Everything is read in
 chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked for), so a large
 file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
-it has run). Any function takes a path or an open sqlite3 connection."""
+it has run). Any function takes a path or an open sqlite3 connection. A cell of a type its column
+does not take (SQLite allows `frames.ts = 'soon'`) is read as it is where pandas takes it, and
+raises analyzer.cells.BadCell naming it where it would break a loader."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import jsonwire, store
+from analyzer import cells, jsonwire, store
 
 CHUNK_ROWS = 200_000
 
@@ -46,13 +48,19 @@ FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "
 # -- opening ----------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _conn(db: str | sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def _conn(db: str | sqlite3.Connection, tables: Sequence[str] = ()) -> Iterator[sqlite3.Connection]:
+    """The database open, for reading `tables`: a cell of the wrong type that breaks the read is
+    BadCell naming the cell, not an error deep in pandas (analyzer/cells.py)."""
     if isinstance(db, sqlite3.Connection):
-        yield db
+        cells.check_cheap(db, tables=tables)
+        with cells.diagnosed(db, tables=tables):
+            yield db
         return
     conn = store.open_existing(db)
     try:
-        yield conn
+        cells.check_cheap(conn, tables=tables)
+        with cells.diagnosed(conn, tables=tables):
+            yield conn
     finally:
         conn.close()
 
@@ -128,7 +136,7 @@ def _pick(asked: Iterable[str] | None, known: list[str], default: list[str]) -> 
 def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     """One row per session: the recorded row, frame counts, and (once analysed) the revision
     and finding counts."""
-    with _conn(db) as conn:
+    with _conn(db, ("sessions", "frames", "analyses")) as conn:
         analysed = store.has_table(conn, "analyses")
         sql = (
             "SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
@@ -140,14 +148,14 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
                "FROM sessions s")
             + " ORDER BY s.started_at, s.id")
         frame = pd.read_sql_query(sql, conn)
-    end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
-    frame["duration_s"] = (end - frame["started_at"]).astype("float64")
-    frame = frame.drop(columns=["last_ts"])
-    for column in ("started_at", "ended_at"):
-        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
-    frame["transport"] = frame["transport"].astype("category")
-    for column in ("frames", "exit_status", "errors", "warnings", "infos"):
-        frame[column] = frame[column].astype("Int64")
+        end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
+        frame["duration_s"] = (end - frame["started_at"]).astype("float64")
+        frame = frame.drop(columns=["last_ts"])
+        for column in ("started_at", "ended_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+        frame["transport"] = frame["transport"].astype("category")
+        for column in ("frames", "exit_status", "errors", "warnings", "infos"):
+            frame[column] = frame[column].astype("Int64")
     return frame
 
 
@@ -194,7 +202,7 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
     """Frames in (session, seq) order, sessions by start; without their text unless `columns`
     names `raw` (str when the frame is UTF-8, else bytes: the exact bytes either way)."""
     columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
-    with _conn(db) as conn:
+    with _conn(db, ("sessions", "frames")) as conn:
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
         have = {r[1] for r in conn.execute("PRAGMA table_info(frames)")}
         select = ", ".join(_coded("f.direction", DIRECTIONS) + " AS direction" if c == "direction" else
@@ -213,7 +221,7 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     element, with its kind, id (JSON text), method, the frame it pairs with and the latency, and
     the frame's time."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
-    with _conn(db) as conn:
+    with _conn(db, ("sessions", "frames", "messages")) as conn:
         if not store.has_table(conn, "messages"):
             return _read(conn, "SELECT 1 WHERE 0", [], columns, {})
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
@@ -240,7 +248,7 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
 def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
              severity: str | Sequence[str] | None = None, code: str | Sequence[str] | None = None) -> pd.DataFrame:
     """The findings of `mcptap analyze`, with the time of the frame each points at."""
-    with _conn(db) as conn:
+    with _conn(db, ("sessions", "frames", "findings")) as conn:
         if not store.has_table(conn, "findings"):
             return _read(conn, "SELECT 1 WHERE 0", [], FINDING_COLUMNS, {})
         ids = _sessions_filter(conn, session)
@@ -264,16 +272,16 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
               end=None) -> pd.DataFrame:
     """HTTP exchanges (empty for a database with none): method, URL, status, the MCP headers,
     timings (datetimes), event counts, outcome; headers stay JSON text (parse on demand)."""
-    with _conn(db) as conn:
+    with _conn(db, ("sessions", "exchanges")) as conn:
         if not store.has_table(conn, "exchanges"):
             return pd.DataFrame()
         ids = _sessions_filter(conn, session)
         where, params = _where("e", ids, start, end, "e.started_at")
         frame = pd.read_sql_query(f"SELECT * FROM exchanges e{where} ORDER BY e.started_at, e.id", conn, params=params)
-    for column in ("started_at", "request_end", "response_at", "ended_at"):
-        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
-    frame["status"] = frame["status"].astype("Int64")
-    frame["method"] = frame["method"].astype("category")
+        for column in ("started_at", "request_end", "response_at", "ended_at"):
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+        frame["status"] = frame["status"].astype("Int64")
+        frame["method"] = frame["method"].astype("category")
     return frame
 
 

@@ -10,13 +10,18 @@ the length of an analysis; a worker that finds the database busy goes on analysi
 later (`_Job._write`). Frames are read, scanned and paired natively where the C extensions were
 built (analyzer/_rowio.c, analyzer/_wirescan.c; SessionAnalysis.feed), with the same results as
 the pure-Python path. A database that cannot be written still gets its
-report: `Report.stored` says whether results were stored, and why not."""
+report: `Report.stored` says whether results were stored, and why not. A session that cannot be
+analysed (a wrong-typed cell, a bug, its worker killed) never passes for one with findings: the
+others are analysed and stored, then AnalysisFailed says which. Workers die with the process
+that started them (`_worker_started`)."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import os
+import signal
 import sqlite3
 import sys
 import threading
@@ -26,7 +31,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 
-from analyzer import __version__, revision, store
+from analyzer import __version__, cells, revision, store
+from analyzer.errors import MCPTapError
 from analyzer.latency import LatencySketch
 from analyzer.session import SessionAnalysis
 
@@ -41,6 +47,24 @@ MAX_UNWRITTEN = 3 * FLUSH_FRAMES
 
 PARALLEL_MIN_FRAMES = 50_000
 """Below this many frames, or with a single session, everything runs in this process."""
+
+ANALYSED_TABLES = ("sessions", "frames", "exchanges")
+"""The tables an analysis reads (a wrong-typed cell among them is named: analyzer/cells.py)."""
+
+PARENT_CHECK_S = 0.5
+"""How often a worker looks whether the process that started it is still there."""
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+class AnalysisFailed(MCPTapError):
+    """Sessions could not be analysed (mcptap's bug, or a worker process killed): never a
+    finding, always an error. The sessions that were analysed keep their stored results;
+    `report` holds them."""
+
+    def __init__(self, message: str, report: "Report"):
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass
@@ -60,6 +84,7 @@ class SessionResult:
     methods: dict[str, dict]
     frames: int
     not_stored_reason: str | None = None
+    failed: str | None = None  # why the session could not be analysed (then it has no results)
 
 
 def analyze(db_path: str, *, session: str | None = None, fallback_revision: str | None = None, policy=None,
@@ -75,6 +100,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             ids = [store.resolve_session(reader, session)]
         else:
             ids = store.session_ids(reader)
+        cells.check_cheap(reader, ids if sessions is not None or session else None)
         counts = store.frames_per_session(reader)
         sizes = {sid: counts.get(sid, 0) for sid in ids}
     finally:
@@ -93,7 +119,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         job = _Job(db_path, fallback_revision, policy, store_it, progress)
         try:
             for sid in ids:
-                results[sid] = job.run(sid)
+                results[sid] = job.run_guarded(sid)
             job.finish(list(results.values()))
         finally:
             job.close()
@@ -101,7 +127,12 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         reason = _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results)
         if reason is not None and report.not_stored_reason is None:
             report.not_stored_reason = reason
+    failed = {sid: (results[sid].failed if sid in results else None) for sid in ids}
+    failed = {sid: why or "its worker process ended before it was analysed" for sid, why in failed.items()
+              if why is not None or sid not in results}
     for sid in ids:
+        if sid in failed:
+            continue
         result = results[sid]
         report.sessions.append(result.summary)
         report.findings.extend(result.findings)
@@ -109,6 +140,12 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         if result.not_stored_reason and report.not_stored_reason is None:
             report.not_stored_reason = result.not_stored_reason
     report.stored = report.not_stored_reason is None
+    if failed:
+        sid, why = next(iter(failed.items()))
+        others = f"{len(failed) - 1} more, " if len(failed) > 1 else ""
+        raise AnalysisFailed(f"session {sid} could not be analysed ({why}; {others}{len(report.sessions)} of "
+                             f"{len(ids)} sessions analysed" + (", their results stored)" if report.stored else ")"),
+                             report)
     return report
 
 
@@ -134,11 +171,17 @@ def _in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, pro
     reason = _prepare(db_path, ids) if store_it else None
     store_it = store_it and reason is None  # not writable after all: the report all the same
     try:
-        with ProcessPoolExecutor(n, mp_context=_pool_context()) as pool:
+        with ProcessPoolExecutor(n, mp_context=_pool_context(), initializer=_worker_started,
+                                 initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy)
                        for group in groups]
             for future in as_completed(futures):
-                for result in future.result():
+                try:
+                    done = future.result()
+                except Exception as exc:  # the worker died (killed, out of memory): its sessions failed
+                    done = [SessionResult({"id": sid}, [], {}, 0, failed=_failure(exc)) for sid in
+                            groups[futures.index(future)] if sid not in results]
+                for result in done:
                     results[result.summary["id"]] = result
                     if result.not_stored_reason and reason is None:
                         reason = result.not_stored_reason
@@ -185,12 +228,40 @@ def _pool_context():
     return get_context("spawn")
 
 
+def _worker_started(parent: int) -> None:
+    """A worker process dies with the process that started it: the kernel kills it when its
+    parent goes (Linux, PR_SET_PDEATHSIG), and everywhere a thread of its own looks every
+    PARENT_CHECK_S whether its parent is still the one that started it (a SIGKILLed `analyze`
+    leaves no worker behind)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # gone already, before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="mcptap-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)
+
+
+def _failure(exc: BaseException) -> str:
+    """An exception as the one line that says why a session was not analysed (a wrong-typed
+    cell: its own message, naming the cell)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, cells.BadCell):
+        return text
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
 def _run_group(db_path: str, group: list[str], store_it: bool, fallback_revision, policy) -> list[SessionResult]:
     job = _Job(db_path, fallback_revision, policy, store_it, None, cleared=True)
     try:
         results, methods = [], {}
         for sid in group:  # the method statistics summed here: memory per method, not per session
-            result = job.run(sid)
+            result = job.run_guarded(sid)
             _merge_methods(methods, result.methods)
             result.methods = {}
             results.append(result)
@@ -250,6 +321,23 @@ class _Job:
     def run(self, sid: str) -> SessionResult:
         with collector_paused():
             return self._run(sid)
+
+    def run_guarded(self, sid: str) -> SessionResult:
+        """`run`, a failure given as the session's `failed` (a cell of the wrong type, named by
+        cells.diagnosed; else mcptap's bug): its rows made so far are dropped and its earlier
+        stored results cleared, and the other sessions go on."""
+        try:
+            with cells.diagnosed(self.reader, [sid], ANALYSED_TABLES):
+                return self.run(sid)
+        except Exception as exc:
+            self.frames.close()  # its query was left part read: the next session gets a reader of its own
+            self.frames = store.frames_reader(self.db_path)
+            self.unwritten = [r for r in self.unwritten if r[0] != sid]
+            self.unwritten_findings = [f for f in self.unwritten_findings if f[0] != sid]
+            self.summaries = [s for s in self.summaries if s["id"] != sid]
+            if self.writer is not None and sid not in self.clears:
+                self.clears.append(sid)
+            return SessionResult({"id": sid}, [], {}, 0, self.reason, failed=_failure(exc))
 
     def _run(self, sid: str) -> SessionResult:
         analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)

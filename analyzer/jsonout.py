@@ -65,7 +65,7 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, Raw):
         try:
             return json.loads(obj.text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return obj.text
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None

@@ -10,14 +10,19 @@ keeps what ordinary parsers erase, and never raises on bad input.
   orjson writes a float or an int, so plain floats carry no ambiguity (their text is
   `to_json(value)`). When it does not (whitespace, escapes, number forms, duplicates, integers
   beyond 64 bits), the exact slow path above decides.
-- Bytes that are not UTF-8, text that is not JSON, and nesting too deep for the C scanner are
-  results (`Parsed.error`), not exceptions. Deep nesting is parsed by an iterative fallback."""
+- Bytes that are not UTF-8 and text that is not JSON are results (`Parsed.error`), not
+  exceptions. Any depth is parsed: orjson reads up to 1024 levels but writes only 254, so a
+  value it cannot write back takes the exact path, and nesting past the json module's
+  recursion takes an iterative fallback. `to_json` writes any depth back the same way.
+- Any number is kept: a literal too large for a float (`1e400`, 400 digits) is an int or a
+  NumberText, compared exactly (`NumberText.exact`), never an overflow."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -41,12 +46,21 @@ class NumberText:
 
     @property
     def is_integral(self) -> bool:
-        """True for `1.0`, `1e0`, `-2.00E+1`: no fractional part, written as if it had one."""
-        try:
-            value = float(self.text)
-        except OverflowError:  # pragma: no cover - float() of a JSON literal gives inf, not this
-            return False
-        return value == value and value not in (float("inf"), float("-inf")) and value.is_integer()
+        """True for `1.0`, `1e0`, `-2.00E+1`, `1e400`: no fractional part, written as if it had
+        one (decided exactly, whatever the size: no float is involved)."""
+        value = self.exact
+        return value == value.to_integral_value()
+
+    @property
+    def exact(self) -> Decimal:
+        """The number's exact value (a Decimal holds any JSON number: `1e400`, 10,000 digits)."""
+        return Decimal(self.text)
+
+    def integral_text(self) -> str:
+        """An integral number's digits (`1e3` -> `1000`); its own text when that would run past
+        MAX_INT_DIGITS digits (`1e999999` stays as written)."""
+        value = self.exact
+        return str(int(value)) if value.adjusted() < MAX_INT_DIGITS else self.text
 
     def __eq__(self, other: object) -> bool:
         return type(other) is NumberText and other.text == self.text
@@ -141,7 +155,10 @@ def parse(raw: str | bytes) -> Parsed:
     except _JSONDecodeError:
         value = _NOT_FAST
     if value is not _NOT_FAST:
-        written = _dumps(value)
+        try:
+            written = _dumps(value)
+        except TypeError:  # nested deeper than orjson writes (it reads deeper than it writes)
+            return _parse_exactly(raw)
         if written == raw or (type(raw) is str and written == raw.encode("utf-8", "surrogatepass")):
             return Parsed(value, None, _NO_DUPLICATES)
     return _parse_exactly(raw)
@@ -238,16 +255,19 @@ def _parse_iteratively(text: str, object_pairs) -> Any:
             state = "comma_or_close"
 
 
-def to_json(value: Any) -> str:
-    """JSON text of a parsed value, numbers as they were written; for ids and short values
-    (a value nested too deep to write back is summarised)."""
+def to_json(value: Any, *, sort_keys: bool = False) -> str:
+    """JSON text of a parsed value, numbers as they were written, at any depth (a value nested
+    past the interpreter's stack is written by `_to_json_deep`, without recursion);
+    `sort_keys`: members in name order (a canonical form, for matching)."""
+    if sort_keys:
+        return _to_json_deep(value, sort_keys=True)
     try:
         return _to_json(value)
     except RecursionError:
-        return json.dumps(f"<{type(value).__name__} nested too deep to show>")
+        return _to_json_deep(value)
 
 
-def _to_json(value: Any) -> str:
+def _scalar_json(value: Any) -> str:
     kind = type(value)
     if kind is int:
         return str(value)
@@ -258,11 +278,49 @@ def _to_json(value: Any) -> str:
             return json.dumps(value)
     if kind is NumberText:
         return value.text
-    if type(value) is list:
-        return "[" + ",".join(map(_to_json, value)) + "]"
-    if type(value) is dict:
-        return "{" + ",".join(f"{json.dumps(k)}:{_to_json(v)}" for k, v in value.items()) + "}"
     try:
         return json.dumps(value)
     except (TypeError, ValueError):
         return json.dumps(repr(value))
+
+
+def _to_json(value: Any) -> str:
+    if type(value) is list:
+        return "[" + ",".join(map(_to_json, value)) + "]"
+    if type(value) is dict:
+        return "{" + ",".join(f"{json.dumps(k)}:{_to_json(v)}" for k, v in value.items()) + "}"
+    return _scalar_json(value)
+
+
+def _to_json_deep(value: Any, sort_keys: bool = False) -> str:
+    """`_to_json` with an explicit stack: the same text for a value of any depth."""
+    out: list[str] = []
+    stack: list[list] = []  # [the container's items, its closing bracket, whether one was written]
+    item = value
+    while True:
+        if type(item) is list:
+            out.append("[")
+            stack.append([iter(item), "]", False])
+        elif type(item) is dict:
+            out.append("{")
+            stack.append([iter(sorted(item.items()) if sort_keys else item.items()), "}", False])
+        else:
+            out.append(_scalar_json(item))
+        while stack:
+            top = stack[-1]
+            item = next(top[0], _END)
+            if item is not _END:
+                break
+            out.append(top[1])
+            stack.pop()
+        else:
+            return "".join(out)
+        if top[2]:
+            out.append(",")
+        top[2] = True
+        if top[1] == "}":
+            key, item = item
+            out.append(json.dumps(key) + ":")
+
+
+_END = object()

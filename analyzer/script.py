@@ -10,7 +10,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer import jsonwire, store
+from analyzer import cells, jsonwire, store
 from analyzer.classify import ERROR, NOTIFICATION, REQUEST, RESPONSE, classify
 from analyzer.session import id_key
 
@@ -73,6 +73,7 @@ class Script:
 def load(conn: sqlite3.Connection, ref: str) -> Script:
     """The session `ref` (id, id prefix or label) as a Script."""
     sid = store.resolve_session(conn, ref)
+    cells.check(conn, [sid], ("sessions", "frames", "exchanges"))  # costs what reading them all costs
     return build(store.get_session(conn, sid), [(f.seq, f.ts, f.direction, f.raw) for f in store.iter_frames(conn, sid)])
 
 

@@ -21,7 +21,6 @@ Over stdio here; over Streamable HTTP in analyzer/serve_http.py."""
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -214,18 +213,7 @@ def _progress_token(params: Any) -> Any:
 def _canonical_params(params: Any) -> str:
     if type(params) is dict:
         params = {k: v for k, v in params.items() if k != "_meta"}
-    try:
-        return _canonical(params)
-    except RecursionError:  # nested past the interpreter's stack: matched by method only
-        return "<nested too deep>"
-
-
-def _canonical(value: Any) -> str:
-    if type(value) is dict:
-        return "{" + ",".join(f"{json.dumps(k)}:{_canonical(value[k])}" for k in sorted(value)) + "}"
-    if type(value) is list:
-        return "[" + ",".join(_canonical(v) for v in value) + "]"
-    return jsonwire.to_json(value)
+    return jsonwire.to_json(params, sort_keys=True)
 
 
 def _encode(value: Any) -> bytes:
@@ -268,12 +256,10 @@ def read_frame(raw: bytes) -> Incoming:
 
 
 def batch_answer(replies: list[Reply]) -> bytes:
-    """The answer to a batch: its requests' answers in one array (a request served as unanswered has none)."""
-    return _encode([json.loads(r.answer) for r in replies if r.answer is not None and _is_json(r.answer)])
-
-
-def _is_json(raw: bytes) -> bool:
-    return jsonwire.parse(raw).error is None
+    """The answer to a batch: its requests' answers in one array (a request served as unanswered
+    has none, a corrupted answer is left out), each written as it was (analyzer/jsonwire.py)."""
+    answers = (jsonwire.parse(r.answer) for r in replies if r.answer is not None)
+    return _encode([a.value for a in answers if a.error is None])
 
 
 # -- stdio ------------------------------------------------------------------------------------------

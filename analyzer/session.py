@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import math
+from decimal import Decimal
 from typing import Any
 
 from analyzer import jsonwire, mcp, rules
@@ -209,19 +210,18 @@ def loose_key(value: Any) -> str | None:
         if value.is_integer_literal:
             return value.text
         if value.is_integral:
-            return str(int(float(value.text)))
+            return value.integral_text()
         return value.text
     return None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any) -> int | float | Decimal | None:
+    """A progress value, exact and comparable whatever its size (`1e400`, 400 digits): an int or
+    float as parsed, a number kept as written as its Decimal."""
     if type(value) is int or type(value) is float:
-        return float(value)
+        return value
     if type(value) is NumberText:
-        try:
-            return float(value.text)
-        except ValueError:
-            return None
+        return value.exact
     return None
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from analyzer import framelog, jsonout, report, store
+from analyzer import cells, framelog, jsonout, report, store
 from analyzer.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
@@ -74,8 +74,10 @@ class _Analysed:
 def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
     from analyzer.engine import analyze_session
 
+    cells.check_cheap(conn, [session_id])
     s = store.get_session(conn, session_id)
-    summary, rows, findings = analyze_session(conn, session_id, policy=policy)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        summary, rows, findings = analyze_session(conn, session_id, policy=policy)
     frame_rows: dict[int, list] = {}
     elements: dict[int, list] = {}
     for row in rows:
@@ -102,6 +104,12 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     followed by its findings (of each code the first `per_code`, then one line for the rest;
     0: all)."""
     a = _analyse(conn, session_id, policy)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
+        yield from _lines(conn, session_id, a, width, full, stderr, per_code)
+
+
+def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
+           per_code: int) -> Iterator[str]:
     s, summary = a.session, a.summary
     by_frame: dict[int | None, list] = {}
     previous = None
@@ -113,7 +121,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     if s.get("command"):
         try:
             what = " ".join(json.loads(s["command"]))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
@@ -148,13 +156,9 @@ def _finding_line(item) -> str:
 
 
 def _id_value(text: str | None):
-    """A message's id as the JSON value it was (stored as JSON text)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    """A message's id as the JSON value it was, exactly as written (`1e400`, 400 digits, an
+    array nested 5,000 deep): the analysis wrote it as JSON text (jsonwire.to_json)."""
+    return None if text is None else jsonout.Raw(text)
 
 
 def _message_fields(row: list | None) -> dict:
@@ -176,16 +180,22 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     a = _analyse(conn, session_id, policy)
     counts = a.summary["findings"]
     (row,) = store.list_sessions(conn, session_id)
-    head = session_object(row, {"revision": a.summary["revision"], "revision_source": a.summary["revision_source"],
-                                "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
-                                "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
-                                "analyzed_at": time.time()})
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        head = session_object(row, {"revision": a.summary["revision"],
+                                    "revision_source": a.summary["revision_source"],
+                                    "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
+                                    "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
+                                    "analyzed_at": time.time()})
     by_frame: dict[int | None, list] = {}
     for f in a.findings:
         by_frame.setdefault(f[1], []).append(report.finding_object(f))
     t0 = a.session["started_at"]
 
     def each() -> Iterator[dict]:
+        with cells.diagnosed(conn, [session_id], cells.RECORDED):
+            yield from frames()
+
+    def frames() -> Iterator[dict]:
         for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
             if is_err:
                 rec = framelog.stderr_record(session_id, seq, ts, raw, bool(incomplete))
@@ -218,7 +228,7 @@ def _offset(ts: float, t0: float | None) -> float | None:
 def _paths(redacted: str) -> list[str]:
     try:
         paths = json.loads(redacted)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return [redacted]
     return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
 
@@ -233,7 +243,7 @@ def _command(text: str | None):
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return text
     return value if isinstance(value, list) else text
 
@@ -263,20 +273,22 @@ def session_object(s: dict, analysis: dict | None) -> dict:
 
 def session_objects(conn: sqlite3.Connection) -> list[dict]:
     """Every session as an object (session_object), oldest first."""
-    analysed = store.analysis_summaries(conn)
-    out = []
-    for s in store.list_sessions(conn):
-        a = analysed.get(s["id"])
-        if a is not None:
-            a = {**a, "kinds": _kinds(a.get("kinds"))}
-        out.append(session_object(s, a))
+    cells.check_cheap(conn)
+    with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
+        analysed = store.analysis_summaries(conn)
+        out = []
+        for s in store.list_sessions(conn):
+            a = analysed.get(s["id"])
+            if a is not None:
+                a = {**a, "kinds": _kinds(a.get("kinds"))}
+            out.append(session_object(s, a))
     return out
 
 
 def _kinds(text):
     try:
         value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
