@@ -152,8 +152,9 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     (analyzer/redact.py; `redaction` a Redaction, default the contract's; `keep_credentials`
     keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
     file read so far. `locate`: each session's `lines` says where its frames were in the file.
-    Memory does not grow with the number of sessions either: a session no line has named for a
-    batch is finished and set aside on disk (importstate.py), and the sessions are read back from
+    Memory does not grow with the number of sessions either: once more than MAX_OPEN are open, a
+    session no line has named for a batch is finished and set aside on disk (importstate.py), taken
+    back if a later line names it, and the result is read back from
     there, as a sequence, in the order they first came; with `locate` every session is kept in
     memory, and the result is a list."""
     from analyzer.redact import FrameRedactor
