@@ -78,7 +78,9 @@ def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | Non
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    sys.stderr.write(f"mcptap: error: {message}\n")
+    from analyzer.textsafe import printable
+
+    sys.stderr.write(f"mcptap: error: {printable(message)}\n")
     return typer.Exit(code)
 
 
@@ -288,7 +290,7 @@ def export_cmd(
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
     """
-    from analyzer import exporter, progress, store
+    from analyzer import exporter, outfile, progress, store
 
     with one_line_errors():
         conn = store.open_existing(db)
@@ -298,7 +300,7 @@ def export_cmd(
                 exporter.export(conn, sys.stdout, ids, progress=shown.advance)
                 sys.stdout.flush()
             else:
-                with open(output, "w", encoding="utf-8") as fh:
+                with outfile.private_text(output) as fh:
                     exporter.export(conn, fh, ids, progress=shown.advance)
 
 
@@ -321,9 +323,10 @@ def import_cmd(
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
     from analyzer import importer, progress, store
+    from analyzer.textsafe import printable
 
     def warn(message: str) -> None:
-        sys.stderr.write(f"mcptap: warning: {message}\n")
+        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
@@ -339,9 +342,22 @@ def import_cmd(
                 imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
                                                 keep_credentials=keep_credentials or no_redact,
                                                 redaction=redaction, max_frame=limit)
-            for s in imported:
+            listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
+            rest = [0, 0]
+            for n, s in enumerate(imported):
+                if n >= listed:
+                    rest[0] += s.frames
+                    rest[1] += s.stderr_lines
+                    continue
                 verb = "merged into" if s.merged else "imported"
-                typer.echo(f"{verb} session {s.id} ({s.name}): {s.frames} frames, {s.stderr_lines} stderr lines")
+                typer.echo(f"{verb} session {printable(s.id)} ({printable(s.name)}): {s.frames} frames, "
+                           f"{s.stderr_lines} stderr lines")
+            if len(imported) > listed:
+                typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
+
+
+IMPORT_LISTED = 20
+"""Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
 
 
 class ReportFormat(str, Enum):
@@ -400,7 +416,7 @@ def analyze(
 
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
     """
-    from analyzer import engine, mcp, policy, progress, report, store
+    from analyzer import engine, mcp, outfile, policy, progress, report, store
 
     if list_rules:
         if ReportFormat(fmt) is ReportFormat.sarif:
@@ -442,7 +458,7 @@ def analyze(
             write_report(sys.stdout, color=sys.stdout.isatty())
             sys.stdout.flush()
         else:
-            with open(output, "w", encoding="utf-8") as fh:
+            with outfile.private_text(output) as fh:
                 write_report(fh)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
@@ -600,6 +616,7 @@ def redact_cmd(
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
     from analyzer import progress, scrub
+    from analyzer.textsafe import printable
 
     redaction = redaction_of(False, redact_key, redact_path)
     with one_line_errors(), progress.meter() as shown:
@@ -609,7 +626,7 @@ def redact_cmd(
                f"exchanges, {done.stderr_lines} stderr lines and {done.commands} command lines of {done.sessions} "
                "sessions")
     for path, count in done.members.most_common():
-        typer.echo(f"  {count:>6}  {path}")
+        typer.echo(f"  {count:>6}  {printable(path)}")
 
 
 @app.command()

@@ -19,3 +19,7 @@ class ImportFormatError(MCPTapError):
 
 class DuplicateSession(MCPTapError):
     """An import would add a session that the database already holds."""
+
+
+class OutputError(MCPTapError):
+    """An output file (`-o`) cannot be created or written."""

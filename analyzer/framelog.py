@@ -22,7 +22,7 @@ import orjson
 
 from analyzer.errors import ImportFormatError
 from analyzer.store import SESSION_COLUMNS
-from analyzer.textsafe import storable as _text
+from analyzer.textsafe import json_text, storable as _text
 
 DIRECTIONS = ("c2s", "s2c")
 
@@ -35,8 +35,9 @@ def _raw_fields(raw: bytes) -> dict:
 
 
 def dumps(record: dict) -> str:
-    """One line of frame-log (without the newline); JSON escapes keep it on one line."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    """One line of frame-log (without the newline); JSON escapes keep it on one line, and write
+    each character a terminal would act on or hide (textsafe.json_text): the same values."""
+    return json_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
 
 
 def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False,

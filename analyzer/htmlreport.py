@@ -2,8 +2,10 @@
 PNG data URIs) with the sessions, each finding linked to the frames around it, the per-method
 latency table and each session's sequence diagram. Every text from the recording goes through
 `html.escape` (a frame holding `<script>` shows as text); frames are cut to SHOWN_BYTES for
-display (the database keeps them whole). Long sessions are summarised by the diagram
-(analyzer/plots.py) and only the frames around findings are listed."""
+display (the database keeps them whole); characters a browser would act on or hide (controls, bidi
+overrides) are shown as their escapes. Long sessions are summarised by the diagram
+(analyzer/plots.py) and only the frames around findings are listed; many sessions by the
+MAX_DETAILED with the most severe findings (the others are rows of the sessions table)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,19 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from analyzer import __version__, data, engine, plots, store
+from analyzer import __version__, data, engine, outfile, plots, store
+from analyzer.textsafe import printable
 
 SHOWN_BYTES = 2000
 AROUND = 2  # frames shown before and after each finding's frame
 MAX_FINDINGS = 500  # per session, in the report (the database has them all)
+MAX_DETAILED = 50
+"""Sessions given their own part (sequence diagram, findings, frames): the ones with the most
+severe findings first; the others are rows of the sessions table. A diagram takes a good part
+of a second to draw: thousands of them took minutes."""
+MAX_LISTED = 1000
+"""Rows of the sessions table (the ones with the most severe findings first); one line says how
+many more there are."""
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #222; }
@@ -35,11 +45,13 @@ img { max-width: 100%; }
 
 
 def _e(value) -> str:
+    """Text from the recording as HTML: escaped, and every character a browser would act on or
+    hide (a control, a bidi override such as U+202E) written as its escape (textsafe.printable)."""
     if value is None or (not isinstance(value, (str, bytes)) and pd.isna(value)):
         return ""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "backslashreplace")
-    return html.escape(str(value), quote=True)
+    return html.escape(printable(str(value)), quote=True)
 
 
 def _shown(raw) -> str:
@@ -98,23 +110,57 @@ def render(db: str, *, session: str | None = None, progress: Callable[[int], Non
         parts.append("<p>No sessions in this database.</p></body></html>")
         return "".join(parts)
     parts.append("<h2>Sessions</h2>")
-    shown = sessions.assign(started_at=sessions["started_at"].dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3] + "Z",
-                            duration_s=sessions["duration_s"].round(3))
+    ranked = _worst_first(sessions)
+    shown = ranked.head(MAX_LISTED) if len(ranked) > MAX_LISTED else sessions
+    detailed = list(ranked["id"].head(MAX_DETAILED)) if len(ranked) > MAX_DETAILED else ids
+    shown = shown.assign(started_at=shown["started_at"].dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3] + "Z",
+                         duration_s=shown["duration_s"].round(3))
     parts.append(_table(shown, ["id", "label", "transport", "revision", "started_at", "duration_s", "frames",
                                 "errors", "warnings", "infos"]))
-    msgs = data.messages(db, session=ids if session else None)
+    if len(shown) < len(sessions):
+        parts.append(f"<p class='muted'>The {len(shown):,} sessions with the most severe findings of "
+                     f"{len(sessions):,}; <code>mcptap sessions --format json</code> lists every one.</p>")
+    msgs = _requests_and_errors(db, ids if session else None)
     table = data.latency(msgs) if not msgs.empty else pd.DataFrame()
     parts.append("<h2>Service response time per method</h2>")
     if not table.empty:
         table = table.astype({"calls": "int64", "errors": "int64", "unanswered": "int64"}).round(2)
     parts.append(_table(table, list(table.columns), index=True) if not table.empty else
                  "<p class='muted'>No answered requests.</p>")
-    stage("writing the report", sum(sizes.values()))
-    for sid in ids:
+    stage("writing the report", sum(sizes[sid] for sid in detailed))
+    if len(detailed) < len(ids):
+        parts.append(f"<p class='muted'>Diagrams, findings and frames of the {len(detailed):,} sessions with the "
+                     f"most severe findings of {len(ids):,} follow; <code>mcptap report --session ID</code> gives "
+                     "any other's.</p>")
+    for sid in detailed:
         parts.append(_session(db, sid))
         progress(sizes[sid])
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _requests_and_errors(db: str, ids: list[str] | None) -> pd.DataFrame:
+    """The `messages` rows data.latency reads (kind, method, paired_frame, latency_s) of the
+    requests and error answers, of these sessions (None: all), in one query: data.messages reads
+    session by session, which thousands of small sessions made take a minute."""
+    conn = store.open_existing(db)
+    try:
+        if not store.has_table(conn, "messages"):
+            return pd.DataFrame()
+        where = "" if ids is None else f" AND session_id IN ({', '.join('?' * len(ids))})"
+        return pd.read_sql_query("SELECT kind, method, paired_frame, latency_s FROM messages "
+                                 f"WHERE kind IN ('request', 'error'){where}", conn, params=ids or None,
+                                 dtype={"paired_frame": "Int64", "latency_s": "float64"})
+    finally:
+        conn.close()
+
+
+def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:
+    """The sessions, those with the most errors first, then warnings, then infos (a stable sort:
+    recording order among equals)."""
+    counts = sessions[["errors", "warnings", "infos"]].fillna(0)
+    order = counts.sort_values(["errors", "warnings", "infos"], ascending=False, kind="stable").index
+    return sessions.loc[order]
 
 
 def _session(db: str, sid: str) -> str:
@@ -161,7 +207,7 @@ def _session(db: str, sid: str) -> str:
 def write(db: str, path: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
           stage: Callable[[str, int | None], None] | None = None) -> None:
     text = render(db, session=session, progress=progress, stage=stage)
-    with open(path, "w", encoding="utf-8") as fh:
+    with outfile.private_text(path) as fh:
         fh.write(text)
 
 

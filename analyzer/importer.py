@@ -9,10 +9,10 @@ import json
 import os
 import sqlite3
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from analyzer import framelog, store
+from analyzer import framelog, importstate, store
 from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
@@ -50,7 +50,7 @@ class ImportedSession:
     lines: FrameLines | None = None  # with import_file(locate=True)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Target:
     result: ImportedSession
     fields: dict
@@ -60,9 +60,26 @@ class _Target:
     next_seq: int = 1
     next_err_seq: int = 1
     first_ts: float | None = None
+    stored_before: tuple[int, int] = (0, 0)  # frames and stderr lines stored before (or_ignore: see _count)
+    ord: int = 0  # the how-manyth session of the file
+    batch: int = 0  # the last batch that had a row of it
+    inserted: tuple | None = None  # (fields, started_at) its row was inserted with: see _finish
     frames: list = field(default_factory=list)  # rows whose raw bytes are stored as TEXT
     blobs: list = field(default_factory=list)  # ... and as BLOB
     stderr: list = field(default_factory=list)
+
+    def state(self) -> tuple:
+        """What importstate.SetAside keeps of a finished target (its rows written, its row complete)."""
+        r = self.result
+        return (r.name, self.ord, r.id, r.frames, r.stderr_lines, r.merged, self.or_ignore, self.next_seq,
+                self.next_err_seq, self.first_ts, self.fields, *self.stored_before)
+
+    @classmethod
+    def restored(cls, state: tuple, source: str) -> "_Target":
+        name, order, sid, frames, stderr_lines, merged, or_ignore, next_seq, next_err, first_ts, fields, bf, be = state
+        return cls(ImportedSession(sid, name, frames, stderr_lines, bool(merged)), fields, created=False,
+                   or_ignore=bool(or_ignore), source=source, next_seq=next_seq, next_err_seq=next_err,
+                   first_ts=first_ts, stored_before=(bf, be), ord=order)
 
     def frame_seq(self, given: int | None) -> int:
         """A frame's seq: the one the log gave, else one past the highest so far in the session."""
@@ -128,14 +145,19 @@ def sniff_capture(head: bytes) -> str | None:
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
                 progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
-                redaction=None, locate: bool = False, max_frame: int | None = None) -> list[ImportedSession]:
+                redaction=None, locate: bool = False, max_frame: int | None = None) -> Sequence[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it. The file is
     streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
     at a time, so memory does not grow with the file. Credentials are redacted on the way in
     (analyzer/redact.py; `redaction` a Redaction, default the contract's; `keep_credentials`
     keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
     file read so far. `locate`: each session's `lines` says where its frames were in the file.
-    `max_frame`: a larger frame is stored cut and marked (addons/bounded.py; default 128 MiB)."""
+    `max_frame`: a larger frame is stored cut and marked (addons/bounded.py; default 128 MiB).
+    Memory does not grow with the number of sessions either: once more than MAX_OPEN are open, a
+    session no line has named for a batch is finished and set aside on disk (importstate.py), taken
+    back if a later line names it, and the result is read back from
+    there, as a sequence, in the order they first came; with `locate` every session is kept in
+    memory, and the result is a list."""
     from addons.bounded import CUT, DEFAULT_MAX_FRAME
     from analyzer.redact import FrameRedactor
 
@@ -153,8 +175,12 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
             progress(sum(s.frames for s in found), os.path.getsize(path))
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
-    targets: dict[str, _Target] = {}
+    source = os.path.abspath(path)
+    targets: dict[str, _Target] = {}  # the open sessions
+    active: list[_Target] = []  # ... that have rows in this batch
+    aside = None if locate else importstate.SetAside()  # the finished ones (locate: none are)
     pending_rows = pending_bytes = frames = 0
+    batch, opened = 1, 0
     SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
     writer = store.import_writer(conn)
     try:
@@ -170,7 +196,16 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                     session, kind = item.session, item.__class__
                 target = targets.get(session)
                 if target is None:
-                    target = targets[session] = _open_target(conn, item, session, path, new_id, locate)
+                    state = aside.take(session) if aside is not None else None
+                    if state is not None:
+                        target = _Target.restored(state, source)
+                    else:
+                        target = _open_target(conn, item, session, path, new_id, locate, warn, source)
+                        target.ord, opened = opened, opened + 1
+                    targets[session] = target
+                if target.batch != batch:
+                    target.batch = batch
+                    active.append(target)
                 if kind is SessionIn:
                     target.fields.update(item.fields)
                     continue
@@ -199,8 +234,11 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                     pending_bytes += len(item.raw)
                 pending_rows += 1
                 if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
-                    for t in targets.values():
+                    for t in active:
                         _flush(writer, t)
+                    if aside is not None and len(targets) > MAX_OPEN:
+                        _set_aside(writer, targets, aside, batch)
+                    active, batch = [], batch + 1
                     pending_rows = pending_bytes = 0
             if progress is not None:
                 progress(frames, end)
@@ -208,6 +246,14 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
             _flush(writer, target)
             _finish(writer, target)
         writer.execute("COMMIT")
+        for target in targets.values():
+            if target.or_ignore:
+                _count(conn, target)
+        if aside is not None:
+            aside.update_counts((sid, *_counted(conn, sid, before)) for sid, *before in aside.spooled())
+            for target in targets.values():
+                aside.put(target.state())
+            return aside.results(ImportedSession)
     except sqlite3.IntegrityError as exc:
         writer.execute("ROLLBACK")
         raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
@@ -259,7 +305,14 @@ def _prepared(path: str, default_session: str, redactor):
         yield (*_prepare(block, path, default_session, redactor), block.end)
 
 
-def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool) -> _Target:
+SPOOL_MARKS = ("recorder", "host", "pid", "started_at")
+"""What ties a spool to the session it belongs to: the recorder that wrote both puts the session's
+own row, these columns included, at the head of its spool. A spool merges only into a stored
+session whose every one of them is known and the same."""
+
+
+def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool,
+                 warn: Callable[[str], None], source: str) -> _Target:
     lines = FrameLines() if locate else None
     is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
     fields: dict = {}  # filled from session records by import_file's loop
@@ -268,13 +321,57 @@ def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool) ->
     else:
         sid = name
         if store.session_exists(conn, sid):
-            if is_spool:  # the recorder's spool: add what the database is missing
-                return _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False, or_ignore=True,
-                               source=os.path.abspath(path))
-            raise DuplicateSession(f"{path}: session {name!r} is already in the database "
-                                   "(use --new-id to import it again under a new id)")
-    return _Target(ImportedSession(sid, name, lines=lines), fields, created=True, or_ignore=is_spool,
-                   source=os.path.abspath(path))
+            if is_spool and _spool_of(conn, sid, rec.fields):  # the recorder's spool: add what the database is missing
+                target = _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False,
+                                 or_ignore=True, source=source)
+                target.stored_before = _stored_counts(conn, sid)
+                return target
+            if not is_spool:
+                raise DuplicateSession(f"{path}: session {name!r} is already in the database "
+                                       "(use --new-id to import it again under a new id)")
+            sid = new_session_id()
+            warn(f"{path}: session {name!r} says it is a spool of a session the database holds, but was not "
+                 f"written by that session's recorder ({', '.join(SPOOL_MARKS)} differ): imported as new session {sid}")
+    return _Target(ImportedSession(sid, name, lines=lines), fields, created=True, or_ignore=is_spool, source=source)
+
+
+def _spool_of(conn, sid: str, fields: dict) -> bool:
+    """Whether a spool whose session record has `fields` was written by the recorder of stored
+    session `sid` (SPOOL_MARKS)."""
+    row = conn.execute(f"SELECT {', '.join(SPOOL_MARKS)} FROM sessions WHERE id = ?", (sid,)).fetchone()
+    return row is not None and all(v is not None and fields.get(k) == v for k, v in zip(SPOOL_MARKS, row))
+
+
+def _stored_counts(conn, sid: str) -> tuple[int, int]:
+    """Frames and stderr lines the database holds of session `sid`."""
+    return (conn.execute("SELECT count(*) FROM frames WHERE session_id = ?", (sid,)).fetchone()[0],
+            conn.execute("SELECT count(*) FROM stderr_lines WHERE session_id = ?", (sid,)).fetchone()[0])
+
+
+MAX_OPEN = 1000
+"""Sessions an import keeps in memory beyond those of the current batch: past this, those that
+had no row in the last batch are finished and set aside (importstate.py)."""
+
+
+def _set_aside(writer, targets: dict[str, _Target], aside, batch: int) -> None:
+    """Finish the sessions that had no row in this batch and set their state aside."""
+    for name in [name for name, t in targets.items() if t.batch != batch]:
+        target = targets.pop(name)
+        _flush(writer, target)
+        _finish(writer, target)
+        aside.put(target.state())
+    aside.flush()
+
+
+def _counted(conn, sid: str, before) -> tuple[int, int]:
+    """A spool's frames and stderr lines as stored (a row the database had already was not
+    added), once committed."""
+    frames, stderr = _stored_counts(conn, sid)
+    return frames - before[0], stderr - before[1]
+
+
+def _count(conn, target: _Target) -> None:
+    target.result.frames, target.result.stderr_lines = _counted(conn, target.result.id, target.stored_before)
 
 
 def _flush(conn, target: _Target) -> None:
@@ -296,6 +393,7 @@ def _insert_session(conn, target: _Target) -> None:
     row.setdefault("started_at", target.first_ts if target.first_ts is not None else 0.0)
     store.insert_session(conn, row)
     target.created = False
+    target.inserted = (dict(target.fields), row["started_at"])
 
 
 def _finish(conn, target: _Target) -> None:
@@ -305,6 +403,9 @@ def _finish(conn, target: _Target) -> None:
     if target.result.merged:
         store.end_session(conn, sid, fields.get("ended_at"), fields.get("exit_status"))
         return
+    if target.inserted is not None and target.inserted[0] == target.fields and (
+            "started_at" in fields or target.first_ts is None or target.first_ts == target.inserted[1]):
+        return  # the row was inserted with all of it
     if fields:
         conn.execute(f"UPDATE sessions SET {', '.join(c + ' = ?' for c in fields)} WHERE id = ?",
                      [*fields.values(), sid])

@@ -14,6 +14,8 @@ from typing import IO, Any
 
 import orjson
 
+from analyzer.textsafe import json_text
+
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -54,11 +56,13 @@ def seconds(value: float | None) -> float | None:
 def dumps(obj: Any) -> str:
     """One compact JSON text. orjson (C speed) where it can; what it refuses (a lone surrogate
     from a hostile log, an integer past 64 bits) goes through the json module, escaped to ASCII
-    so it can be written to any stream, with non-finite numbers as null as orjson gives them."""
+    so it can be written to any stream, with non-finite numbers as null as orjson gives them.
+    A character a terminal would act on or hide (a control, a bidi override) is written as its
+    JSON escape (textsafe.json_text): the same value, safe to print."""
     try:
-        return orjson.dumps(obj, default=_fragment).decode()
+        return json_text(orjson.dumps(obj, default=_fragment).decode())
     except TypeError:
-        return json.dumps(_finite(obj), ensure_ascii=True, separators=(",", ":"))
+        return json_text(json.dumps(_finite(obj), ensure_ascii=True, separators=(",", ":")))
 
 
 def _finite(obj: Any) -> Any:

@@ -145,21 +145,78 @@ def first_of_each_code(findings: Iterable[tuple], per_code: int = PER_CODE) -> l
     return [item for item in out if item is not None]
 
 
-def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
-    """Sessions, findings (the first `per_code` of each code per session, then one line for the
-    rest), service response time per method, and the totals."""
-    width = _terminal_width(out)
-    out.write("sessions\n")
+SCREEN_ROWS = 50
+"""Sessions (and methods) the table lists one line each; past this it lists this many, the
+sessions with the most severe findings first, and sums up the rest in one line, and the findings
+are summed up per code (`--format json` and `jsonl` keep everything)."""
+
+
+def _worst_first(session: dict) -> tuple:
+    counts = session["findings"]
+    return -counts["error"], -counts["warning"], -counts["info"]
+
+
+def _session_rows(sessions: list[dict]) -> list[tuple]:
     rows = []
-    for s in report.sessions:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["kinds"].items(), key=lambda kv: -kv[1]))
+    for s in sessions:
+        kinds = ", ".join(f"{printable(str(k))} {v}" for k, v in sorted(s["kinds"].items(), key=lambda kv: -kv[1]))
         counts = s["findings"]
         rows.append((printable(s["id"]), printable(s["revision"] or "unknown"), s["revision_source"], str(s["frames"]),
                      str(counts["error"]), str(counts["warning"]), str(counts["info"]), kinds))
-    columns.write(out, ("session", "revision", "source", "frames", "errors", "warnings", "infos", "kinds"), rows,
-                  right={3, 4, 5, 6}, width=width)
+    return rows
+
+
+def _rest_of_sessions(rest: list[dict]) -> str:
+    """One line for the sessions not listed: how many, and how many of them have findings of
+    each severity at worst, and none."""
+    worst = {"error": 0, "warning": 0, "info": 0, "clean": 0}
+    for s in rest:
+        counts = s["findings"]
+        worst[next((k for k in ("error", "warning", "info") if counts[k]), "clean")] += 1
+    return (f"and {len(rest):,} more sessions: {worst['error']:,} with errors, {worst['warning']:,} with warnings "
+            f"at worst, {worst['info']:,} with infos only, {worst['clean']:,} clean\n")
+
+
+def _code_rows(findings: list[tuple]) -> list[tuple]:
+    """Per code (the most severe and most frequent first): severity, code, findings, sessions,
+    and the first finding's session, frame and message as the example."""
+    by_code: dict[str, list] = {}
+    for f in findings:
+        entry = by_code.get(f[3])
+        if entry is None:
+            by_code[f[3]] = [f[4], 1, {f[0]}, f]
+            continue
+        entry[1] += 1
+        entry[2].add(f[0])
+        if RANK[f[4]] < RANK[entry[0]]:
+            entry[0] = f[4]
+    rows = sorted(by_code.items(), key=lambda kv: (RANK[kv[1][0]], -kv[1][1], kv[0]))
+    return [(severity, printable(code), f"{count:,}", f"{len(sids):,}",
+             printable(first[0][:13]) + ("" if first[1] is None else f" #{first[1]}"), printable(first[5]))
+            for code, (severity, count, sids, first) in rows]
+
+
+def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
+    """Sessions, findings (the first `per_code` of each code per session, then one line for the
+    rest), service response time per method, and the totals. More than SCREEN_ROWS sessions: the
+    SCREEN_ROWS with the most severe findings and one line for the rest, and the findings per code."""
+    width = _terminal_width(out)
+    many = len(report.sessions) > SCREEN_ROWS
+    sessions = sorted(report.sessions, key=_worst_first)[:SCREEN_ROWS] if many else report.sessions
+    out.write("sessions" + (f" (the {SCREEN_ROWS} with the most severe findings of {len(report.sessions):,}; "
+                            "--format json lists every one)" if many else "") + "\n")
+    columns.write(out, ("session", "revision", "source", "frames", "errors", "warnings", "infos", "kinds"),
+                  _session_rows(sessions), right={3, 4, 5, 6}, width=width)
+    if many:
+        listed = {id(s) for s in sessions}
+        out.write(_rest_of_sessions([s for s in report.sessions if id(s) not in listed]))
     out.write("\n")
-    if report.findings:
+    if report.findings and many:
+        out.write(f"findings per code (over {len(report.sessions):,} sessions; --format json and jsonl list every "
+                  "finding)\n")
+        columns.write(out, ("severity", "code", "findings", "sessions", "first", "message"),
+                      _code_rows(report.findings), right={2, 3}, width=width, colour=color)
+    elif report.findings:
         items = first_of_each_code(report.findings, per_code)
         cut = any(isinstance(i, More) for i in items)
         out.write("findings" + (f" (the first {per_code} of each code in a session; --max-per-code 0 lists every "
@@ -169,10 +226,18 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
     else:
         out.write("no findings\n")
     out.write("\nservice response time per method\n")
+    methods = method_rows(report)
+    if len(methods) > SCREEN_ROWS:  # most called first; the rest in one line
+        methods.sort(key=lambda row: -row[1])
+        rest, methods = methods[SCREEN_ROWS:], methods[:SCREEN_ROWS]
+    else:
+        rest = []
     rows = [(printable(str(method)), str(calls), str(errors), str(unanswered), *(_ms(v) for v in (p50, p95, top)))
-            for method, calls, errors, unanswered, p50, p95, top in method_rows(report)]
+            for method, calls, errors, unanswered, p50, p95, top in methods]
     columns.write(out, ("method", "calls", "errors", "unanswered", "p50 ms", "p95 ms", "max ms"),
                   rows, right={1, 2, 3, 4, 5, 6})
+    if rest:
+        out.write(f"and {len(rest):,} more methods: {sum(r[1] for r in rest):,} calls\n")
     totals = {"error": 0, "warning": 0, "info": 0}
     for s in report.sessions:
         for k, v in s["findings"].items():

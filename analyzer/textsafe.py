@@ -1,7 +1,9 @@
 """Text from the traffic made safe to print: a method name, an id, a finding's message or a frame
-shown on a terminal must not carry control characters (an escape sequence in a recorded frame
-would drive the reader's terminal) or invisible ones (a bidi override would reorder what is
-shown). Each such character is written as its escape (`\\x1b`, `\\u202e`)."""
+shown on a terminal or in the HTML report must not carry control characters (an escape sequence
+in a recorded frame would drive the reader's terminal) or invisible ones (a bidi override such as
+U+202E, an isolate U+2066-U+2069, a mark U+200E/U+200F or any other format character would
+reorder or hide what is shown). Each such character is written as its escape (`\\x1b`, `\\u202e`);
+JSON output keeps its value and writes it as a JSON escape (`json_text`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ def storable(text: str) -> str:
 
 
 def printable(text: str) -> str:
+    """`text` with every character that is not printable (Unicode's categories Cc, Cf, Cs, Co,
+    Cn, Zl, Zp: controls, format characters such as the bidi controls, line separators,
+    unassigned) written as its escape; printable text is returned as it is."""
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
@@ -29,3 +34,21 @@ def _escape(ch: str) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def json_text(text: str) -> str:
+    """Compact JSON text (no raw newline between tokens) with every character that is not
+    printable written as a JSON escape (`\\u202e`; a pair of surrogate escapes past U+FFFF): the
+    same JSON value, safe to show on a terminal. Outside strings compact JSON has only printable
+    characters, so only string contents change."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _json_escape(ch) for ch in text)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
