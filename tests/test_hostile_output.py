@@ -6,7 +6,6 @@ what it stored), and many tiny sessions give bounded memory and output."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import stat
