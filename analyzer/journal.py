@@ -66,19 +66,22 @@ class Sink:
         self._sessions: dict[str, dict] = {}
         self._spools: dict[str, Spool] = {}
         self._seq: dict[str, int] = {}  # last seq given, per session
+        self._numbered: list[tuple] | None = None  # the batch being written, numbered
         self.failed: str | None = None
         self.conn: sqlite3.Connection | None = store.connect(db_path)  # a bad path is an error now, not later
 
     def write(self, ops: list[tuple]) -> None:
         """Store `ops`; whatever goes wrong (a failing database, a row it refuses, a bug here),
         the frames go on into spool files and one line says why: recording never stops on it."""
+        self._numbered: list[tuple] | None = None
         try:
             self._write(ops)
         except Exception as exc:  # noqa: BLE001: a bug is said in one line; the frames are kept
             self._warn(f"cannot record a batch ({type(exc).__name__}: {exc}); its frames go to spool files beside "
                        f"{self.db_path} (mcptap import brings them in)")
             try:
-                self._spill(number([op for op in ops if op[0] in ("frame", "end")], self._seq))
+                numbered = self._numbered or number([op for op in ops if op[0] in ("frame", "end")], self._seq)
+                self._spill(numbered)
             except Exception as again:  # noqa: BLE001
                 self._warn(f"cannot spool that batch either ({type(again).__name__}: {again}): its frames are lost")
 
@@ -93,7 +96,8 @@ class Sink:
                 except sqlite3.Error:
                     last = None  # the write below fails too, and says so
                 self._seq[op[1][0]] = last or 0
-        ops = redact(number(ops, self._seq), self.redactor)
+        self._numbered = number(ops, self._seq)
+        ops = redact(self._numbered, self.redactor)
         if self.conn is not None:
             try:
                 with store.write_transaction(self.conn):
