@@ -361,6 +361,8 @@ def json_cell(value) -> str:
     """JSON text of `value` (non-ASCII kept as it is) that SQLite can store: each lone surrogate
     written as its `\\uXXXX` escape."""
     text = json.dumps(value, ensure_ascii=False)
+    if text.isascii():  # the common case, told without a scan
+        return text
     return _SURROGATES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -368,7 +370,7 @@ def text_cell(value):
     """A text cell SQLite can store: each lone surrogate of surrogate-escaped text written as the
     byte it stands for, percent-encoded (`%E9`; any other surrogate, its UTF-8 bytes so); a value
     that is not text, as it is."""
-    if not isinstance(value, str) or not _SURROGATES.search(value):
+    if value.__class__ is not str or value.isascii() or not _SURROGATES.search(value):
         return value
     return _SURROGATES.sub(_percent_byte, value)
 
