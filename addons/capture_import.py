@@ -39,13 +39,70 @@ def read_flows(path: str) -> list:
         raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file ({exc})") from None
     except RecursionError:
         raise ImportFormatError(f"{path}: not a readable mitmproxy dump (nested too deep)") from None
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, UnicodeError) as exc:
-        # mitmproxy's reader trusts the records' shapes: a record of the wrong shape is a bad file
-        raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file "
-                                f"({type(exc).__name__}: {exc})") from None
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    except Exception as exc:  # noqa: BLE001
+        # mitmproxy's reader trusts the records' shapes: whatever it raises on one is a bad file
+        # (a ValueError, an OverflowError for a port of inf, an AssertionError, ...)
+        raise ImportFormatError(f"{path}: not a readable mitmproxy dump or HAR file "
+                                f"({type(exc).__name__}: {_shown(exc)})") from None
+    for n, f in enumerate(flows, 1):
+        _check_flow(path, n, f)
     return flows
+
+
+def _shown(value, limit: int = 60) -> str:
+    """A value from the file in a message: ASCII (no terminal escapes), cut."""
+    text = ascii(value) if not isinstance(value, BaseException) else ascii(str(value))[1:-1]
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _is_int(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_fields(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(pair, tuple) and len(pair) == 2 and
+                                            all(isinstance(part, bytes) for part in pair) for pair in value)
+
+
+def _is_peer(value) -> bool:
+    return value is None or (isinstance(value, tuple) and len(value) >= 2 and isinstance(value[0], str) and
+                             _is_int(value[1], 0, 65535))
+
+
+_UUID_TEXT = 200  # an id mitmproxy writes is a UUID: 36 characters
+
+
+def _check_flow(path: str, n: int, f) -> None:
+    """What the recorder addon reads of a flow has the type mitmproxy gives it live: mitmproxy's
+    reader takes many fields of a crafted dump as they are (an id that is a list or 2**70, an error
+    that is 0). ImportFormatError names the first field that has not."""
+    from mitmproxy import flow as mflow
+
+    req, resp = f.request, f.response
+    checks = [
+        ("an id", f.id, isinstance(f.id, str) and 0 < len(f.id) <= _UUID_TEXT),
+        ("a client connection id", f.client_conn.id, isinstance(f.client_conn.id, str)),
+        ("a client address", f.client_conn.peername, _is_peer(f.client_conn.peername)),
+        ("an error", f.error, f.error is None or (isinstance(f.error, mflow.Error) and isinstance(f.error.msg, str))),
+        ("a request method", req.data.method, isinstance(req.data.method, bytes)),
+        ("a request scheme", req.data.scheme, isinstance(req.data.scheme, bytes)),
+        ("a request host", req.data.host, isinstance(req.data.host, str)),
+        ("a request port", req.data.port, _is_int(req.data.port, 0, 65535)),
+        ("a request path", req.data.path, isinstance(req.data.path, bytes)),
+        ("request headers", req.data.headers.fields, _is_fields(req.data.headers.fields)),
+        ("a request body", req.data.content, req.data.content is None or isinstance(req.data.content, bytes)),
+    ]
+    if resp is not None:
+        checks += [
+            ("a status", resp.data.status_code, isinstance(resp.data.status_code, int)),
+            ("answer headers", resp.data.headers.fields, _is_fields(resp.data.headers.fields)),
+            ("an answer body", resp.data.content, resp.data.content is None or isinstance(resp.data.content, bytes)),
+        ]
+    for what, value, ok in checks:
+        if not ok:
+            raise ImportFormatError(f"{path}: flow {n} has {what} of the wrong type or size ({_shown(value)})")
 
 
 def _har_entries(path: str, flows: list) -> None:

@@ -480,10 +480,11 @@ class McpTap:
     def _new_session(self, key: tuple, transport: str, ex: Exchange) -> Session:
         session = self.sessions[key] = Session(self.new_id(key), key, transport)
         upstream, _ = self.redactor.url(ex.upstream)
+        text = store.text_cell  # a host, a file name: any bytes (analyzer/store.py)
         self.journal.session({
-            "id": session.id, "transport": transport, "label": self.label, "started_at": ex.started_at,
-            "upstream": upstream, "recorder": self.recorder, "host": socket.gethostname(), "pid": os.getpid(),
-            **({"source": self.source} if self.source else {}),
+            "id": session.id, "transport": transport, "label": text(self.label), "started_at": ex.started_at,
+            "upstream": text(upstream), "recorder": self.recorder, "host": text(socket.gethostname()),
+            "pid": os.getpid(), **({"source": text(self.source)} if self.source else {}),
         })
         return session
 

@@ -90,12 +90,19 @@ def url_text(url: str | tuple) -> str:
     return unparse(*url)
 
 
+def _decoded(fields) -> list[tuple[str, str]]:
+    """Raw header fields decoded as mitmproxy decodes them (UTF-8, each other byte a lone
+    surrogate: analyzer/store.py `json_cell` and `text_cell` store that losslessly)."""
+    return [(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+            for name, value in fields]
+
+
 def exchange_row(raw: dict, redactor: Redactor) -> dict:
     """The `exchanges` row of an exchange queued raw (addons/http_tap.py `Exchange.snapshot`):
     header fields decoded as mitmproxy decodes them, the MCP headers in their columns,
-    credentials in headers and URL redacted (analyzer/redact.py), headers as JSON."""
-    request = [(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
-               for name, value in raw["request_fields"]]
+    credentials in headers and URL redacted (analyzer/redact.py), headers as JSON; every text
+    cell one SQLite stores, whatever bytes came (analyzer/store.py `json_cell`, `text_cell`)."""
+    request = _decoded(raw["request_fields"])
     h = _lookup(request)
     url, redacted_url = redactor.url(url_text(raw["url"]))
     request_headers, redacted = redactor.headers(request)
@@ -103,26 +110,32 @@ def exchange_row(raw: dict, redactor: Redactor) -> dict:
     response_headers = None
     r: dict[str, str] = {}
     if raw["response_fields"] is not None:
-        response = [(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
-                    for name, value in raw["response_fields"]]
+        response = _decoded(raw["response_fields"])
         r = _lookup(response)
         stored, redacted_response = redactor.headers(response)
-        response_headers = json.dumps(stored, ensure_ascii=False)
+        response_headers = store.json_cell(stored)
         redacted += redacted_response
     status = raw["status"]
+    text = store.text_cell
     return {
-        "id": raw["id"], "session_id": raw["session_id"], "method": raw["method"], "url": url,
+        "id": raw["id"], "session_id": raw["session_id"], "method": text(raw["method"]), "url": text(url),
         "status": status if isinstance(status, int) and 0 <= status <= 999 else None,
-        "request_type": h.get("content-type"), "response_type": r.get("content-type"),
-        "mcp_session_id": h.get("mcp-session-id"), "assigned_session": r.get("mcp-session-id"),
-        "protocol_version": h.get("mcp-protocol-version"), "accept": h.get("accept"),
-        "last_event_id": h.get("last-event-id"), "content_encoding": r.get("content-encoding"),
-        "endpoint": raw["endpoint"], "events": 0,
-        "request_headers": json.dumps(request_headers, ensure_ascii=False), "response_headers": response_headers,
+        "request_type": text(h.get("content-type")), "response_type": text(r.get("content-type")),
+        "mcp_session_id": text(h.get("mcp-session-id")), "assigned_session": text(r.get("mcp-session-id")),
+        "protocol_version": text(h.get("mcp-protocol-version")), "accept": text(h.get("accept")),
+        "last_event_id": text(h.get("last-event-id")), "content_encoding": text(r.get("content-encoding")),
+        "endpoint": text(raw["endpoint"]), "events": 0,
+        "request_headers": store.json_cell(request_headers), "response_headers": response_headers,
         "redacted": json.dumps(redacted) if redacted else None,
         "started_at": raw["started_at"], "request_end": raw["request_end"], "response_at": raw["response_at"],
-        "ended_at": raw["ended_at"], "outcome": raw["outcome"],
+        "ended_at": raw["ended_at"], "outcome": text(raw["outcome"]),
     }
+
+
+def _ident(op: tuple) -> str:
+    """The exchange an op is about, for a message."""
+    what = op[1] if len(op) > 1 else None
+    return ascii(what.get("id") if isinstance(what, dict) else what)
 
 
 class Streams:
@@ -130,42 +143,54 @@ class Streams:
     queued raw (`xraw`: addons/http_tap.py `Exchange.snapshot`) made into their rows with
     `redactor` (the contract's redaction when none is given)."""
 
-    def __init__(self, redactor: Redactor | None = None, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, redactor: Redactor | None = None, *, max_frame: int = DEFAULT_MAX_FRAME,
+                 warn: Callable[[str], None] = warn_stderr) -> None:
         self._max_frame = max_frame  # an event's data beyond it is stored cut (addons/bounded.py)
         self._open: dict[str, _Stream] = {}
         self._closed: dict[str, _Stream] = {}  # until their exchange's last snapshot passes
         self._redactor = redactor
+        self._warn = warn
+        self.faults = 0  # ops that could not be turned into rows, each said in one line
 
     def cut(self, ops: list[tuple]) -> list[tuple]:
         """`ops` with stream, chunk and close ops turned into frame ops (and exchange rows told
         how many events their stream had, and why it was not recorded if it was not). A chunk
         op's bytes may be an int: that many bytes, no CR or LF among them, continuing a line
-        already past the limit (addons/http_tap.py sends the count alone)."""
+        already past the limit (addons/http_tap.py sends the count alone). An op that cannot be
+        made into its rows (a bug) is said in one line and the others go on."""
         out: list[tuple] = []
         for op in ops:
-            kind = op[0]
-            if kind == "chunk":
-                stream = self._open.get(op[1])
-                if stream is not None:
-                    self._feed(out, op[1], stream, op[2], op[3])
-            elif kind == "stream":
-                self._open[op[1]] = _Stream(op[2], op[3], self._max_frame)
-            elif kind == "close":
-                stream = self._open.pop(op[1], None)
-                if stream is not None:
-                    self._finish(out, op[1], stream, op[2])
-                    self._closed[op[1]] = stream
-            elif kind == "exchange" or kind == "xraw":
-                row = op[1] if kind == "exchange" else exchange_row(op[1], self._header_redactor())
-                stream = self._open.get(row["id"]) or self._closed.pop(row["id"], None)
-                if stream is not None:
-                    row = dict(row, events=stream.events)
-                    if stream.fault and not (row.get("outcome") or "").startswith("error"):
-                        row["outcome"] = stream.fault
-                out.append(("exchange", row))
-            else:
-                out.append(op)
+            try:
+                self._cut(out, op)
+            except Exception as exc:  # noqa: BLE001: one op's failure must not stop the recording
+                self.faults += 1
+                self._warn(f"cannot record the {op[0]} op of exchange {_ident(op)} ({type(exc).__name__}: "
+                           f"{exc}); recording goes on")
         return out
+
+    def _cut(self, out: list[tuple], op: tuple) -> None:
+        kind = op[0]
+        if kind == "chunk":
+            stream = self._open.get(op[1])
+            if stream is not None:
+                self._feed(out, op[1], stream, op[2], op[3])
+        elif kind == "stream":
+            self._open[op[1]] = _Stream(op[2], op[3], self._max_frame)
+        elif kind == "close":
+            stream = self._open.pop(op[1], None)
+            if stream is not None:
+                self._finish(out, op[1], stream, op[2])
+                self._closed[op[1]] = stream
+        elif kind == "exchange" or kind == "xraw":
+            row = op[1] if kind == "exchange" else exchange_row(op[1], self._header_redactor())
+            stream = self._open.get(row["id"]) or self._closed.pop(row["id"], None)
+            if stream is not None:
+                row = dict(row, events=stream.events)
+                if stream.fault and not (row.get("outcome") or "").startswith("error"):
+                    row["outcome"] = stream.fault
+            out.append(("exchange", row))
+        else:
+            out.append(op)
 
     def _header_redactor(self) -> Redactor:
         if self._redactor is None:
@@ -240,6 +265,7 @@ class RemoteJournal(Collector):
         self.ops: deque[tuple] = deque()
         self._warn = warn
         self._local: Journal | None = None
+        self._said: set[tuple[str, str]] = set()  # failures said once each
         self._streams: dict[str, tuple] = {}  # open streams' (session, encoding), should the process die
         self._sessions: dict[str, dict] = {}  # and the sessions
         self.queue = ChunkQueue((os.path.dirname(os.path.abspath(db_path)), tempfile.gettempdir()))
@@ -299,7 +325,19 @@ class RemoteJournal(Collector):
 
     def _pack_loop(self) -> None:
         while not self._stop.wait(SHIP_INTERVAL_S):
-            self._pack()
+            self._guarded(self._pack, "queue what the proxy saw")
+
+    def _guarded(self, step: Callable[[], object], what: str):
+        """A step of a thread that must never end on a bug: a failure said in one line, once
+        for each kind (the thread goes on; the next batch may pass)."""
+        try:
+            return step()
+        except Exception as exc:  # noqa: BLE001
+            said = (what, type(exc).__name__)
+            if said not in self._said:
+                self._said.add(said)
+                self._warn(f"cannot {what} ({type(exc).__name__}: {exc}); recording goes on")
+            return None
 
     def _pack(self) -> None:
         ops = [self.ops.popleft() for _ in range(len(self.ops))]
@@ -325,7 +363,7 @@ class RemoteJournal(Collector):
     def _write_loop(self) -> None:
         while True:
             self.queue.wait(SHIP_INTERVAL_S)
-            drained = self._drain()
+            drained = self._guarded(self._drain, "hand what the proxy saw to the recorder")
             if not self._packing and not drained:
                 return
 
@@ -401,7 +439,12 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
     try:
         for kind, _, payload in reader:
             if kind == STREAM_INDEX["ops"]:
-                sink.write(streams.cut(marshal.loads(payload)))
+                try:
+                    ops = streams.cut(marshal.loads(payload))
+                except Exception as exc:  # noqa: BLE001: `cut` guards each op; this is a batch it cannot read
+                    warn_stderr(f"the HTTP recorder cannot read a batch ({type(exc).__name__}: {exc}); recording goes on")
+                    continue
+                sink.write(ops)  # which spools what the database does not take
     finally:
         sink.close()
     return 0

@@ -66,10 +66,26 @@ class Sink:
         self._sessions: dict[str, dict] = {}
         self._spools: dict[str, Spool] = {}
         self._seq: dict[str, int] = {}  # last seq given, per session
+        self._numbered: list[tuple] | None = None  # the batch being written, numbered
         self.failed: str | None = None
         self.conn: sqlite3.Connection | None = store.connect(db_path)  # a bad path is an error now, not later
 
     def write(self, ops: list[tuple]) -> None:
+        """Store `ops`; whatever goes wrong (a failing database, a row it refuses, a bug here),
+        the frames go on into spool files and one line says why: recording never stops on it."""
+        self._numbered: list[tuple] | None = None
+        try:
+            self._write(ops)
+        except Exception as exc:  # noqa: BLE001: a bug is said in one line; the frames are kept
+            self._warn(f"cannot record a batch ({type(exc).__name__}: {exc}); its frames go to spool files beside "
+                       f"{self.db_path} (mcptap import brings them in)")
+            try:
+                numbered = self._numbered or number([op for op in ops if op[0] in ("frame", "end")], self._seq)
+                self._spill(numbered)
+            except Exception as again:  # noqa: BLE001
+                self._warn(f"cannot spool that batch either ({type(again).__name__}: {again}): its frames are lost")
+
+    def _write(self, ops: list[tuple]) -> None:
         for op in ops:
             if op[0] == "session":
                 self._sessions[op[1]["id"]] = op[1]
@@ -80,13 +96,16 @@ class Sink:
                 except sqlite3.Error:
                     last = None  # the write below fails too, and says so
                 self._seq[op[1][0]] = last or 0
-        ops = redact(number(ops, self._seq), self.redactor)
+        self._numbered = number(ops, self._seq)
+        ops = redact(self._numbered, self.redactor)
         if self.conn is not None:
             try:
                 with store.write_transaction(self.conn):
                     apply(self.conn, ops)
                 return
             except Exception as exc:  # noqa: BLE001: whatever keeps the store from working, the frames go on
+                if not _store_failed(exc) and self._apply_each(ops):
+                    return
                 self.failed = str(exc) if isinstance(exc, (sqlite3.Error, OSError)) else f"{type(exc).__name__}: {exc}"
                 try:
                     self.conn.close()
@@ -96,6 +115,32 @@ class Sink:
                 self._warn(f"cannot write to {self.db_path} ({self.failed}); frames go to spool files beside it "
                            "(mcptap import brings them in)")
         self._spill(ops)
+
+    def _apply_each(self, ops: list[tuple]) -> bool:
+        """A batch holding a row the store refuses (a value SQLite cannot take, a bug): each op
+        alone, in one transaction; each op refused is said in one line, its frames spooled, and
+        the database keeps the rest and the recording. False: the store itself failed."""
+        refused = []
+        try:
+            with store.write_transaction(self.conn):
+                for op in ops:
+                    try:
+                        apply(self.conn, [op])
+                    except Exception as exc:  # noqa: BLE001
+                        if _store_failed(exc):
+                            raise
+                        refused.append((op, exc))
+        except Exception as exc:  # noqa: BLE001
+            if _store_failed(exc):
+                return False
+            raise
+        for op, exc in refused:
+            what = f"the {op[0]} row of session {_session_of(op)}"
+            self._warn(f"cannot store {what} ({type(exc).__name__}: {exc})"
+                       + ("; its frame goes to a spool file beside the database" if op[0] == "frame" else
+                          "; the rest is stored"))
+        self._spill([op for op, _ in refused])
+        return True
 
     def close(self) -> None:
         if self.conn is not None:
@@ -137,6 +182,7 @@ class Journal(Collector):
         self.db_path = db_path
         self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
         self._transform = transform
+        self._warn = warn
         self._wake = threading.Event()
         self._closing = False
         self.sink = Sink(db_path, warn=warn, redactor=redactor)
@@ -161,10 +207,28 @@ class Journal(Collector):
             closing = self._closing
             ops = [self.ops.popleft() for _ in range(len(self.ops))]
             if ops:
-                self.sink.write(self._transform(ops) if self._transform else ops)
+                try:
+                    ops = self._transform(ops) if self._transform else ops
+                except Exception as exc:  # noqa: BLE001: the thread must go on (the transform guards its ops)
+                    self._warn(f"cannot cut a batch into frames ({type(exc).__name__}: {exc}); "
+                               "its frames already cut go on")
+                    ops = [op for op in ops if op[0] not in ("stream", "chunk", "close", "xraw")]
+                self.sink.write(ops)
             if closing:
                 break
         self.sink.close()
+
+
+def _store_failed(exc: BaseException) -> bool:
+    """Whether `exc` says the database or its disk failed (locked, full, corrupt, gone), not that
+    it refused one row (a value it cannot bind, a constraint, text it cannot encode)."""
+    return isinstance(exc, (sqlite3.OperationalError, sqlite3.InternalError, OSError)) or type(exc) is sqlite3.DatabaseError
+
+
+def _session_of(op: tuple) -> str:
+    what = op[1]
+    return ascii(what.get("session_id") or what.get("id") if isinstance(what, dict) else
+                 what[0] if isinstance(what, tuple) and what else what)
 
 
 def number(ops: list[tuple], last_seq: dict[str, int]) -> list[tuple]:

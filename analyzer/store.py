@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -340,6 +341,44 @@ EXCHANGE_COLUMNS = (
     "request_headers", "response_headers", "redacted", "started_at", "request_end", "response_at", "ended_at",
     "outcome",
 )
+
+
+# -- text that came off the wire ------------------------------------------------------------------
+# mitmproxy decodes header names and values, methods, paths and hosts as UTF-8 with
+# `surrogateescape`: each byte that is not UTF-8 (obs-text such as `X-Name: caf\xe9`) becomes a lone
+# surrogate, U+DC80 to U+DCFF, which SQLite cannot store. Two lossless spellings, one per kind of cell:
+# - JSON cells (`request_headers`, `response_headers`): the lone surrogate as a `\udcXX` escape. The
+#   JSON is valid text; `json.loads` gives the name or value back as it came, and
+#   `.encode("utf-8", "surrogateescape")` its exact bytes.
+# - Plain TEXT cells (`url`, the MCP header columns, `outcome`, session `upstream`, `label`,
+#   `source`): each such byte percent-encoded (`%E9`), a URL's own spelling of a byte (the header
+#   columns copy values whose exact bytes the headers JSON holds).
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def json_cell(value) -> str:
+    """JSON text of `value` (non-ASCII kept as it is) that SQLite can store: each lone surrogate
+    written as its `\\uXXXX` escape."""
+    text = json.dumps(value, ensure_ascii=False)
+    if text.isascii():  # the common case, told without a scan
+        return text
+    return _SURROGATES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def text_cell(value):
+    """A text cell SQLite can store: each lone surrogate of surrogate-escaped text written as the
+    byte it stands for, percent-encoded (`%E9`; any other surrogate, its UTF-8 bytes so); a value
+    that is not text, as it is."""
+    if value.__class__ is not str or value.isascii() or not _SURROGATES.search(value):
+        return value
+    return _SURROGATES.sub(_percent_byte, value)
+
+
+def _percent_byte(match: re.Match) -> str:
+    char = match.group()
+    raw = char.encode("utf-8", "surrogateescape" if "\udc80" <= char <= "\udcff" else "surrogatepass")
+    return "".join(f"%{b:02X}" for b in raw)
 
 
 def http_frame_row(session_id: str, seq: int, ts: float, direction: str, raw: bytes, exchange_id: str | None,
