@@ -195,7 +195,7 @@ def decode_body(raw: bytes, encoding: str | None, limit: int) -> tuple[bytes, in
                 kept.add(piece)
             for piece in decoder.flush():
                 kept.add(piece)
-        except Exception:  # noqa: BLE001: any codec's error: a body that is not what it says is data
+        except Exception:  # noqa: BLE001 - any codec's error: a body that is not what it says is data
             pass
         else:
             return kept.value(), kept.size

@@ -214,7 +214,7 @@ class McpTap:
                 try:
                     self.journal = RemoteJournal(path, redaction=redaction, max_frame=ctx.options.mcptap_max_frame)
                     self._raw_rows = True
-                except Exception as exc:  # noqa: BLE001: any failure to open is the user's one-line error
+                except Exception as exc:  # noqa: BLE001 - any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None
 
     def running(self) -> None:
@@ -366,7 +366,7 @@ class McpTap:
                 else:
                     try:
                         self._scout(ex, chunk)
-                    except Exception as exc:  # noqa: BLE001: a tap must never raise (the chunk would be lost)
+                    except Exception as exc:  # noqa: BLE001 - a tap must never raise (the chunk would be lost)
                         self._fault(ex, exc)
             if callable(downstream):
                 return downstream(chunk)

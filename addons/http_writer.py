@@ -162,7 +162,7 @@ class Streams:
         for op in ops:
             try:
                 self._cut(out, op)
-            except Exception as exc:  # noqa: BLE001: one op's failure must not stop the recording
+            except Exception as exc:  # noqa: BLE001 - one op's failure must not stop the recording
                 self.faults += 1
                 self._warn(f"cannot record the {op[0]} op of exchange {_ident(op)} ({type(exc).__name__}: "
                            f"{exc}); recording goes on")
@@ -214,7 +214,7 @@ class Streams:
                     self._events(out, exchange_id, stream, ts, stream.parser.feed(piece))
             elif data:
                 self._events(out, exchange_id, stream, ts, stream.parser.feed(data))
-        except Exception as exc:  # noqa: BLE001: a stream that cannot be read is said, not fatal
+        except Exception as exc:  # noqa: BLE001 - a stream that cannot be read is said, not fatal
             stream.parser, stream.fault = None, f"not decodable: {type(exc).__name__}: {exc}"
 
     @staticmethod
@@ -441,7 +441,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
             if kind == STREAM_INDEX["ops"]:
                 try:
                     ops = streams.cut(marshal.loads(payload))
-                except Exception as exc:  # noqa: BLE001: `cut` guards each op; this is a batch it cannot read
+                except Exception as exc:  # noqa: BLE001 - `cut` guards each op; this is a batch it cannot read
                     warn_stderr(f"the HTTP recorder cannot read a batch ({type(exc).__name__}: {exc}); recording goes on")
                     continue
                 sink.write(ops)  # which spools what the database does not take

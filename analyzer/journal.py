@@ -76,7 +76,7 @@ class Sink:
         self._numbered: list[tuple] | None = None
         try:
             self._write(ops)
-        except Exception as exc:  # noqa: BLE001: a bug is said in one line; the frames are kept
+        except Exception as exc:  # noqa: BLE001 - a bug is said in one line; the frames are kept
             self._warn(f"cannot record a batch ({type(exc).__name__}: {exc}); its frames go to spool files beside "
                        f"{self.db_path} (mcptap import brings them in)")
             try:
@@ -103,7 +103,7 @@ class Sink:
                 with store.write_transaction(self.conn):
                     apply(self.conn, ops)
                 return
-            except Exception as exc:  # noqa: BLE001: whatever keeps the store from working, the frames go on
+            except Exception as exc:  # noqa: BLE001 - whatever keeps the store from working, the frames go on
                 if not _store_failed(exc) and self._apply_each(ops):
                     return
                 self.failed = str(exc) if isinstance(exc, (sqlite3.Error, OSError)) else f"{type(exc).__name__}: {exc}"
@@ -209,7 +209,7 @@ class Journal(Collector):
             if ops:
                 try:
                     ops = self._transform(ops) if self._transform else ops
-                except Exception as exc:  # noqa: BLE001: the thread must go on (the transform guards its ops)
+                except Exception as exc:  # noqa: BLE001 - the thread must go on (the transform guards its ops)
                     self._warn(f"cannot cut a batch into frames ({type(exc).__name__}: {exc}); "
                                "its frames already cut go on")
                     ops = [op for op in ops if op[0] not in ("stream", "chunk", "close", "xraw")]

@@ -232,7 +232,7 @@ class SessionWriter:
             conn.execute("BEGIN IMMEDIATE")
             store.insert_session(conn, self.session)
             conn.execute("COMMIT")
-        except Exception as exc:  # noqa: BLE001: whatever keeps the store from working, the frames go on
+        except Exception as exc:  # noqa: BLE001 - whatever keeps the store from working, the frames go on
             with self._lock:
                 self._start_spool(_reason(exc))
         try:
@@ -252,7 +252,7 @@ class SessionWriter:
             if frames or stderr:
                 try:
                     store.append_rows(conn, frames, stderr)
-                except Exception as exc:  # noqa: BLE001: the batch and the rest go to the spool
+                except Exception as exc:  # noqa: BLE001 - the batch and the rest go to the spool
                     with self._lock:
                         self._start_spool(_reason(exc), (frames, stderr, nbytes))
                     return

@@ -644,7 +644,7 @@ class RawUpstream:
                 body += conn.recv(65536)
             request = json.loads(body)
             getattr(self, "_" + request["method"].replace("/", "_"))(conn, request.get("id"))
-        except BaseException as exc:  # noqa: BLE001: reported by the test
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.faults.append(exc)
         finally:
             conn.close()

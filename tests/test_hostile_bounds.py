@@ -95,7 +95,7 @@ class Upstream:
             getattr(self, "_" + request["method"].replace("/", "_"))(conn, request.get("id"))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client (or the proxy, stopping) went away mid-stream
-        except BaseException as exc:  # noqa: BLE001: reported by the test
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.faults.append(exc)
         finally:
             conn.close()

@@ -19,7 +19,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 from mitmproxy import io as mitm_io
 from mitmproxy.io import tnetstring
 from mitmproxy.test import tflow
