@@ -28,7 +28,8 @@ Every session still open when the proxy stops is ended then, after its streams' 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
 id. Anything else passing the proxy (a browser's traffic in
-explicit mode, OAuth metadata) is not recorded."""
+explicit mode, OAuth metadata) is not recorded. Under `mcptap proxy`, a request its guard refused
+(addons/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from urllib.parse import parse_qsl, urlsplit
 from mitmproxy import ctx, exceptions, http
 
 from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
+from addons.origin_guard import CLIENT_HEADERS, REFUSED
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
 from analyzer.redact import FrameRedactor, Redaction, Redactor
@@ -137,11 +139,12 @@ def _legacy_token(target: str) -> str | None:
 class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
-                 on_running: Callable[[], None] | None = None) -> None:
+                 on_running: Callable[[], None] | None = None, guard=None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (addons/capture_import.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
-        (mitmproxy offers every event to every addon, flow by flow)."""
+        (mitmproxy offers every event to every addon, flow by flow); so is `guard`
+        (addons/origin_guard.py OriginGuard), whose `requestheaders` becomes this addon's."""
         self.recorder = recorder
         self.journal = journal
         self.redactor = redactor or Redactor(keep=True)
@@ -155,6 +158,8 @@ class McpTap:
         self.errors = 0  # faults inside a tap, each said once in the log
         self.on_running = on_running
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
+        if guard is not None:  # only then is there a requestheaders event to offer this addon
+            self.requestheaders = guard.requestheaders
 
     # -- options -------------------------------------------------------------------------------
 
@@ -206,11 +211,12 @@ class McpTap:
         if self.journal is None:
             return
         req = flow.request
-        fields = req.headers.fields
+        fields = flow.metadata.get(CLIENT_HEADERS) or req.headers.fields  # as the client sent them
         h = _lookup(fields)
+        refused = flow.metadata.get(REFUSED)  # answered by the proxy: never went upstream
         body = (req.get_content(strict=False) if b"content-encoding" in h else req.raw_content) or b""
         method = req.method
-        if not self._is_mcp_request(method, h, body):
+        if not refused and not self._is_mcp_request(method, h, body):
             return
         scheme, host, port, path = req.scheme, req.host, req.port, req.path
         # mitmproxy's req.url, made in the recorder process (where mitmproxy's versions differ: made here)
@@ -219,9 +225,12 @@ class McpTap:
         ex = self.exchanges[flow.id] = Exchange(flow.id, method, url, path, f"{scheme}://{host}:{port}",
                                                 req.timestamp_start, req.timestamp_end, fields, flow.client_conn.id,
                                                 peer[0] if peer else "", h.get(b"user-agent"))
-        if body and method == "POST":
+        if refused:
+            ex.outcome = refused
+        elif body and method == "POST":
             ex.pending.append((ex.request_end or time.time(), C2S, body, None, 0))
-        key = self._key_at_request(ex, h, body)
+        # a refused request joins its client's sessionless group: it tells nothing of any session
+        key = ex.stateless_key if refused else self._key_at_request(ex, h, body)
         if key is not None:
             self._join(ex, key)
 
@@ -253,7 +262,7 @@ class McpTap:
             return
         resp = flow.response
         end = resp.timestamp_end or time.time()
-        if not ex.streaming:  # not a stream: the whole answer is here
+        if not ex.streaming and REFUSED not in flow.metadata:  # not a stream: the whole answer is here
             body = (resp.get_content(strict=False) if ex.content_encoding else resp.raw_content) or b""
             if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
                 self._frame(ex, end, S2C, body, None)
