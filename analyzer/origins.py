@@ -21,6 +21,7 @@ ANY = "*"
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})  # listening everywhere names no host of its own
 DEFAULT_PORTS = {"http": 80, "https": 443}
+VERDICTS = 1024  # Host and Origin pairs whose verdict is remembered (then forgotten, all at once)
 SERVER_ERROR = -32000  # the JSON-RPC code the TypeScript SDK answers these refusals with
 
 
@@ -123,12 +124,26 @@ class ListenerPolicy:
             local.add(_hostname(listen_host))
         self.local = frozenset(local)
         self.hosts = self.local | {origin[1] for origin in self.origins} | {_hostname(h) for h in hosts}
+        self._verdicts: dict[tuple, Refusal | None] = {}
 
     def check(self, hosts: Sequence[str], origins: Sequence[str]) -> Refusal | None:
         """None when a request with these `Host` values (exactly one is right) and `Origin` values
-        (none, or each allowed) is answered, else why not."""
+        (none, or each allowed) is answered, else why not. Verdicts are remembered by value (a
+        client sends the same ones every time), a bounded number of them."""
         if self.open:
             return None
+        key = (tuple(hosts), tuple(origins))
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        verdict = self._check(hosts, origins)
+        if len(self._verdicts) >= VERDICTS:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
+
+    def _check(self, hosts: Sequence[str], origins: Sequence[str]) -> Refusal | None:
         if len(hosts) != 1:
             return HOST_REFUSED
         host = host_of(hosts[0])
