@@ -81,7 +81,6 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redact.py Redaction; default the contract's); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py)."""
-    from addons.origin_guard import basic_credentials
     from analyzer.origins import ListenerPolicy
     from analyzer.redact import Redaction
 
@@ -91,6 +90,7 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=[urlsplit(upstream).hostname])
     if port:
         _check_free(host, port)
+    from addons.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
                               basic_credentials(upstream)))
 

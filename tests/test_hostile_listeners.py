@@ -161,7 +161,7 @@ def test_serve_allow_origin_widens_to_that_origin_and_its_host_and_star_to_any(r
 
 
 @pytest.mark.parametrize("command", ["serve", "proxy"])
-@pytest.mark.parametrize("value", ["evil.example", "http://evil.example/path", "http://user@evil.example", "*.example"])
+@pytest.mark.parametrize("value", ["evil.example", "http://user@evil.example/path"])
 def test_an_allow_origin_that_is_not_an_origin_is_a_one_line_error(recording, command, value):
     where = ("rec", "--listen", "127.0.0.1:0") if command == "serve" else ("--upstream", "http://127.0.0.1:9/mcp")
     result = run(mcptap(command, "--db", str(recording), *where, "--allow-origin", value), timeout=60)
