@@ -28,7 +28,8 @@ Every session still open when the proxy stops is ended then, after its streams' 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
 id. Anything else passing the proxy (a browser's traffic in
-explicit mode, OAuth metadata) is not recorded."""
+explicit mode, OAuth metadata) is not recorded. Under `mcptap proxy`, a request its guard refused
+(addons/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from mitmproxy import ctx, exceptions, http
 
 from addons.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
 from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
+from addons.origin_guard import CLIENT_HEADERS, REFUSED
 from addons.sse import LINE_SLACK
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
@@ -150,11 +152,13 @@ def _legacy_token(target: str) -> str | None:
 class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
-                 on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+                 on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
+                 guard=None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (addons/capture_import.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
-        (mitmproxy offers every event to every addon, flow by flow)."""
+        (mitmproxy offers every event to every addon, flow by flow); so is `guard`
+        (addons/origin_guard.py OriginGuard), whose `requestheaders` becomes this addon's."""
         self.recorder = recorder
         self.journal = journal
         self.redactor = redactor or Redactor(keep=True)
@@ -169,6 +173,8 @@ class McpTap:
         self.on_running = on_running
         self.max_frame = max_frame  # a larger frame is stored cut (addons/bounded.py)
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
+        if guard is not None:  # only then is there a requestheaders event to offer this addon
+            self.requestheaders = guard.requestheaders
 
     # -- options -------------------------------------------------------------------------------
 
@@ -229,11 +235,12 @@ class McpTap:
         if self.journal is None:
             return
         req = flow.request
-        fields = req.headers.fields
+        fields = flow.metadata.get(CLIENT_HEADERS) or req.headers.fields  # as the client sent them
         h = _lookup(fields)
+        refused = flow.metadata.get(REFUSED)  # answered by the proxy: never went upstream
         body, size = self._body(req.raw_content, h.get(b"content-encoding"))
         method = req.method
-        if not self._is_mcp_request(method, h, body):
+        if not refused and not self._is_mcp_request(method, h, body):
             return
         scheme, host, port, path = req.scheme, req.host, req.port, req.path
         # mitmproxy's req.url, made in the recorder process (where mitmproxy's versions differ: made here)
@@ -242,9 +249,12 @@ class McpTap:
         ex = self.exchanges[flow.id] = Exchange(flow.id, method, url, path, f"{scheme}://{host}:{port}",
                                                 req.timestamp_start, req.timestamp_end, fields, flow.client_conn.id,
                                                 peer[0] if peer else "", h.get(b"user-agent"))
-        if body and method == "POST":
+        if refused:
+            ex.outcome = refused
+        elif body and method == "POST":
             ex.pending.append((ex.request_end or time.time(), C2S, body, None, 0, size))
-        key = self._key_at_request(ex, h, body)
+        # a refused request joins its client's sessionless group: it tells nothing of any session
+        key = ex.stateless_key if refused else self._key_at_request(ex, h, body)
         if key is not None:
             self._join(ex, key)
 
@@ -292,7 +302,7 @@ class McpTap:
             return
         resp = flow.response
         end = resp.timestamp_end or time.time()
-        if not ex.streaming:  # not a stream: the whole answer is here
+        if not ex.streaming and REFUSED not in flow.metadata:  # not a stream: the whole answer is here
             if ex.kept is not None:
                 body, size = ex.kept.value(), ex.kept.size
                 ex.kept = None  # its pieces go now: one copy of the frame is held, not two

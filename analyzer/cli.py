@@ -45,6 +45,11 @@ RedactKeyOption = Annotated[Optional[list[str]], typer.Option(
 RedactPathOption = Annotated[Optional[list[str]], typer.Option(
     "--redact-path", metavar="PATH", help="Also redact the frame member at this JSON path, e.g. "
                                          "$.params.arguments.token (repeatable).")]
+AllowOriginOption = Annotated[Optional[list[str]], typer.Option(
+    "--allow-origin", metavar="ORIGIN",
+    help="Also answer browser requests from this origin, e.g. https://app.example.com, and requests naming its "
+         "host (repeatable; * answers every Origin and Host). By default only local origins and hosts are "
+         "answered, as the MCP spec asks of local servers: others get 403 (Origin) or 421 (Host).")]
 
 
 MaxFrameOption = Annotated[str, typer.Option(
@@ -164,6 +169,7 @@ def proxy(
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
     max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+    allow_origin: AllowOriginOption = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -178,7 +184,8 @@ def proxy(
     with one_line_errors():
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
-                               insecure=insecure, on_ready=proxy_mod.say_listening(upstream, db))
+                               insecure=insecure, allow_origins=allow_origin or (),
+                               on_ready=proxy_mod.say_listening(upstream, db))
     raise typer.Exit(status)
 
 
@@ -573,6 +580,7 @@ def serve(
         "--delay", metavar="METHOD=SECONDS", help="Fault: answer this method late (* for all; repeatable).")] = None,
     corrupt: Annotated[Optional[list[str]], typer.Option(
         "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
+    allow_origin: AllowOriginOption = None,
 ) -> None:
     """Act as the server of a recorded session for a live client: each request is matched to a
     recorded one (method and params, unused ones first, else method in order) and answered with
@@ -595,7 +603,8 @@ def serve(
                                       corrupt=set(corrupt or ()), pace=pace)
         except ValueError as exc:
             raise fail(str(exc)) from None
-        status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready)
+        status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready,
+                                 allow_origins=allow_origin or ())
     raise typer.Exit(status)
 
 

@@ -1,6 +1,8 @@
 """`mcptap proxy`: mitmproxy in reverse mode, in this process, in front of an HTTP MCP server,
-with the recorder addon (addons/http_tap.py). Listens on 127.0.0.1 unless told otherwise;
-Ctrl-C (or SIGTERM) stops it cleanly: open streams are closed in the record, sessions ended."""
+with the recorder addon (addons/http_tap.py) and its guard (addons/origin_guard.py: a foreign
+Host or Origin is refused, the upstream gets its own Host and the `--upstream` URL's credentials).
+Listens on 127.0.0.1 unless told otherwise; Ctrl-C (or SIGTERM) stops it cleanly: open streams are
+closed in the record, sessions ended."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import errno
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from analyzer import __version__
@@ -32,16 +34,23 @@ def parse_listen(listen: str | None) -> tuple[str, int]:
     return host, int(port)
 
 
+def shown_url(url: str) -> str:
+    """The URL as it may be said: whatever comes before its last `@` (a user and password) left out."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}" if sep else url.rpartition("@")[2]
+
+
 def split_upstream(url: str) -> tuple[str, str]:
     """(origin, path) of the upstream URL: the proxy forwards to the origin (mitmproxy's reverse
-    mode takes no path); the path is where the host should point, through the proxy."""
+    mode takes no path, and no credentials: see addons/origin_guard.py); the path is where the
+    host should point, through the proxy."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
         parts, port = None, None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise MCPTapError(f"--upstream {url!r}: expected an http:// or https:// URL")
+        raise MCPTapError(f"--upstream {shown_url(url)!r}: expected an http:// or https:// URL")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
     return origin, parts.path if parts.path not in ("", "/") else "/"
@@ -68,36 +77,45 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
-        on_ready: Callable[[str, int], None] | None = None) -> int:
+        allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
-    to redact (analyzer/redact.py Redaction; default the contract's). `max_frame`: the largest
-    frame stored whole (addons/bounded.py; default 128 MiB)."""
+    to redact (analyzer/redact.py Redaction; default the contract's); `max_frame`: the largest
+    frame stored whole (addons/bounded.py; default 128 MiB); `allow_origins`: the
+    `--allow-origin` values (analyzer/origins.py)."""
+    from analyzer.origins import ListenerPolicy
     from analyzer.redact import Redaction
 
     redaction = redaction or Redaction()
     origin, _ = split_upstream(upstream)
     host, port = parse_listen(listen)
+    policy = ListenerPolicy(host, allow_origins, hosts=[urlsplit(upstream).hostname])
     if port:
         _check_free(host, port)
-    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, max_frame))
+    from addons.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
+    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
+                              basic_credentials(upstream), max_frame))
 
 
-async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, max_frame=None) -> int:
+async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
+                 max_frame=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
     from addons.http_tap import McpTap
+    from addons.origin_guard import OriginGuard
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     say = on_ready or (lambda h, p: None)
     # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
-    tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say))
+    tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say),
+                 guard=OriginGuard(policy, upstream, authorization))
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the
         # client's 502 and a recorded request with its error, not a connection closed unanswered
-        master.options.update(connection_strategy="lazy",
+        # keep_host_header: the guard sees the client's Host, and sets the upstream's (OriginGuard)
+        master.options.update(connection_strategy="lazy", keep_host_header=True,
                               mcptap_db=db, mcptap_label=label or "", mcptap_keep_credentials=redaction.keep,
                               mcptap_redact_keys=list(redaction.keys), mcptap_redact_paths=list(redaction.paths),
                               **({"mcptap_max_frame": max_frame} if max_frame else {}),

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, Sequence
 
 from mcp_types import jsonrpc
 
@@ -323,10 +323,14 @@ def serve_stdio(responder: Responder, stdin: BinaryIO, stdout: BinaryIO) -> int:
 
 
 def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults | None = None,
-          on_ready: Callable[[str], None] | None = None) -> int:
-    """Load the session and serve it: on stdin/stdout, or on HTTP at `listen` ([HOST:]PORT)."""
+          on_ready: Callable[[str], None] | None = None, allow_origins: Sequence[str] = ()) -> int:
+    """Load the session and serve it: on stdin/stdout, or on HTTP at `listen` ([HOST:]PORT),
+    answering the Origins `allow_origins` names besides local ones (analyzer/origins.py)."""
     from analyzer import store
+    from analyzer.origins import parse_allowed
     from analyzer.proxy import parse_listen
+
+    allow_origins = parse_allowed(allow_origins)  # a mistake is said before the database is read
 
     conn = store.open_existing(db_path)
     try:
@@ -339,4 +343,4 @@ def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults |
     from analyzer.serve_http import serve_http
 
     host, port = parse_listen(listen)
-    return serve_http(responder, host, port, on_ready)
+    return serve_http(responder, host, port, on_ready, allow_origins)

@@ -1,7 +1,9 @@
 """`mcptap serve --listen`: a recorded session served over Streamable HTTP (MCP basic/transports):
 one POST per client message, an answer as JSON or as an event stream of the request's frames; an
 unanswered request keeps its stream open until it is cancelled (a `notifications/cancelled`
-POST, or, as 2026-07-28 says, the client closing the stream), its session ends or serve stops."""
+POST, or, as 2026-07-28 says, the client closing the stream), its session ends or serve stops.
+A request whose Host or Origin is not local (analyzer/origins.py: DNS rebinding) is refused, and a
+POST whose Content-Type is not application/json gets 415, before anything is read of its body."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from analyzer.errors import MCPTapError
+from analyzer.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
 from analyzer.outstanding import Held, Outstanding
 from analyzer.serve import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
 
@@ -26,7 +29,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
         pass
 
+    def _refused(self, *, post: bool = False) -> bool:
+        """Answer a request that is not to be served (a foreign Host or Origin; a POST that is
+        not JSON) with its refusal, closing the connection (its body is never read)."""
+        refusal = self.server.policy.check(self.headers.get_all("Host") or [], self.headers.get_all("Origin") or [])
+        if refusal is None and post and not is_json(self.headers.get("Content-Type")):
+            refusal = CONTENT_TYPE_REFUSED
+        if refusal is None:
+            return False
+        self.close_connection = True
+        self._json(refusal.status, refusal.body, {"Connection": "close"})
+        return True
+
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        if self._refused(post=True):
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -61,7 +78,8 @@ class _Handler(BaseHTTPRequestHandler):
         ident = incoming.requests[0].get("id")
         held = self.server.outstanding.hold(session, ident)
         try:
-            self.close_connection = not self._send(replies[0], started, headers, held)
+            kept = self._send(replies[0], started, headers, held)
+            self.close_connection = self.close_connection or not kept  # the client's Connection: close too
         except OSError:  # the client went away
             self.close_connection = True
         finally:
@@ -98,9 +116,13 @@ class _Handler(BaseHTTPRequestHandler):
         return False  # the stream ends with the connection
 
     def do_GET(self) -> None:  # noqa: N802
+        if self._refused():
+            return
         self._empty(405, {"Allow": "POST, DELETE"})  # no standalone stream: nothing unprompted to say
 
     def do_DELETE(self) -> None:  # noqa: N802
+        if self._refused():
+            return
         self.server.end_session(self.headers.get("Mcp-Session-Id"))
         self._empty(200)
 
@@ -128,8 +150,9 @@ class StubHttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], responder: Responder):
+    def __init__(self, address: tuple[str, int], responder: Responder, policy: ListenerPolicy | None = None):
         super().__init__(address, _Handler)
+        self.policy = policy or ListenerPolicy(address[0])
         self.shared = responder
         self.outstanding = Outstanding()
         self._sessions: dict[str, Responder] = {}
@@ -162,12 +185,15 @@ class StubHttpServer(ThreadingHTTPServer):
         self.server_close()
 
 
-def serve_http(responder: Responder, host: str, port: int, on_ready: Callable[[str], None] | None = None) -> int:
-    """Serve until SIGINT or SIGTERM; `on_ready(url)` once listening."""
+def serve_http(responder: Responder, host: str, port: int, on_ready: Callable[[str], None] | None = None,
+               allow_origins: Sequence[str] = ()) -> int:
+    """Serve until SIGINT or SIGTERM; `on_ready(url)` once listening; `allow_origins`: the
+    `--allow-origin` values (analyzer/origins.py)."""
     import signal
 
+    policy = ListenerPolicy(host, allow_origins)
     try:
-        server = StubHttpServer((host, port), responder)
+        server = StubHttpServer((host, port), responder, policy)
     except OSError as exc:
         raise MCPTapError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     stop = threading.Event()

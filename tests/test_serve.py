@@ -341,7 +341,7 @@ def test_a_notification_recorded_after_a_cancel_is_not_sent_for_the_cancelled_re
 
 def post(message: dict) -> bytes:
     body = json.dumps(message).encode()
-    return (b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 
 
