@@ -117,6 +117,10 @@ def exchange_row(raw: dict, redactor: Redactor) -> dict:
         redacted += redacted_response
     status = raw["status"]
     text = store.text_cell
+    endpoint = raw["endpoint"]
+    if endpoint is not None:  # the legacy endpoint is a URL too: redacted as the exchange's (same tokens)
+        endpoint, redacted_endpoint = redactor.url(endpoint)
+        redacted += [f"endpoint:{what}" for what in redacted_endpoint]
     return {
         "id": raw["id"], "session_id": raw["session_id"], "method": text(raw["method"]), "url": text(url),
         "status": status if isinstance(status, int) and 0 <= status <= 999 else None,
@@ -124,7 +128,7 @@ def exchange_row(raw: dict, redactor: Redactor) -> dict:
         "mcp_session_id": text(h.get("mcp-session-id")), "assigned_session": text(r.get("mcp-session-id")),
         "protocol_version": text(h.get("mcp-protocol-version")), "accept": text(h.get("accept")),
         "last_event_id": text(h.get("last-event-id")), "content_encoding": text(r.get("content-encoding")),
-        "endpoint": text(raw["endpoint"]), "events": 0,
+        "endpoint": text(endpoint), "events": 0,
         "request_headers": store.json_cell(request_headers), "response_headers": response_headers,
         "redacted": json.dumps(redacted) if redacted else None,
         "started_at": raw["started_at"], "request_end": raw["request_end"], "response_at": raw["response_at"],

@@ -205,6 +205,29 @@ def test_legacy_posts_join_the_stream_that_announced_their_endpoint(tap):
     assert rows(db, "SELECT endpoint FROM exchanges WHERE method = 'GET'") == [("/messages/?session_id=abc123",)]
 
 
+def test_a_token_in_a_legacy_endpoint_is_redacted_as_in_the_exchange_url(tap):
+    stream = tflow.tflow(resp=True)
+    stream.request.path = "/sse"
+    stream.request.headers["accept"] = "text/event-stream"
+    tap.request(stream)
+    sse_answer(stream)
+    tap.responseheaders(stream)
+    stream.response.stream(b"event: endpoint\ndata: /messages/?session_id=abc123&token=s3cr3t-endpoint\n\n")
+    p = post(CALL, path="/messages/?session_id=abc123&token=s3cr3t-endpoint")
+    tap.request(p)
+    p.response.status_code, p.response.content = 202, b"Accepted"
+    tap.responseheaders(p)
+    tap.response(p)
+    stream.response.stream(b"")
+    tap.response(stream)
+    db = tap.journal.db_path
+    tap.done()
+    (endpoint, redacted), = rows(db, "SELECT endpoint, redacted FROM exchanges WHERE method = 'GET'")
+    (url,), = rows(db, "SELECT url FROM exchanges WHERE method = 'POST'")
+    assert "s3cr3t" not in endpoint and url.endswith(endpoint)  # the same stand-in as in the URL
+    assert "endpoint:query:token" in redacted
+
+
 def test_a_database_that_cannot_be_opened_is_an_options_error(tmp_path):
     from mitmproxy import exceptions
 
