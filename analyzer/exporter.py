@@ -20,8 +20,10 @@ def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
     for sid in session_ids:
         out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
         told = written
+        cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
         for f in store.iter_frames(conn, sid):
-            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted)) + "\n")
+            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
+                                                           cut.get(f.seq))) + "\n")
             written += 1
             if progress is not None and written - told == PROGRESS_EVERY:
                 progress(PROGRESS_EVERY)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from addons.bounded import CUT
 from analyzer.errors import ImportFormatError
 from analyzer.store import SESSION_COLUMNS
 from analyzer.textsafe import json_text, storable as _text
@@ -41,11 +42,14 @@ def dumps(record: dict) -> str:
 
 
 def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False,
-                 redacted: str | None = None) -> dict:
-    """`redacted`: the frames column (JSON array text of the member paths redaction replaced)."""
+                 redacted: str | None = None, truncated: int | None = None) -> dict:
+    """`redacted`: the frames column (JSON array text of the member paths redaction replaced);
+    `truncated`: the full size of a frame its recorder stored cut at --max-frame (`meta.truncated`)."""
     rec = {"session": session, "seq": seq, "ts": ts, "direction": direction, **_raw_fields(raw)}
     meta = {}
-    if incomplete:
+    if truncated is not None:
+        meta["truncated"] = truncated
+    elif incomplete:
         meta["incomplete"] = True
     if redacted:
         meta["redacted"] = json.loads(redacted)
@@ -70,8 +74,9 @@ def _raw_json(stored: str | bytes) -> str:
 def frame_line(row: tuple) -> str:
     """The frame-log line of a store row (store.frame_row), built without json.dumps: the fast
     path of the recorder's spool. Same content as dumps(frame_record(...))."""
-    sid, seq, ts, direction, stored, _size, incomplete, redacted = row
-    parts = (['"incomplete":true'] if incomplete else []) + ([f'"redacted":{redacted}'] if redacted else [])
+    sid, seq, ts, direction, stored, size, incomplete, redacted = row
+    parts = (([f'"truncated":{size}'] if incomplete == CUT else ['"incomplete":true']) if incomplete else []) + \
+        ([f'"redacted":{redacted}'] if redacted else [])
     meta = ',"meta":{' + ",".join(parts) + "}" if parts else ""
     return f'{{"session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},"direction":"{direction}",{_raw_json(stored)}{meta}}}'
 
@@ -105,6 +110,7 @@ class FrameIn:
     line: int
     redacted: list | None = None  # meta.redacted: member paths a recorder's redaction replaced
     utf8: bool = False  # `raw` is known to be UTF-8 (it was written as text)
+    truncated: int | None = None  # meta.truncated: a frame stored cut at --max-frame, its full size
 
 
 @dataclass(slots=True)
@@ -328,6 +334,15 @@ def _incomplete(obj: dict) -> bool:
     return bool(meta and meta.get("incomplete"))
 
 
+def _truncated(obj: dict, stored: int) -> int | None:
+    size = obj["meta"].get("truncated")
+    if size is None:
+        return None
+    if size.__class__ is not int or size < stored:
+        raise ValueError("'meta.truncated' must be the frame's full size in bytes, at least its stored length")
+    return size
+
+
 def _redacted(obj: dict) -> list | None:
     meta = obj.get("meta")
     paths = meta.get("redacted") if isinstance(meta, dict) else None
@@ -362,11 +377,11 @@ def _record(obj: dict, lineno: int, default_session: str, names: dict[str, str] 
             transport = _text(transport)
         raw, utf8 = _raw_and_utf8(obj)
         if "meta" in obj:
-            incomplete, redacted = _incomplete(obj), _redacted(obj)
+            incomplete, redacted, truncated = _incomplete(obj), _redacted(obj), _truncated(obj, len(raw))
         else:
-            incomplete, redacted = False, None
+            incomplete, redacted, truncated = False, None, None
         return FrameIn(session, _seq(obj), _time(obj), direction, raw, incomplete, transport, lineno, redacted,
-                       utf8)
+                       utf8, truncated)
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":

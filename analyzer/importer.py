@@ -190,7 +190,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn(message)
             for item in items:
                 if item.__class__ is tuple:  # a frame, redacted: see _prepare
-                    session, given, ts, direction, raw, text, incomplete, paths, line, transport = item
+                    session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated = item
                     kind = None
                 else:
                     session, kind = item.session, item.__class__
@@ -216,7 +216,9 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 if kind is None:
                     seq = target.frame_seq(given)
                     size = len(raw)
-                    if size > max_frame:  # stored cut and marked, with its full size
+                    if truncated is not None:  # its recorder stored it cut (meta.truncated): its full size
+                        size, incomplete = max(size, truncated), CUT
+                    if len(raw) > max_frame:  # stored cut and marked, with its full size
                         raw, incomplete = raw[:max_frame], CUT
                         text = store.stored_as_text(raw)
                     (target.frames if text else target.blobs).append(
@@ -292,7 +294,7 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
         if paths or rec.redacted:
             paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
         items.append((rec.session, rec.seq, rec.ts, rec.direction, raw, as_text(raw, rec.utf8), int(rec.incomplete),
-                      paths, rec.line, rec.transport))
+                      paths, rec.line, rec.transport, rec.truncated))
     return items, warnings
 
 

@@ -28,7 +28,7 @@ class SetAside:
         self._db.execute("PRAGMA synchronous=OFF")
         self._db.execute(f"CREATE TABLE s ({', '.join(self.COLUMNS)}, PRIMARY KEY (name)) WITHOUT ROWID")
         self._db.execute("CREATE UNIQUE INDEX s_ord ON s (ord)")
-        self._bits = bytearray(FILTER_BITS // 8)
+        self._bits: bytearray | None = None  # made by the first `put`: an import that sets nothing aside pays nothing
         self._pending: list[tuple] = []
         self.count = 0
 
@@ -38,6 +38,8 @@ class SetAside:
 
     def put(self, state: tuple) -> None:
         """Set a session's state aside (written with the next `flush`)."""
+        if self._bits is None:
+            self._bits = bytearray(FILTER_BITS // 8)
         i, bit = self._bit(state[0])
         self._bits[i] |= bit
         self._pending.append((*state[:10], json.dumps(state[10]), *state[11:]))
@@ -50,6 +52,8 @@ class SetAside:
 
     def take(self, name: str) -> tuple | None:
         """A session's state set aside, removed from here; None if it never was."""
+        if self._bits is None:
+            return None
         i, bit = self._bit(name)
         if not self._bits[i] & bit:
             return None

@@ -261,6 +261,20 @@ def test_a_stdio_line_longer_than_max_frame_passes_the_tee_whole_and_is_stored_c
     assert codes.count("frame-truncated") == 2 and "parse-error" not in codes
 
 
+def test_a_frame_stored_cut_is_exported_with_its_full_size_and_imports_as_the_same_cut_frame(tmp_path):
+    db, log, again = tmp_path / "tee.db", tmp_path / "cut.jsonl", tmp_path / "again.db"
+    line = padded(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"blob":"', 2 << 20)
+    echo = "import sys\nfor l in sys.stdin.buffer: sys.stdout.buffer.write(l); sys.stdout.buffer.flush()"
+    result = run(mcptap("record", "--db", str(db), "--max-frame", "1M", "--", sys.executable, "-c", echo),
+                 input=line + b"\n", timeout=60)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    exported = run(mcptap("export", "--db", str(db), "-o", str(log)), timeout=60)
+    assert exported.returncode == 0, exported.stderr.decode(errors="replace")
+    imported = run(mcptap("import", "--db", str(again), str(log)), timeout=60)  # the default limit: 128M
+    assert imported.returncode == 0, imported.stderr.decode(errors="replace")
+    assert sorted(rows(again)) == sorted(rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
+
+
 def test_max_frame_that_is_no_size_is_a_one_line_usage_error(tmp_path):
     result = run(mcptap("record", "--db", str(tmp_path / "x.db"), "--max-frame", "lots", "--", "true"))
     err = result.stderr.decode(errors="replace")
