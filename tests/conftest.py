@@ -7,9 +7,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -141,3 +143,41 @@ def make_client(request):
         from npm_servers import npm_tools
         return Client(sdk, mode, node=npm_tools()[0], ts_sdk=request.getfixturevalue("ts_sdk"))
     return make
+
+
+def copy_database(src: Path | str, dst: Path | str) -> Path:
+    """A copy of a database no process has open (its WAL too, if one was left): what a module-scoped
+    fixture records once, each test gets afresh."""
+    for suffix in ("", "-wal"):
+        if suffix == "" or Path(f"{src}{suffix}").exists():
+            shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
+    return Path(dst)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist (.ci/run: `-n 2`), a test marked `serial` runs, with the setup and teardown
+    of its fixtures, while no other test does (those whose point is load: a hundred tees at once, a
+    100 MiB line, a bound in seconds); the others run side by side. A turnstile keeps a waiting
+    serial test from being starved by the others."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        yield
+        return
+    serial = item.get_closest_marker("serial") is not None
+    shared = Path(tempfile.gettempdir()) / f"mcptap-tests-{run_id}"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "turnstile", "a", encoding="utf-8") as turnstile, \
+            open(shared / "serial", "a", encoding="utf-8") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if serial else fcntl.LOCK_SH)
+        finally:
+            if not serial:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if serial:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)

@@ -12,7 +12,7 @@ import pytest
 
 from analysis import handshake, note, ok, req
 from analyzer.store import BUSY_TIMEOUT_S
-from conftest import analyze_json, mcptap, run, tool
+from conftest import analyze_json, copy_database, mcptap, run, tool
 
 VIOLATIONS = handshake() + [
     ("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []})),
@@ -30,13 +30,21 @@ def write_log(path, frames, session="incident"):
                                  "raw": raw}) + "\n")
 
 
-@pytest.fixture
-def incident(tmp_path):
-    """A database holding one imported session with known violations."""
-    log, db = tmp_path / "incident.jsonl", tmp_path / "incident.db"
+@pytest.fixture(scope="module")
+def incident_once(tmp_path_factory):
+    """A database holding one imported session with known violations, imported once for the module."""
+    folder = tmp_path_factory.mktemp("incident")
+    log, db = folder / "incident.jsonl", folder / "incident.db"
     write_log(log, VIOLATIONS)
     assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
     return db
+
+
+@pytest.fixture
+def incident(tmp_path, incident_once):
+    """A database holding one imported session with known violations (each test its own copy), its log beside it."""
+    write_log(tmp_path / "incident.jsonl", VIOLATIONS)
+    return copy_database(incident_once, tmp_path / "incident.db")
 
 
 def test_the_json_report_follows_the_contract_and_the_exit_status_says_errors_were_found(incident):
@@ -202,15 +210,26 @@ def test_worker_processes_give_the_same_results_as_one_process(tmp_path):
     assert rows_one == rows_two and len(rows_one) == 4 * len(VIOLATIONS)
 
 
-@pytest.fixture
-def noisy(tmp_path):
-    """A session whose server logs 40 times without declaring `logging` (40 capability-not-negotiated
-    warnings) and answers two ids nobody asked for."""
-    log, db = tmp_path / "noisy.jsonl", tmp_path / "noisy.db"
+def _noisy_log(path) -> None:
     logs = [("s2c", note("notifications/message", {"level": "info", "data": f"line {i}"})) for i in range(40)]
-    write_log(log, handshake(server_caps={}) + logs + [("s2c", ok(98)), ("s2c", ok(99))], session="noisy")
+    write_log(path, handshake(server_caps={}) + logs + [("s2c", ok(98)), ("s2c", ok(99))], session="noisy")
+
+
+@pytest.fixture(scope="module")
+def noisy_once(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("noisy")
+    log, db = folder / "noisy.jsonl", folder / "noisy.db"
+    _noisy_log(log)
     assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
     return db
+
+
+@pytest.fixture
+def noisy(tmp_path, noisy_once):
+    """A session whose server logs 40 times without declaring `logging` (40 capability-not-negotiated
+    warnings) and answers two ids nobody asked for (each test its own copy), its log beside it."""
+    _noisy_log(tmp_path / "noisy.jsonl")
+    return copy_database(noisy_once, tmp_path / "noisy.db")
 
 
 def finding_lines(text: str, code: str) -> list[str]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import frames, mcptap, run, tee
+from conftest import copy_database, frames, mcptap, run, tee
 
 COMMANDS = ["record", "proxy", "import", "export", "sessions", "show", "analyze", "demo"]
 
@@ -17,9 +17,12 @@ def one_line_error(result) -> bool:
     return result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"Traceback" not in result.stderr
 
 
-@pytest.fixture
-def recorded(tmp_path, db):
-    """A database with one session holding UTF-8, non-UTF-8 and incomplete frames and stderr."""
+@pytest.fixture(scope="module")
+def recorded_once(tmp_path_factory):
+    """A database with one session holding UTF-8, non-UTF-8 and incomplete frames and stderr,
+    recorded once for the module (`recorded` gives each test its own copy)."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
+    db = tmp_path / "rec.db"
     data = tmp_path / "out.bin"
     data.write_bytes(b'{"jsonrpc":"2.0","id":1,"result":{}}\n\xff\xfe raw\n{"jsonrpc":"2.0","method":"x"')
     script = "import sys; sys.stderr.write('err line\\n'); sys.stdout.buffer.write(sys.stdin.buffer.read())"
@@ -27,6 +30,12 @@ def recorded(tmp_path, db):
                  input=data.read_bytes() + b"\n" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
     assert result.returncode == 0
     return db
+
+
+@pytest.fixture
+def recorded(recorded_once, db):
+    """A copy of `recorded_once` at `db`."""
+    return copy_database(recorded_once, db)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -4,12 +4,15 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from conftest import tee, tool
 
 TEES = 20
 LINES = 300
 
 
+@pytest.mark.serial
 def test_twenty_tees_recording_into_one_file_at_once_keep_every_frame(tmp_path, db):
     data = tmp_path / "lines.bin"
     data.write_bytes(b"".join(b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}\n' % i for i in range(LINES)))

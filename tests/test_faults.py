@@ -229,6 +229,7 @@ def test_a_tee_killed_with_sigkill_mid_flood_keeps_every_committed_frame_and_the
 LOCK_S = 10.0
 
 
+@pytest.mark.serial
 def test_a_database_locked_for_ten_seconds_mid_session_loses_no_frame(tmp_path, db):
     sent: list[bytes] = []
     with started(tee(db, "cat")) as proc:
@@ -472,6 +473,7 @@ for line in sys.stdin.buffer:
 """
 
 
+@pytest.mark.serial
 def test_a_server_that_ignores_sigterm_keeps_answering_in_the_grace_period_and_every_frame_is_recorded(db):
     with started(tee(db, sys.executable, "-c", IGNORES_SIGTERM)) as proc:
         out = Reader(proc.stdout)
@@ -494,6 +496,7 @@ TEE_LINES = 40
 MANY_S = 180  # for all 100 to start, record and end, on 2 cores (about 30 s when nothing else runs)
 
 
+@pytest.mark.serial
 def test_a_hundred_tees_recording_into_one_file_at_once_keep_every_frame(tmp_path, db):
     data = b"".join(message(i) + b"\n" for i in range(TEE_LINES))
     deadline = time.monotonic() + MANY_S
@@ -537,6 +540,7 @@ def test_a_hundred_tees_recording_into_one_file_at_once_keep_every_frame(tmp_pat
 BIG_MIB = 100
 
 
+@pytest.mark.serial
 def test_a_100_mib_line_passes_the_tee_and_is_stored_byte_exact_both_ways(db):
     block = base64.b64encode(random.Random(7).randbytes(3 << 18))  # 1 MiB, no newline
     head, tail = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"blob":"', b'"}}'

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from analysis import handshake, note, ok, req
-from conftest import PROCESS_TIMEOUT_S, mcptap, run
+from conftest import PROCESS_TIMEOUT_S, copy_database, mcptap, run
 
 FRAMES = handshake() + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))] + [
     ("s2c", note("notifications/message", {"level": "info", "data": f"line {i}", "password": "hunter2"}))
@@ -41,11 +41,19 @@ def log(tmp_path):
     return path
 
 
-@pytest.fixture
-def db(tmp_path, log):
-    path = tmp_path / "p.db"
+@pytest.fixture(scope="module")
+def db_once(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("progress")
+    log, path = folder / "incident.jsonl", folder / "p.db"
+    write_log(log)
     assert run(mcptap("import", "--db", str(path), "--no-redact", str(log))).returncode == 0
     return path
+
+
+@pytest.fixture
+def db(tmp_path, log, db_once):
+    """`log` imported (each test its own copy of the module's import)."""
+    return copy_database(db_once, tmp_path / "p.db")
 
 
 def on_a_terminal(argv: list[str], stdout_path) -> tuple[int, str]:

@@ -1,0 +1,303 @@
+"""Differential fuzz target for the native scanners (analyzer/_wirescan.c, analyzer/_rowio.c) with
+atheris, run by .ci/sanitize under AddressSanitizer and UndefinedBehaviorSanitizer. Not a test
+and not a dependency; delete it with .ci/sanitize and setup.py's MCPTAP_SANITIZE the day the C
+extensions go.
+
+    pip install atheris
+    python bench/fuzz_native.py                          # 30 s, the extensions this checkout built
+    python bench/fuzz_native.py -max_total_time=60       # or -runs=N; any libFuzzer flag or corpus folder
+    python bench/fuzz_native.py crash-<sha1>             # replay one input
+    MCPTAP_NATIVE_DIR=DIR python bench/fuzz_native.py    # the extensions in DIR/analyzer (.ci/sanitize)
+
+Each input feeds one entry point, chosen by its first byte, and asks of it what the pure-Python
+definition it mirrors gives for the same input:
+- `_wirescan.scan(frame)`: None, or the envelope the exact parser (analyzer/jsonwire.py) and
+  `classify` read from the frame;
+- `SessionAnalysis.feed` (`_wirescan.feed` and its session core): the same rows, findings and
+  summary as the exact path and the Python fast path (tests/analysis.py `analyze`);
+- `_rowio.Writer` and `_rowio.Reader`: rows written and read as the sqlite3 module writes and
+  reads them, and the same exception class where it refuses a value.
+The first failure stops the run; libFuzzer writes the input to crash-<sha1> in the folder it
+names (-artifact_prefix). A sanitizer report ends the process the same way."""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    import atheris
+except ImportError:
+    print("fuzz_native: atheris is not installed (pip install atheris): nothing fuzzed")
+    sys.exit(0)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+
+import analyzer  # noqa: E402
+
+if os.environ.get("MCPTAP_NATIVE_DIR"):  # the sanitized build, before anything imports the checkout's
+    analyzer.__path__.insert(0, str(Path(os.environ["MCPTAP_NATIVE_DIR"]) / "analyzer"))
+
+with atheris.instrument_imports(include=["analyzer"]):
+    from analyzer import _rowio, _wirescan, jsonwire, mcp, session
+    from analyzer.classify import classify
+    from analyzer.jsonwire import NumberText
+
+import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
+from analysis import analyze  # noqa: E402  (exact == fast == native, or AssertionError)
+
+DEFAULT_SECONDS = 30
+TARGETS = ("scan", "session", "rowio")
+REVISIONS = (None, "2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28")
+
+
+def _loaded_from_where_asked() -> None:
+    where = os.environ.get("MCPTAP_NATIVE_DIR")
+    for module in (_wirescan, _rowio):
+        if where and not module.__file__.startswith(os.path.abspath(where)):
+            sys.exit(f"fuzz_native: {module.__name__} came from {module.__file__}, not from {where}")
+    if session._wirescan is not _wirescan:
+        sys.exit("fuzz_native: the session analysis does not use analyzer._wirescan (built from other sources?)")
+
+
+# -- _wirescan.scan against the exact parser ------------------------------------------------------
+
+def _same(a, b) -> bool:
+    """Equal as the session core reads them: numbers with a fraction by their id_key."""
+    if type(a) in (float, NumberText) or type(b) in (float, NumberText):
+        return (type(a) in (float, NumberText) and type(b) in (float, NumberText)
+                and session.id_key(a) == session.id_key(b))
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def check_scan(raw: bytes) -> None:
+    found = _wirescan.scan(raw)
+    if found is None:
+        return  # left to the exact path: always allowed
+    parsed = jsonwire.parse(raw)
+    assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, f"scanned {raw[:200]!r}"
+    value = parsed.value
+    key, method, ident, id_text, meta, params, result_type = found
+    assert key == tuple(classify(value)[0])[1:], f"key {key}: {raw[:200]!r}"
+    assert method == value.get("method", None), f"method {method!r}: {raw[:200]!r}"
+    if "id" in value:
+        assert type(ident) is type(value["id"]) and ident == value["id"], f"id {ident!r}: {raw[:200]!r}"
+        assert id_text == (str(ident) if type(ident) is int else jsonwire.to_json(ident)), f"id text: {raw[:200]!r}"
+    else:
+        assert ident is mcp.ABSENT and id_text is None, f"an id where there is none: {raw[:200]!r}"
+    p = value.get("params")
+    exact_meta = p.get("_meta") if type(p) is dict else None
+    assert _same(meta, exact_meta if type(exact_meta) is dict else None), f"_meta: {raw[:200]!r}"
+    if method in ("notifications/progress", "notifications/cancelled") and type(p) is dict:
+        assert _same(params, p), f"params: {raw[:200]!r}"
+    else:
+        assert params is None, f"params kept: {raw[:200]!r}"
+    r = value.get("result")
+    expected = r.get("resultType", mcp.ABSENT) if type(r) is dict else mcp.ABSENT
+    assert (result_type is mcp.ABSENT and expected is mcp.ABSENT) or _same(result_type, expected), \
+        f"resultType: {raw[:200]!r}"
+
+
+# -- SessionAnalysis.feed (the native session core) against the exact and fast paths ---------------
+
+def check_session(data: bytes) -> None:
+    head, body = data[:1].ljust(1, b"\0"), data[1:]
+    frames = []
+    for n, line in enumerate(body.split(b"\n")[:64] if body else []):
+        direction = "c2s" if n % 2 == 0 else "s2c"
+        if line[:1] in (b">", b"<"):
+            direction, line = ("c2s" if line[:1] == b">" else "s2c"), line[1:]
+        frames.append((direction, line))
+    for _, raw in frames[:8]:
+        check_scan(raw)
+    revision = REVISIONS[head[0] % len(REVISIONS)] if head[0] & 0x80 else "detect"
+    analyze(frames, revision=revision, stdio=bool(head[0] & 0x40), ended=bool(head[0] & 0x20))
+
+
+# -- _rowio against the sqlite3 module --------------------------------------------------------------
+
+_DB = _CONN = None
+STATEMENTS = (
+    "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+    "INSERT INTO t VALUES (?, ?, CAST(? AS TEXT), ?, ?)",   # a blob cast to text: not always UTF-8
+    "INSERT INTO t VALUES (?, ?, ?, ?)",                      # a statement that cannot be prepared
+    "INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)",                # ... nor this
+    "INSERT INTO t (a, b) VALUES (?, ?)",                     # fewer parameters than each row has
+)
+
+
+def _value(fdp: atheris.FuzzedDataProvider):
+    kind = fdp.ConsumeIntInRange(0, 8)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return fdp.ConsumeInt(8)  # -2**63 .. 2**63-1
+    if kind == 2:
+        return fdp.ConsumeInt(10)  # beyond 64 bits, now and then
+    if kind == 3:
+        return fdp.ConsumeFloat()  # inf, nan, -0.0, subnormals
+    if kind == 4:
+        return fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 40))
+    if kind == 5:
+        return fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 40))  # lone surrogates: not UTF-8
+    if kind == 6:
+        return fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 40))
+    if kind == 7:
+        return fdp.ConsumeBool()
+    return [1] if fdp.ConsumeBool() else 1j  # a type neither binds
+
+
+def _outcome(call):
+    """('ok', value) or ('raised', exception class name)."""
+    try:
+        return "ok", call()
+    except (sqlite3.Error, OverflowError, UnicodeError, ValueError, TypeError) as exc:
+        return "raised", type(exc).__name__
+
+
+def _key(rows):
+    """Rows comparable with NaN, -0.0 and bool told apart by what they are."""
+    if rows[0] != "ok":
+        return rows[:1]  # a read that fails: the exception's class may differ (UTF-8 decoding)
+    return ["ok", [tuple(repr(v) if type(v) is float and (math.isnan(v) or v == 0) else v for v in row)
+                   for row in rows[1]]]
+
+
+def _database() -> str:
+    """One small database for the whole run (in memory-backed /dev/shm where there is one: no
+    input waits on a disk), with its sqlite3 connection."""
+    global _DB, _CONN
+    if _DB is None:
+        folder = tempfile.mkdtemp(prefix="fuzz_native-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        atexit.register(shutil.rmtree, folder, True)
+        _DB = os.path.join(folder, "rows.db")
+        _CONN = sqlite3.connect(_DB, isolation_level=None)
+        _CONN.execute("PRAGMA journal_mode=WAL")
+        _CONN.execute("PRAGMA synchronous=OFF")
+        _CONN.execute("CREATE TABLE t (a, b, c, d, e)")
+    return _DB
+
+
+def _stored(write) -> tuple:
+    """What `write(connection)` does to an empty table: its outcome, and the rows then in it."""
+    _database()
+    _CONN.execute("DELETE FROM t")
+    outcome = _outcome(lambda: write(_CONN) and None)
+    return outcome, _key(_outcome(lambda: _CONN.execute("SELECT * FROM t ORDER BY rowid").fetchall()))
+
+
+def _natively(call):
+    def write(_conn):
+        writer = _rowio.Writer(_database(), 1000)
+        try:
+            writer.execute("PRAGMA synchronous=OFF")
+            return call(writer)
+        finally:
+            writer.close()
+    return write
+
+
+def check_rowio(data: bytes) -> None:
+    fdp = atheris.FuzzedDataProvider(data)
+    sql = STATEMENTS[fdp.ConsumeIntInRange(0, len(STATEMENTS) - 1)]
+    width = fdp.ConsumeIntInRange(4, 6)
+    rows = [tuple(_value(fdp) for _ in range(width)) for _ in range(fdp.ConsumeIntInRange(0, 6))]
+    batch = fdp.ConsumeIntInRange(1, 7)
+    theirs = _stored(lambda conn: conn.executemany(sql, rows))
+    ours = _stored(_natively(lambda writer: writer.executemany(sql, rows)))
+    assert ours == theirs, f"executemany: native {ours}, sqlite3 {theirs}: {sql} {rows!r}"[:600]
+    if rows:
+        theirs = _stored(lambda conn: conn.execute(sql, rows[0]))
+        ours = _stored(_natively(lambda writer: writer.execute(sql, rows[0])))
+        assert ours == theirs, f"execute: native {ours}, sqlite3 {theirs}: {sql} {rows[0]!r}"[:600]
+    query = "SELECT * FROM t WHERE a IS NOT ? ORDER BY rowid"
+    reader = _rowio.Reader(_database(), 1000)
+    try:
+        def fetch():
+            cursor, got = reader.execute(query, (-1,)), []
+            while some := cursor.fetchmany(batch):
+                got += some
+            return got
+        read = _key(_outcome(fetch))
+    finally:
+        reader.close()
+    wanted = _key(_outcome(lambda: _CONN.execute(query, (-1,)).fetchall()))
+    assert read == wanted, f"native reader read {read}, sqlite3 {wanted}"[:600]
+
+
+def check(data: bytes) -> None:
+    if not data:
+        return
+    target = TARGETS[data[0] % len(TARGETS)]
+    if target == "scan":
+        check_scan(data[1:])
+    elif target == "session":
+        check_session(data[1:])
+    else:
+        check_rowio(data[1:])
+
+
+FRAMES = [  # long ones too: the fuzzer sees no coverage of the C code (gcc), so seeds must reach its paths
+    b'{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"line one\\nline \\"two\\" \\u00e9\\ud83d'
+    b'\\ude00 \xc3\xa9\xe2\x80\xa8 tab\\t end"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}],'
+    b'"structuredContent":{"n":[0,-1,1.5e-7,12345678901234567890,-0.0,1E+2],"deep":[[[{"a":[{"b":null}]}]]],'
+    b'"t":true,"f":false},"isError":false,"_meta":{"x":1}}}',
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-\\u0041","progress":0.25,'
+    b'"total":1e2,"message":"a quarter \\/ done","_meta":{"io.modelcontextprotocol/logLevel":"debug"}}}',
+    b'{"jsonrpc":"2.0","id":"req-9","method":"tools/call","params":{"name":"search","arguments":{"q":"x",'
+    b'"limit":10},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+    b'"io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{"listChanged":true}},'
+    b'"io.modelcontextprotocol/logLevel":"info"}}}',
+    b'{ "jsonrpc" : "2.0" , "id" : -9007199254740993 , "error" : { "code" : -32603 , "message" : "internal" ,'
+    b' "data" : { "trace" : [ "a" , "b" ] , "at" : 1.0e+300 } } }',
+    b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"req-1","reason":"user \\"stop\\""}}',
+    b'{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":[{"method":"elicitation/create",'
+    b'"params":{"message":"' + b"long text " * 40 + b'"}}]}}',
+]
+SEEDS = ([b"\x00" + frame for frame in FRAMES] + [b"\x01\x60" + b"\n".join(FRAMES)]
+         + [b"\x00" + line.lstrip(b"<>") for seed in fuzz_frames.SEEDS for line in seed[4:].split(b"\n") if line]
+         + [b"\x01" + bytes([0x20 | seed[1] << 6 & 0x40]) + seed[4:] for seed in fuzz_frames.SEEDS]
+         + [b"\x02" + bytes(range(0, 256, 7)), b"\x02\x00\x05" + b"abc\xff\xfe" * 20])
+
+
+def main() -> None:
+    _loaded_from_where_asked()
+    args = list(sys.argv)
+    flags = [a for a in args[1:] if a.startswith("-")]
+    inputs = [a for a in args[1:] if not a.startswith("-")]
+    if not any(f.startswith(("-max_total_time=", "-runs=")) for f in flags) and not any(os.path.isfile(i) for i in inputs):
+        args.append(f"-max_total_time={DEFAULT_SECONDS}")
+    work = tempfile.mkdtemp(prefix="fuzz_native-")
+    if not any(f.startswith("-dict=") for f in flags):
+        with open(os.path.join(work, "json.dict"), "w", encoding="utf-8") as fh:
+            fh.writelines(fuzz_frames._dict_entry(token) for token in fuzz_frames.DICTIONARY)
+        args.append(f"-dict={os.path.join(work, 'json.dict')}")
+    if not any(f.startswith("-artifact_prefix=") for f in flags):
+        args.append(f"-artifact_prefix={work}/")
+    if not inputs:
+        corpus = os.path.join(work, "corpus")
+        os.mkdir(corpus)
+        for n, seed in enumerate(SEEDS):
+            with open(os.path.join(corpus, f"seed{n}"), "wb") as fh:
+                fh.write(seed)
+        args.append(corpus)
+    print(f"fuzz_native: {_wirescan.__file__}, {_rowio.__file__}; {' '.join(args[1:])}", flush=True)
+    atheris.Setup(args, check)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
