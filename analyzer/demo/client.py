@@ -11,7 +11,7 @@ import threading
 import urllib.request
 
 REPLY_TIMEOUT_S = 10.0
-EXIT_GRACE_S = 5.0
+EXIT_GRACE_S = 30.0  # the tee exits once its recorder has stored the session: seconds on a busy machine
 
 
 class DemoClient:
