@@ -20,10 +20,7 @@ to crash-<sha1> in the temporary folder it names); with it, each failure is prin
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-import traceback
 from pathlib import Path
 
 try:
@@ -33,13 +30,15 @@ except ImportError:
     sys.exit(0)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzzing  # noqa: E402  (the command line every fuzz target shares: bench/fuzzing.py)
 
 with atheris.instrument_imports(include=["analyzer"]):
     from analyzer import jsonwire, revision
     from analyzer.classify import KINDS, classify
     from analyzer.session import SessionAnalysis
 
-DEFAULT_SECONDS = 30
 REVISIONS = (None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "9999-01-01")
 TS_STARTS = (1_764_460_800.0, 0.0, -1.0, 1e12, 1e300, -1.7e308)
 TS_STEPS = (0.001, 0.0, -0.25, 3600.0, 1e300, 1.7e308)
@@ -70,11 +69,6 @@ DICTIONARY = [b'"jsonrpc"', b'"2.0"', b'"id"', b'"method"', b'"params"', b'"resu
               b'"tools/call"', b'"notifications/cancelled"', b'"notifications/progress"', b'"protocolVersion"',
               b"NaN", b"Infinity", b"-Infinity", b"1e999999", b"-0", b"1.0", b"\\ud800", b"\\udc00", b"\\u0000",
               b"\\u001b", b"\xff", b"\xed\xa0\x80", b"[[[[[[[[", b"]]]]]]]]", b"9" * 30]
-
-
-def _dict_entry(token: bytes) -> str:
-    """One line of a libFuzzer dictionary: the token quoted, with \\, \" and \\xNN escapes."""
-    return '"' + "".join(chr(b) if 32 <= b < 127 and b not in b'\\"' else f"\\x{b:02x}" for b in token) + '"\n'
 
 
 def _stdlib_accepts(text: str) -> bool | None:
@@ -162,51 +156,8 @@ def check_session(data: bytes) -> None:
     analysis.summary()
 
 
-_seen: set[tuple[str, str, str]] = set()
-
-
-def _place(exc: BaseException) -> str:
-    """The innermost line of mcptap's own code that the exception passed through."""
-    inside = [f for f in traceback.extract_tb(exc.__traceback__) if "/analyzer/" in f.filename]
-    frame = inside[-1] if inside else traceback.extract_tb(exc.__traceback__)[-1]
-    return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
-
-
-def keep_going(data: bytes) -> None:
-    try:
-        check_session(data)
-    except Exception as exc:  # noqa: BLE001 - every failure is reported once
-        message = str(exc).splitlines()[0][:200] if str(exc) else ""
-        key = (type(exc).__name__, _place(exc), message.split(":")[0] if isinstance(exc, AssertionError) else "")
-        if key not in _seen:
-            _seen.add(key)
-            print(f"\nfuzz_frames: FAILURE {key[0]} at {key[1]}: {message}\n    input {data[:300]!r}", flush=True)
-
-
 def main() -> None:
-    args = [a for a in sys.argv if a != "--keep-going"]
-    target = keep_going if len(args) != len(sys.argv) else check_session
-    flags = [a for a in args[1:] if a.startswith("-")]
-    inputs = [a for a in args[1:] if not a.startswith("-")]
-    if not any(f.startswith(("-max_total_time=", "-runs=")) for f in flags) and not any(os.path.isfile(i) for i in inputs):
-        args.append(f"-max_total_time={DEFAULT_SECONDS}")
-    work = tempfile.mkdtemp(prefix="fuzz_frames-")
-    if not any(f.startswith("-dict=") for f in flags):
-        with open(os.path.join(work, "json.dict"), "w", encoding="utf-8") as fh:
-            fh.writelines(_dict_entry(token) for token in DICTIONARY)
-        args.append(f"-dict={os.path.join(work, 'json.dict')}")
-    if not any(f.startswith("-artifact_prefix=") for f in flags):
-        args.append(f"-artifact_prefix={work}/")
-    if not inputs:  # a corpus folder of our own, seeded with real sessions
-        corpus = os.path.join(work, "corpus")
-        os.mkdir(corpus)
-        for n, seed in enumerate(SEEDS):
-            with open(os.path.join(corpus, f"seed{n}"), "wb") as fh:
-                fh.write(seed)
-        args.append(corpus)
-    print(f"fuzz_frames: {' '.join(args[1:])}", flush=True)
-    atheris.Setup(args, target)
-    atheris.Fuzz()
+    fuzzing.run("fuzz_frames", check_session, SEEDS, DICTIONARY, inside=("analyzer",))
 
 
 if __name__ == "__main__":

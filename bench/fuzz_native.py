@@ -51,9 +51,9 @@ with atheris.instrument_imports(include=["analyzer"]):
     from analyzer.jsonwire import NumberText
 
 import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
+import fuzzing  # noqa: E402  (the command line every fuzz target shares)
 from analysis import analyze  # noqa: E402  (exact == fast == native, or AssertionError)
 
-DEFAULT_SECONDS = 30
 TARGETS = ("scan", "session", "rowio")
 REVISIONS = (None, "2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28")
 
@@ -275,28 +275,8 @@ SEEDS = ([b"\x00" + frame for frame in FRAMES] + [b"\x01\x60" + b"\n".join(FRAME
 
 def main() -> None:
     _loaded_from_where_asked()
-    args = list(sys.argv)
-    flags = [a for a in args[1:] if a.startswith("-")]
-    inputs = [a for a in args[1:] if not a.startswith("-")]
-    if not any(f.startswith(("-max_total_time=", "-runs=")) for f in flags) and not any(os.path.isfile(i) for i in inputs):
-        args.append(f"-max_total_time={DEFAULT_SECONDS}")
-    work = tempfile.mkdtemp(prefix="fuzz_native-")
-    if not any(f.startswith("-dict=") for f in flags):
-        with open(os.path.join(work, "json.dict"), "w", encoding="utf-8") as fh:
-            fh.writelines(fuzz_frames._dict_entry(token) for token in fuzz_frames.DICTIONARY)
-        args.append(f"-dict={os.path.join(work, 'json.dict')}")
-    if not any(f.startswith("-artifact_prefix=") for f in flags):
-        args.append(f"-artifact_prefix={work}/")
-    if not inputs:
-        corpus = os.path.join(work, "corpus")
-        os.mkdir(corpus)
-        for n, seed in enumerate(SEEDS):
-            with open(os.path.join(corpus, f"seed{n}"), "wb") as fh:
-                fh.write(seed)
-        args.append(corpus)
-    print(f"fuzz_native: {_wirescan.__file__}, {_rowio.__file__}; {' '.join(args[1:])}", flush=True)
-    atheris.Setup(args, check)
-    atheris.Fuzz()
+    print(f"fuzz_native: {_wirescan.__file__}, {_rowio.__file__}", flush=True)
+    fuzzing.run("fuzz_native", check, SEEDS, fuzz_frames.DICTIONARY)
 
 
 if __name__ == "__main__":
