@@ -130,6 +130,9 @@ def test_headers_and_urls_that_are_not_utf8_are_recorded_losslessly_and_recordin
         assert alive(recorder), proxy.errors
         assert "mcptap: warning" not in proxy.errors, proxy.errors  # nothing spooled, no fallback
         os.kill(recorder, signal.SIGKILL)
+        # until it is gone, what the proxy hands it may still enter its pipe and die with it (the
+        # loss a dying recorder costs, said in the warning); from then on the fallback records
+        wait_for(lambda: not alive(recorder), RECORD_TIMEOUT_S, "the recorder to be gone")
         _hostile_then_ordinary(proxy, db, 8)
         assert "recording goes on inside the proxy" in proxy.errors
         assert proxy.stop() == 0, proxy.errors
