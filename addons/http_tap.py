@@ -40,7 +40,7 @@ import time
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from mitmproxy import ctx, exceptions, http
 
@@ -51,6 +51,7 @@ from addons.sse import LINE_SLACK
 from analyzer import __version__, store
 from analyzer.ids import new_session_id
 from analyzer.redact import FrameRedactor, Redaction, Redactor
+from analyzer.urls import split_url
 
 C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def _is_sse(content_type: str | None) -> bool:
 
 def _legacy_token(target: str) -> str | None:
     """The legacy session key in a URL's (or a request target's) query."""
-    for key, value in parse_qsl(urlsplit(target).query, keep_blank_values=True):
+    for key, value in parse_qsl(split_url(target).query, keep_blank_values=True):
         if key in LEGACY_KEYS and value:
             return value
     return None

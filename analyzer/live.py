@@ -187,8 +187,12 @@ class StdioLive(Live):
 class _HttpBase(Live):
     def __init__(self, url: str, inbox, recording):
         super().__init__(inbox, recording)
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (raises on a port that is no number in 0..65535)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise MCPTapError(f"--url must be an http:// or https:// URL, not {url!r}")
         self.url = url
         self.describe = url

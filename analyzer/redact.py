@@ -20,7 +20,9 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlunsplit
+
+from analyzer.urls import split_url
 
 KEY_ENV = "MCPTAP_REDACTION_KEY"
 
@@ -141,7 +143,7 @@ class Redactor:
         """The URL with token query parameters and userinfo passwords masked, and what was."""
         if self.keep:
             return url, []
-        parts = urlsplit(url)
+        parts = split_url(url)
         redacted: list[str] = []
         netloc = parts.netloc
         if "@" in netloc:

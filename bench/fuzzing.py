@@ -4,6 +4,7 @@ flags and corpus folders passed through, --keep-going, a crash file replayed; no
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -11,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_SECONDS = 30
+REGRESSIONS = Path(__file__).resolve().parent / "fuzz_regressions"
+"""One folder per target of the inputs that once made it fail (a fixed bug stays fixed)."""
 
 
 def dict_entry(token: bytes) -> str:
@@ -47,7 +50,7 @@ def run(name: str, check: Callable[[bytes], None], seeds: list[bytes], dictionar
         inside: tuple[str, ...] = ("analyzer", "addons")) -> None:
     """Fuzz `check` with atheris, the arguments of this process as libFuzzer's: the default time
     when neither -max_total_time nor -runs nor an input file is given, a dictionary, artifacts and a
-    corpus folder seeded with `seeds` in a temporary folder of `name` unless given."""
+    corpus folder seeded with `seeds` and the target's regressions in a temporary folder of `name` unless given."""
     import atheris
 
     args = [a for a in sys.argv if a != "--keep-going"]
@@ -69,6 +72,8 @@ def run(name: str, check: Callable[[bytes], None], seeds: list[bytes], dictionar
         for n, seed in enumerate(seeds):
             with open(os.path.join(corpus, f"seed{n}"), "wb") as fh:
                 fh.write(seed)
+        for found in sorted((REGRESSIONS / name).glob("*")):  # inputs that once failed: run first, every time
+            shutil.copyfile(found, os.path.join(corpus, found.name))
         args.append(corpus)
     print(f"{name}: {' '.join(args[1:])}", flush=True)
     atheris.Setup(args, target)

@@ -27,7 +27,7 @@ from addons.capture_import import import_capture
 from analyzer import importer, store
 from analyzer.errors import MCPTapError
 from analyzer.journal import Sink
-from analyzer.redact import FrameRedactor
+from analyzer.redact import FrameRedactor, Redactor
 from conftest import alive, mcptap, run, wait_for
 from http_helpers import mcptap_proxy
 from test_hostile import assert_clean, assert_one_line_error
@@ -329,3 +329,24 @@ def test_crafted_dumps_give_a_one_line_error_or_are_imported_losslessly_through_
     ((headers,),) = _rows(db, "SELECT request_headers FROM exchanges")
     names = [name.encode("utf-8", "surrogateescape") for name, _ in json.loads(headers)]
     assert names[0] == b"caf\xe9"  # the header name's exact bytes
+
+
+def test_a_dump_whose_host_is_no_valid_url_authority_is_imported_with_its_credentials_masked(tmp_path):
+    flows = _flows()
+    for f in flows:  # an unclosed IPv6 bracket, a password before it: urlsplit raises on both
+        f.request.host = "user:s3cret-pw@[::1"
+    path = tmp_path / "bracket.mitm"
+    path.write_bytes(_dump(flows))
+    conn = store.connect(tmp_path / "bracket.db")
+    assert _import(conn, path, FrameRedactor(None)) == "imported"
+    (upstream,) = {row[0] for row in conn.execute("SELECT upstream FROM sessions")}
+    conn.close()
+    assert upstream.startswith("http://user:") and upstream.endswith("@[::1:22")  # tflow's port
+    assert "s3cret-pw" not in upstream
+
+
+def test_a_url_that_urlsplit_refuses_still_has_its_token_and_password_masked():
+    url, redacted = Redactor(b"k").url("http://u:pw@[::1/mcp?token=tok3n&x=[")
+    assert "pw" not in url.replace("mcp", "") and "tok3n" not in url
+    assert url.startswith("http://u:") and url.endswith("&x=[")
+    assert redacted == ["userinfo", "query:token"]

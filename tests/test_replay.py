@@ -225,6 +225,8 @@ def test_replay_against_a_url_nobody_listens_on_is_a_one_line_error(time_db):
     (("--command", "true", "--url", "http://127.0.0.1:1/"), "not both"),
     (("--command", "true", "--ignore", "$.result[oops"), "cannot read the JSON path"),
     (("--url", "ftp://example.invalid/"), "http:// or https://"),
+    (("--url", "http://[::1/mcp"), "http:// or https://"),  # urlsplit raises: an unclosed bracket
+    (("--url", "http://127.0.0.1:99999/mcp"), "http:// or https://"),  # no port: not a 10 s wait
 ])
 def test_replay_usage_mistakes_are_one_line_errors(time_db, args, says):
     db = time_db
