@@ -967,6 +967,27 @@ sys.exit(code if 0 <= code < 256 else 1)
 """
 
 
+def launched(argv: list[str], stats_path: str, stdout, stderr, cwd: str | None = None, env: dict | None = None) -> dict:
+    """Run `argv` under the launcher (wait4's peak RSS, CPU and wall time) with the process tree
+    sampled: {"s", "cpu_s", "status", "wait4_mb", "peaks_kb", "names"}."""
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", LAUNCHER_CODE, stats_path, *argv],
+                            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
+                            cwd=cwd or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    try:
+        proc.wait()
+    finally:
+        sampler.stop()
+    try:
+        with open(stats_path, encoding="utf-8") as fh:
+            maxrss_kb, cpu_s, wall_s, status = fh.read().split()
+    except (OSError, ValueError):  # the launcher itself failed
+        maxrss_kb, cpu_s, wall_s, status = "0", "nan", "nan", str(proc.returncode or 1)
+    return {"s": float(wall_s), "cpu_s": float(cpu_s), "status": int(status), "wait4_mb": int(maxrss_kb) / 1024,
+            "peaks_kb": dict(sampler.peaks_kb), "names": dict(sampler.names)}
+
+
 def run_analyze(src: str, tmp: str, n: int) -> dict:
     db = os.path.join(tmp, f"analyze-{n}.db")
     shutil.copyfile(src, db)
@@ -975,29 +996,13 @@ def run_analyze(src: str, tmp: str, n: int) -> dict:
     argv = analyze_argv(db)
     r: dict = {"n": n, "argv": argv}
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", LAUNCHER_CODE, stats_path, *argv],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        sampler = TreeSampler(proc.pid)
-        sampler.start()
-        try:
-            proc.wait()
-        finally:
-            sampler.stop()
-    try:
-        with open(stats_path, encoding="utf-8") as fh:
-            maxrss_kb, cpu_s, wall_s, status = fh.read().split()
-    except (OSError, ValueError):  # the launcher itself failed
-        maxrss_kb, cpu_s, wall_s, status = "0", "nan", "nan", str(proc.returncode or 1)
-    r["s"] = float(wall_s)
-    r["status"] = int(status)
+        run = launched(argv, stats_path, out, err)
+    r.update((k, run[k]) for k in ("s", "status", "cpu_s", "wait4_mb"))
     r["rate"] = n / r["s"] if r["s"] else float("inf")
-    r["cpu_s"] = float(cpu_s)
-    r["wait4_mb"] = int(maxrss_kb) / 1024
-    r["processes"] = len(sampler.peaks_kb)
-    r["sampled_sum_mb"] = sum(sampler.peaks_kb.values()) / 1024
+    r["processes"] = len(run["peaks_kb"])
+    r["sampled_sum_mb"] = sum(run["peaks_kb"].values()) / 1024
     r["peak_mb"] = max(r["wait4_mb"], r["sampled_sum_mb"])
-    r["tree"] = [(p, sampler.names.get(p, "?"), kb / 1024) for p, kb in sampler.peaks_kb.items()]
+    r["tree"] = [(p, run["names"].get(p, "?"), kb / 1024) for p, kb in run["peaks_kb"].items()]
     with open(err_path, encoding="utf-8", errors="replace") as fh:
         r["stderr"] = fh.read().strip()
     r["out_mb"] = os.path.getsize(out_path) / 2**20

@@ -54,7 +54,7 @@ import orjson  # noqa: E402
 
 from analyzer import framelog, store  # noqa: E402
 
-from analyze import LAUNCHER_CODE, TreeSampler, make_corpus, warm  # noqa: E402  (bench/analyze.py)
+from analyze import launched, make_corpus, warm  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402
 
 CACHE_DIR = "/tmp/mcptap-bench"
@@ -243,24 +243,12 @@ def run_import(path: str, tmp: str, comp: dict) -> dict:
     argv = [sys.executable, "-m", "analyzer", "import", "--db", db, path]
     os.sync()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", LAUNCHER_CODE, stats_path, *argv],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        sampler = TreeSampler(proc.pid)
-        sampler.start()
-        try:
-            proc.wait()
-        finally:
-            sampler.stop()
-    try:
-        with open(stats_path, encoding="utf-8") as fh:
-            maxrss_kb, cpu_s, wall_s, status = fh.read().split()
-    except (OSError, ValueError):
-        maxrss_kb, cpu_s, wall_s, status = "0", "nan", "nan", str(proc.returncode or 1)
+        run = launched(argv, stats_path, out, err)
     n = comp["frames"]
-    r = {"n": n, "s": float(wall_s), "status": int(status), "cpu_s": float(cpu_s), "wait4_mb": int(maxrss_kb) / 1024,
-         "sampled_mb": max(sampler.peaks_kb.values(), default=0) / 1024,
-         "sum_mb": sum(sampler.peaks_kb.values()) / 1024, "processes": len(sampler.peaks_kb)}
+    peaks = run["peaks_kb"]
+    r = {"n": n, **{k: run[k] for k in ("s", "status", "cpu_s", "wait4_mb")},
+         "sampled_mb": max(peaks.values(), default=0) / 1024, "sum_mb": sum(peaks.values()) / 1024,
+         "processes": len(peaks)}
     r["rate"] = n / r["s"] if r["s"] else float("inf")
     r["peak_mb"] = max(r["wait4_mb"], r["sampled_mb"])
     with open(err_path, encoding="utf-8", errors="replace") as fh:

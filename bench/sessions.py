@@ -26,7 +26,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from analyzer import framelog  # noqa: E402
 
-from analyze import LAUNCHER_CODE, TreeSampler  # noqa: E402  (bench/analyze.py)
+from analyze import launched  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402
 
 CACHE_DIR = "/tmp/mcptap-bench"
@@ -65,23 +65,11 @@ def measured(argv: list[str], tree: str, tmp: str, name: str) -> dict:
     stats, out_path = os.path.join(tmp, name + ".stats"), os.path.join(tmp, name + ".out")
     env = dict(os.environ, PYTHONPATH=tree)
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", LAUNCHER_CODE, stats, *argv], cwd=tree, env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        sampler = TreeSampler(proc.pid)
-        sampler.start()
-        try:
-            proc.wait()
-        finally:
-            sampler.stop()
-    try:
-        with open(stats, encoding="utf-8") as fh:
-            maxrss_kb, cpu_s, wall_s, status = fh.read().split()
-    except (OSError, ValueError):
-        maxrss_kb, cpu_s, wall_s, status = "0", "nan", "nan", str(proc.returncode or 1)
+        run = launched(argv, stats, out, subprocess.STDOUT, cwd=tree, env=env)
     with open(out_path, "rb") as fh:
         lines = fh.read().count(b"\n")
-    peak = max(int(maxrss_kb) / 1024, max(sampler.peaks_kb.values(), default=0) / 1024)
-    r = {"s": float(wall_s), "cpu_s": float(cpu_s), "peak_mb": peak, "status": int(status), "lines": lines}
+    peak = max(run["wait4_mb"], max(run["peaks_kb"].values(), default=0) / 1024)
+    r = {"s": run["s"], "cpu_s": run["cpu_s"], "peak_mb": peak, "status": run["status"], "lines": lines}
     print(f"  {name}: {r['s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak {peak:.0f} MB, exit {r['status']}, "
           f"{lines:,} lines printed   [{uptime()}]", flush=True)
     return r
