@@ -8,7 +8,7 @@ A frame larger than the limit is stored cut at the limit: its row's `incomplete`
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 DEFAULT_MAX_FRAME = 128 << 20
 """The largest frame stored whole (128 MiB); a larger one is stored cut at this many bytes."""
@@ -176,6 +176,24 @@ class Kept:
 
     def value(self) -> bytes:
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+    def take(self) -> bytes:
+        """The value, given up: the pieces go now, and nothing more is kept (a `passing`
+        callable may outlive its use: mitmproxy holds it as long as the flow)."""
+        value = self.value()
+        self.parts, self.limit = [], 0
+        return value
+
+    def passing(self, downstream=None) -> Callable[[bytes], bytes]:
+        """A mitmproxy `stream` callable that keeps each chunk as it passes, then hands it to
+        `downstream` (a `stream` set before: a callable, or True/False/None to pass it as it is)."""
+        add = self.add
+
+        def keep(chunk: bytes) -> bytes:
+            add(chunk)
+            return downstream(chunk) if callable(downstream) else chunk
+
+        return keep
 
     @property
     def cut(self) -> bool:

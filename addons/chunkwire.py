@@ -60,18 +60,18 @@ class RecordReader:
                 kind, ts, size = HEADER.unpack_from(buf, start)
                 stop = start + HEADER.size + size
                 if stop > end and size > LARGE:
-                    record = self._large(buf, start + HEADER.size, size)
-                    if record is None:
+                    held = [self._large(buf, start + HEADER.size, size)]
+                    if held[0] is None:
                         return  # torn: the writer died mid-way
                     del buf[:]
                     start = end = 0
-                    yield kind, ts, record
+                    yield kind, ts, held.pop()  # the consumer's alone: it may free a large one before the next
                     continue
                 if stop > end:
                     break
                 with memoryview(buf) as view:  # one copy of a record, not two (a frame may be large)
-                    record = bytes(view[start + HEADER.size:stop])
-                yield kind, ts, record
+                    held = [bytes(view[start + HEADER.size:stop])]
+                yield kind, ts, held.pop()
                 start = stop
             if start:
                 del buf[:start]

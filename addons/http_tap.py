@@ -57,6 +57,9 @@ C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)
 LEGACY_KEYS = ("session_id", "sessionId")
 MODERN_ERA = b"2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
+STREAM_AT = 1 << 20
+"""`mcptap proxy` streams a body of a known length above this (see McpTap): mitmproxy holds no
+larger body whole, only the frame its first max_frame bytes make."""
 SCOUT_BYTES = 1 << 20
 """Bytes of a stream whose session is not known yet that are held and read on the event loop;
 a stream that has not told its session by then joins the sessionless group of its client."""
@@ -154,12 +157,16 @@ class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
                  on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
-                 guard=None) -> None:
+                 guard=None, stream_at: int | None = None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (addons/capture_import.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
         (mitmproxy offers every event to every addon, flow by flow); so is `guard`
-        (addons/origin_guard.py OriginGuard), whose `requestheaders` becomes this addon's."""
+        (addons/origin_guard.py OriginGuard), whose `requestheaders` runs first. A body of a known
+        length above `stream_at` bytes (default: max_frame) passes mitmproxy streamed, its first
+        max_frame bytes kept as they pass: mitmproxy would hold all of it, and a copy on its way
+        out (`mcptap proxy` streams from STREAM_AT; a mitmdump user's other addons and saved flows
+        see a body as mitmproxy holds it, so the addon alone streams only what it would cut)."""
         self.recorder = recorder
         self.journal = journal
         self.redactor = redactor or Redactor(keep=True)
@@ -173,9 +180,10 @@ class McpTap:
         self.errors = 0  # faults inside a tap, each said once in the log
         self.on_running = on_running
         self.max_frame = max_frame  # a larger frame is stored cut (addons/bounded.py)
+        self.stream_at = stream_at
+        self._guard = guard
+        self._kept_requests: dict[str, Kept] = {}  # streamed request bodies, by flow, until `request`
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
-        if guard is not None:  # only then is there a requestheaders event to offer this addon
-            self.requestheaders = guard.requestheaders
 
     # -- options -------------------------------------------------------------------------------
 
@@ -232,6 +240,19 @@ class McpTap:
 
     # -- flows ---------------------------------------------------------------------------------
 
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if self._guard is not None:
+            self._guard.requestheaders(flow)
+        if self.journal is None or REFUSED in flow.metadata:
+            return
+        h = _lookup(flow.request.headers.fields)
+        if not h.get(b"content-encoding") and _length(h) > self._streams_from():
+            kept = self._kept_requests[flow.id] = Kept(self.max_frame)
+            flow.request.stream = kept.passing(flow.request.stream)
+
+    def _streams_from(self) -> int:
+        return self.max_frame if self.stream_at is None else min(self.stream_at, self.max_frame)
+
     def request(self, flow: http.HTTPFlow) -> None:
         if self.journal is None:
             return
@@ -239,7 +260,11 @@ class McpTap:
         fields = flow.metadata.get(CLIENT_HEADERS) or req.headers.fields  # as the client sent them
         h = _lookup(fields)
         refused = flow.metadata.get(REFUSED)  # answered by the proxy: never went upstream
-        body, size = self._body(req.raw_content, h.get(b"content-encoding"))
+        kept = self._kept_requests.pop(flow.id, None)
+        if kept is not None:  # streamed past mitmproxy: what was kept of it
+            body, size = kept.take(), kept.size
+        else:
+            body, size = self._body(req.raw_content, h.get(b"content-encoding"))
         method = req.method
         if not refused and not self._is_mcp_request(method, h, body):
             return
@@ -280,22 +305,10 @@ class McpTap:
         if sse:
             self._tap(flow, ex)
             self._exchange(ex)  # a stream may last: its exchange is in the database meanwhile
-        elif not ex.content_encoding and _length(h) > self.max_frame:
-            self._keep_answer(flow, ex)
-
-    def _keep_answer(self, flow: http.HTTPFlow, ex: Exchange) -> None:
-        """An answer larger than the limit: streamed (mitmproxy would hold all of it), and its
-        first max_frame bytes kept as they pass; the rest only counted."""
-        kept = ex.kept = Kept(self.max_frame)
-        downstream = flow.response.stream
-
-        def keep(chunk: bytes) -> bytes:
-            kept.add(chunk)
-            if callable(downstream):
-                return downstream(chunk)
-            return chunk
-
-        flow.response.stream = keep
+        elif not ex.content_encoding and _length(h) > self._streams_from():
+            # streamed (mitmproxy would hold all of it), its first max_frame bytes kept as they pass
+            ex.kept = Kept(self.max_frame)
+            flow.response.stream = ex.kept.passing(flow.response.stream)
 
     def response(self, flow: http.HTTPFlow) -> None:
         ex = self.exchanges.get(flow.id)
@@ -305,8 +318,8 @@ class McpTap:
         end = resp.timestamp_end or time.time()
         if not ex.streaming and REFUSED not in flow.metadata:  # not a stream: the whole answer is here
             if ex.kept is not None:
-                body, size = ex.kept.value(), ex.kept.size
-                ex.kept = None  # its pieces go now: one copy of the frame is held, not two
+                body, size = ex.kept.take(), ex.kept.size
+                ex.kept = None  # its pieces went: one copy of the frame is held, not two
             else:
                 body, size = self._body(resp.raw_content, ex.content_encoding)
             if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
@@ -326,6 +339,7 @@ class McpTap:
         return decode_body(raw, encoding, self.max_frame)
 
     def error(self, flow: http.HTTPFlow) -> None:
+        self._kept_requests.pop(flow.id, None)
         ex = self.exchanges.get(flow.id)
         if ex is None:
             return

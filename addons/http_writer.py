@@ -444,7 +444,9 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
         for kind, _, payload in reader:
             if kind == STREAM_INDEX["ops"]:
                 try:
-                    ops = streams.cut(marshal.loads(payload))
+                    ops = marshal.loads(payload)
+                    del payload  # a large frame's batch: its one copy is the ops' now
+                    ops = streams.cut(ops)
                 except Exception as exc:  # noqa: BLE001 - `cut` guards each op; this is a batch it cannot read
                     warn_stderr(f"the HTTP recorder cannot read a batch ({type(exc).__name__}: {exc}); recording goes on")
                     continue

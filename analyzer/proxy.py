@@ -101,7 +101,7 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    from addons.http_tap import McpTap
+    from addons.http_tap import STREAM_AT, McpTap
     from addons.origin_guard import OriginGuard
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
@@ -109,7 +109,7 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     say = on_ready or (lambda h, p: None)
     # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
     tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say),
-                 guard=OriginGuard(policy, upstream, authorization))
+                 guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT)
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the

@@ -363,3 +363,78 @@ def test_a_record_larger_than_the_readers_buffer_comes_out_whole_and_a_torn_one_
         thread.join()
         os.close(r)
     assert got == ([(0, 0.5, b"ok")] if torn else [(0, 0.5, b"ok"), (1, 1.0, big), (0, 2.0, b"end")])
+
+
+class HalvesUpstream:
+    """One exchange, in halves: the request body is read as it comes (`got_half` once half of it
+    is here), and the answer's second half is sent only once the test says `release`."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.body = b""
+        self.got_half, self.release, self.done = threading.Event(), threading.Event(), threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.faults: list[BaseException] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+            with conn:
+                conn.settimeout(30)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    if len(body) >= length // 2:
+                        self.got_half.set()
+                    body += conn.recv(65536)
+                self.body = body
+                half = len(self.answer) // 2
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                             b"Connection: close\r\n\r\n%s" % (len(self.answer), self.answer[:half]))
+                assert self.release.wait(30), "the client never had the first half of the answer"
+                conn.sendall(self.answer[half:])
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.faults.append(exc)
+        finally:
+            self.sock.close()
+            self.done.set()
+
+
+def test_a_body_above_a_mib_passes_the_proxy_as_it_comes_and_is_stored_whole(tmp_path):
+    """mitmproxy holds a body whole before it sends any of it on (and a copy on its way out);
+    `mcptap proxy` streams one above http_tap.STREAM_AT, keeping what it stores as it passes:
+    the upstream has half a 4 MiB request before the client sends the rest, the client half a
+    4 MiB answer before the upstream sends the rest, and both frames are stored whole."""
+    call = padded(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"pad":"', 4 << 20)
+    answer = padded(b'{"jsonrpc":"2.0","id":3,"result":{"pad":"', 4 << 20)
+    upstream = HalvesUpstream(answer)
+    db = tmp_path / "proxy.db"
+    with mcptap_proxy(db, f"http://127.0.0.1:{upstream.port}/mcp") as proxy:  # the default --max-frame
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as client:
+            client.sendall(b"POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                           b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
+                           % (proxy.url.removeprefix("http://").encode(), len(call), call[:len(call) // 2]))
+            assert upstream.got_half.wait(30), "the proxy held the request body back"
+            client.sendall(call[len(call) // 2:])
+            got = b""
+            while got.count(b"\r\n\r\n") == 0 or len(got.partition(b"\r\n\r\n")[2]) < len(answer) // 2:
+                chunk = client.recv(1 << 20)
+                assert chunk, got[:200]
+                got += chunk
+            upstream.release.set()
+            while len(got.partition(b"\r\n\r\n")[2]) < len(answer):
+                chunk = client.recv(1 << 20)
+                assert chunk, len(got)
+                got += chunk
+        assert upstream.done.wait(30) and upstream.faults == []
+        assert proxy.stop() == 0, proxy.errors
+    assert upstream.body == call and got.partition(b"\r\n\r\n")[2] == answer
+    assert rows(db) == [whole("c2s", call), whole("s2c", answer)]
