@@ -244,11 +244,11 @@ class Streams:
                 pass
             if stream.parser is None:
                 return
-        parser = stream.parser
-        left = parser.incomplete
+        parser, stream.parser = stream.parser, None  # what it kept goes with it: one copy of the frame, not two
+        left, size = parser.incomplete, parser.incomplete_size
+        del parser
         if left.strip():
             row = store.http_frame_row(stream.session_id, 0, ts, "s2c", left, exchange_id, None, 1)
-            size = parser.incomplete_size
             out.append(("frame", row if size <= len(left) else cut_row(row, size)))
 
 
