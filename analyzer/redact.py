@@ -181,6 +181,10 @@ when its name is one of these in any case, its words written together or apart b
 headers are among them. In free text (stderr lines, a command line) a name that ends in one
 after a `_`, `-` or `.` is one too (`OPENAI_API_KEY`, `--github-token`, `db.password`)."""
 
+FOLD_AT = 64 << 10
+"""A frame up to this many bytes is searched for credential names folded to lower case; a larger
+one in any case, as it is (no copy of it)."""
+
 PROTOCOL_MEMBERS = frozenset({
     "jsonrpc", "id", "method", "params", "result", "error", "_meta", "progressToken", "cursor", "nextCursor",
     "requestId", "protocolVersion", "io.modelcontextprotocol/protocolVersion",
@@ -272,6 +276,9 @@ class FrameRedactor:
         self._folded = not globs
         self._candidate = re.compile(rb'"(?:' + (key_regex.encode().lower() if not globs else key_regex.encode())
                                      + rb')\\*"(?:\s|\\+[nrt])*:', re.IGNORECASE if globs else 0)
+        # the same search in any case, for a large frame: no folded copy of it (bench/bounds.py:
+        # 0.10 s for 128 MiB against 0.27 s folded; on a small frame folding is twice as fast)
+        self._any_case = re.compile(self._candidate.pattern, re.IGNORECASE)
         # a name with letters beyond ASCII may hide behind any \u escape; an ASCII one only behind
         # an escape of an ASCII character
         ascii_only = all(a.isascii() for a in alternatives)
@@ -301,7 +308,9 @@ class FrameRedactor:
             return True
         if b"\\u" in raw and self._escape_gate.search(raw) is not None and self._escaped_key.search(raw) is not None:
             return True  # a name written with escapes of plain letters: rare, and looked at closely
-        return self._valued(self._candidate.finditer(raw.lower() if self._folded else raw), raw)
+        if self._folded and len(raw) <= FOLD_AT:
+            return self._valued(self._candidate.finditer(raw.lower()), raw)
+        return self._valued(self._any_case.finditer(raw), raw)
 
     def _valued(self, members, raw: bytes) -> bool:
         """Whether one of the members found (`"name":` matches, at the same places in `raw`) has

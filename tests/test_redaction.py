@@ -466,3 +466,15 @@ def test_mcptap_redact_with_a_bad_path_or_file_is_a_one_line_error(tmp_path):
 def test_database_and_spool_files_are_private(db):
     assert run(tee(db, "cat"), input=b"{}\n").returncode == 0
     assert os.stat(db).st_mode & 0o077 == 0
+
+
+def test_a_frame_larger_than_fold_at_has_its_credentials_found_in_any_case_as_a_small_one_does():
+    from analyzer.redact import FOLD_AT, FrameRedactor
+
+    redactor = FrameRedactor(None)
+    for pad in (10, FOLD_AT + 10):
+        frame = b'{"jsonrpc":"2.0","id":1,"result":{"pad":"' + b"x" * pad + b'","ApiKey":"s3cret","API_TOKEN":7}}'
+        stored, paths = redactor.frame(frame)
+        assert paths == ["$.result.ApiKey", "$.result.API_TOKEN"] and b"s3cret" not in stored, pad
+        schema = frame.replace(b'"s3cret"', b'{"type":"string"}').replace(b":7}", b':{"type":"number"}}')
+        assert redactor.frame(schema) == (schema, None), pad  # a schema's property: nothing to replace
