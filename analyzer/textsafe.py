@@ -22,9 +22,7 @@ def printable(text: str) -> str:
     """`text` with every character that is not printable (Unicode's categories Cc, Cf, Cs, Co,
     Cn, Zl, Zp: controls, format characters such as the bidi controls, line separators,
     unassigned) written as its escape; printable text is returned as it is."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+    return _escaped(text, _escape)
 
 
 def _escape(ch: str) -> str:
@@ -41,9 +39,14 @@ def json_text(text: str) -> str:
     printable written as a JSON escape (`\\u202e`; a pair of surrogate escapes past U+FFFF): the
     same JSON value, safe to show on a terminal. Outside strings compact JSON has only printable
     characters, so only string contents change."""
+    return _escaped(text, _json_escape)
+
+
+def _escaped(text: str, escape) -> str:
+    """`text` with each character that is not printable written by `escape`."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else _json_escape(ch) for ch in text)
+    return "".join(ch if ch.isprintable() else escape(ch) for ch in text)
 
 
 def _json_escape(ch: str) -> str:

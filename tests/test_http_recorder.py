@@ -181,20 +181,26 @@ def test_traffic_that_is_not_mcp_is_not_recorded(tap):
     assert rows(db, "SELECT count(*) FROM exchanges") == [(0,)]
 
 
-def test_legacy_posts_join_the_stream_that_announced_their_endpoint(tap):
+def legacy_stream_and_post(tap, endpoint: bytes):
+    """A legacy GET stream that announces `endpoint`, and a POST to it answered 202."""
     stream = tflow.tflow(resp=True)
     stream.request.path = "/sse"
     stream.request.headers["accept"] = "text/event-stream"
     tap.request(stream)
     sse_answer(stream)
     tap.responseheaders(stream)
-    stream.response.stream(b"event: endpoint\ndata: /messages/?session_id=abc123\n\n")
-    p = post(CALL, path="/messages/?session_id=abc123")
+    stream.response.stream(b"event: endpoint\ndata: " + endpoint + b"\n\n")
+    p = post(CALL, path=endpoint.decode())
     tap.request(p)
     p.response.status_code, p.response.content = 202, b"Accepted"
     p.response.headers["content-type"] = "text/plain"
     tap.responseheaders(p)
     tap.response(p)
+    return stream
+
+
+def test_legacy_posts_join_the_stream_that_announced_their_endpoint(tap):
+    stream = legacy_stream_and_post(tap, b"/messages/?session_id=abc123")
     stream.response.stream(b"event: message\ndata: " + RESULT + b"\n\n")
     stream.response.stream(b"")
     tap.response(stream)
@@ -206,18 +212,7 @@ def test_legacy_posts_join_the_stream_that_announced_their_endpoint(tap):
 
 
 def test_a_token_in_a_legacy_endpoint_is_redacted_as_in_the_exchange_url(tap):
-    stream = tflow.tflow(resp=True)
-    stream.request.path = "/sse"
-    stream.request.headers["accept"] = "text/event-stream"
-    tap.request(stream)
-    sse_answer(stream)
-    tap.responseheaders(stream)
-    stream.response.stream(b"event: endpoint\ndata: /messages/?session_id=abc123&token=s3cr3t-endpoint\n\n")
-    p = post(CALL, path="/messages/?session_id=abc123&token=s3cr3t-endpoint")
-    tap.request(p)
-    p.response.status_code, p.response.content = 202, b"Accepted"
-    tap.responseheaders(p)
-    tap.response(p)
+    stream = legacy_stream_and_post(tap, b"/messages/?session_id=abc123&token=s3cr3t-endpoint")
     stream.response.stream(b"")
     tap.response(stream)
     db = tap.journal.db_path
