@@ -191,8 +191,10 @@ def smoke(work: Path) -> None:
     if len(listed) != 1:
         raise Failed(f"mcptap proxy recorded {len(listed)} sessions, not 1")
 
-    step("the installed mitmproxy script loads in mitmdump")
-    script = found["addons.http_recorder"]
+    step("the installed mitmproxy script, where `mcptap addon-path` says, loads in mitmdump")
+    script = run([mcptap, "addon-path"], cwd=here).stdout.decode().strip()
+    if script != found["addons.http_recorder"]:
+        raise Failed(f"mcptap addon-path printed {script!r}, not the installed {found['addons.http_recorder']!r}")
     mitmdump = venv / "bin" / "mitmdump"
     proc = subprocess.Popen([mitmdump, "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
                              "--listen-port", "0", "-s", script, "--set", f"mcptap_db={here / 'mitm.db'}"],
@@ -202,7 +204,7 @@ def smoke(work: Path) -> None:
         wait_line(proc, r"listening at", 60)
     finally:
         if proc.poll() is None:
-            stop(proc, "mitmdump -s addons/http_recorder.py")
+            stop(proc, "mitmdump -s $(mcptap addon-path)")
 
     step("pandas loaders and plots")
     run([python, "-c", "import sys, analyzer.data as mt, analyzer.plots as mp\n"

@@ -651,5 +651,18 @@ def demo(db: DbOption = DEFAULT_DB) -> None:
         raise typer.Exit(run_demo(db))
 
 
+@app.command("addon-path")
+def addon_path() -> None:
+    """Print the absolute path of the mitmproxy addon script, for the mitmdump (or mitmproxy,
+    mitmweb) of this environment, in any of its modes.
+
+    Example:  mitmdump -s "$(mcptap addon-path)" --set mcptap_db=$HOME/mcp.db
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("addons.http_recorder")  # imports `addons` alone, not mitmproxy
+    typer.echo(os.path.abspath(spec.origin))
+
+
 if __name__ == "__main__":
     app()

@@ -62,14 +62,21 @@ def http_server(argv: list[str], port: int, env: dict | None = None):
 
 @contextlib.contextmanager
 def mitmdump_reverse(upstream: str, *extra: str):
-    """mitmdump itself (this interpreter's) in reverse mode in front of `upstream`; yields its port
-    and stops it with SIGINT, the way a user would, giving its exit status to `status`."""
+    """mitmdump itself (this interpreter's) in reverse mode in front of `upstream` (see mitmdump)."""
+    with mitmdump(f"reverse:{upstream}", *extra) as outcome:
+        yield outcome
+
+
+@contextlib.contextmanager
+def mitmdump(mode: str, *extra: str):
+    """mitmdump itself (this interpreter's) in `mode` (`regular`, `reverse:URL`, ...); yields its
+    port and stops it with SIGINT, the way a user would, giving its exit status to `status`."""
     import signal
     import sys
 
     port = free_port()
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "mitmdump"), "-q", "--mode",
-                             f"reverse:{upstream}", "--listen-host", "127.0.0.1", "--listen-port", str(port), *extra],
+                             mode, "--listen-host", "127.0.0.1", "--listen-port", str(port), *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     outcome = {"port": port}
     try:

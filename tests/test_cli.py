@@ -7,10 +7,12 @@ import sqlite3
 import sys
 
 import pytest
+import typer
 
+from analyzer import cli
 from conftest import copy_database, frames, mcptap, run, tee
 
-COMMANDS = ["record", "proxy", "import", "export", "sessions", "show", "analyze", "demo"]
+COMMANDS = sorted(typer.main.get_command(cli.app).commands)  # every command the CLI has
 
 
 def one_line_error(result) -> bool:

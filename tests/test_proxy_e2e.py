@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import assert_no_false_findings, mcptap, run, wait_for
-from http_helpers import (Relay, free_port, mcptap_proxy, mitmdump_reverse, recorded_exchanges, sdk_client,
+from http_helpers import (Relay, free_port, mcptap_proxy, mitmdump, mitmdump_reverse, recorded_exchanges, sdk_client,
                           sdk_http_server, wire_exchanges)
 
 # (server mode, client transport, endpoint path, client mode, what the client calls)
@@ -177,9 +178,18 @@ def test_a_mitmdump_capture_and_its_har_import_to_the_frames_recorded_live(sdk_p
     assert again.returncode == 2 and "already imported" in again.stderr.decode()
 
 
+def addon_script() -> str:
+    """What `mcptap addon-path` prints: the addon script's absolute path."""
+    result = run(mcptap("addon-path"))
+    assert result.returncode == 0, result.stderr
+    path = result.stdout.decode().strip()
+    assert Path(path).is_absolute() and Path(path).is_file(), path
+    return path
+
+
 def test_the_bare_addon_records_inside_mitmdump(sdk_python, tmp_path):
     db = tmp_path / "addon.db"
-    addon = Path(__file__).resolve().parent.parent / "addons" / "http_recorder.py"
+    addon = addon_script()
     with sdk_http_server(sdk_python, "json") as upstream, \
             mitmdump_reverse(upstream, "-s", str(addon), "--set", f"mcptap_db={db}") as dump:
         out = sdk_client(sdk_python, "legacy", "streamable", f"http://127.0.0.1:{dump['port']}/mcp")
@@ -291,3 +301,27 @@ and a HAR export)."""
         gone = conn.execute("SELECT count(*) FROM exchanges WHERE outcome LIKE 'error:%disconnected%'").fetchone()[0]
         conn.close()
         assert gone >= (1 if mode == "auto" else 0)
+
+
+def test_the_addon_at_mcptap_addon_path_records_through_mitmdump_in_regular_mode(sdk_python, tmp_path):
+    """The host points at mitmdump as its HTTP proxy (regular mode), not at a reverse proxy."""
+    db = tmp_path / "regular.db"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    with sdk_http_server(sdk_python, "json") as upstream, \
+            mitmdump("regular", "-s", addon_script(), "--set", f"mcptap_db={db}") as dump:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{dump['port']}"}))
+        request = urllib.request.Request(f"{upstream}/mcp", data=json.dumps(call).encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream"})
+        with opener.open(request, timeout=30) as answer:
+            assert b'"protocolVersion"' in answer.read()
+    assert dump["status"] == 0, dump["errors"]
+    conn = sqlite3.connect(db)
+    try:
+        frames = conn.execute("SELECT direction FROM frames ORDER BY seq").fetchall()
+        (upstream_seen,), = conn.execute("SELECT upstream FROM sessions").fetchall()
+    finally:
+        conn.close()
+    assert frames == [("c2s",), ("s2c",)]
+    assert upstream_seen == upstream, (upstream_seen, upstream)
