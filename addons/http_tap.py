@@ -14,7 +14,7 @@ that completed it, and writes SQLite. On mitmproxy's event loop nothing but queu
 session bookkeeping happens: an exchange is queued as its raw header fields, and the recorder
 process decodes, redacts and serialises them (`exchange_row`).
 
-Sessions (spec/mitmproxy-notes.md):
+Sessions (docs/mitmproxy-notes.md):
 - Streamable HTTP: one per `Mcp-Session-Id` and upstream; the initialize POST that comes before
   the id joins the session its answer assigns. A DELETE answered 2xx ends it.
 - Legacy HTTP+SSE: one per stream, keyed by the endpoint its `endpoint` event announced (the

@@ -1,5 +1,5 @@
 """`mcptap record`: a stdio tee in front of an MCP server (spec: MCP stdio transport, see
-spec/mcp-reference.md section 8.1).
+docs/mcp-reference.md section 8.1).
 
 The wire comes first. Three pump threads move bytes host->server (stdin), server->host (stdout)
 and server stderr->host stderr with blocking reads and writes, chunk by chunk as they arrive,

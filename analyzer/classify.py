@@ -1,5 +1,5 @@
 """Structural classification of JSON-RPC 2.0 messages, before any method knowledge (the seed's
-classifier table, refined in spec/findings.md section 1).
+classifier table, refined in docs/findings.md section 1).
 
 A message is reduced to its `Signature`: the shape of each envelope member, by member presence,
 never truthiness (`0`, `""` and `null` ids are present). The kind is a pure function of the

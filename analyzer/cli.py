@@ -1,4 +1,4 @@
-"""The `mcptap` command line (spec/contract.md, Commands): a thin layer over the library.
+"""The `mcptap` command line (docs/contract.md, Commands): a thin layer over the library.
 Each command parses, calls one library function, and turns the library's MCPTapError into one
 line on stderr and exit status 2."""
 

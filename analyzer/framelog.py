@@ -1,4 +1,4 @@
-"""Frame-log JSONL, the interchange format of spec/contract.md: one JSON object per line.
+"""Frame-log JSONL, the interchange format of docs/contract.md: one JSON object per line.
 
 A frame line: {"session": "s1", "seq": 1, "ts": 1764460800.01, "direction": "c2s", "raw": "..."}
 (`raw_b64` instead of `raw` for bytes that are not UTF-8; `seq`, `transport`, `meta` optional;

@@ -1,4 +1,4 @@
-"""JSON as the wire said it (RFC 8259; spec/mcp-reference.md sections 2.5 and 2.6): a parse that
+"""JSON as the wire said it (RFC 8259; docs/mcp-reference.md sections 2.5 and 2.6): a parse that
 keeps what ordinary parsers erase, and never raises on bad input.
 
 - Duplicate member names are reported (the value kept is the last, as most parsers do).

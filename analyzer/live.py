@@ -369,7 +369,7 @@ class LegacySseLive(_HttpBase):
 
 
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""2026-07-28: the methods whose `Mcp-Name` header mirrors a param (spec/mcp-reference.md, HTTP)."""
+"""2026-07-28: the methods whose `Mcp-Name` header mirrors a param (docs/mcp-reference.md, HTTP)."""
 _HEADER_SAFE = re.compile(r"[\x20-\x7e]*")
 
 

@@ -1,4 +1,4 @@
-"""What each MCP revision allows, as lookup tables (spec/mcp-reference.md sections 5 and 10).
+"""What each MCP revision allows, as lookup tables (docs/mcp-reference.md sections 5 and 10).
 
 Method, direction and kind come from `mcp_types.methods` (the SDK's own per-version maps) and
 revisions from `mcp_types.version`; this module only reshapes them into sets keyed by
@@ -91,7 +91,7 @@ def bad_result_type(result_type: object) -> bool:
     return result_type is not ABSENT and not (type(result_type) is str and result_type in RESULT_TYPES)
 
 # 2025-11-25 tasks (experimental): in both ClientRequest and ServerRequest and both notification
-# unions of T/2025-11-25 (spec/mcp-reference.md 5.2); mcp-types leaves them out deliberately.
+# unions of T/2025-11-25 (docs/mcp-reference.md 5.2); mcp-types leaves them out deliberately.
 _TASK_REQUESTS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
 _TASK_NOTIFICATIONS = ("notifications/tasks/status",)
 
@@ -147,7 +147,7 @@ def method_verdict(revision: str, direction: str, method: str, is_request: bool)
 
 # -- capabilities (handshake era): which declared capability gates a method ---------------------
 # (side that must have declared it, path in its capabilities object, first revision it applies)
-# spec/mcp-reference.md 5.1 and 5.2; "present" means the key exists, flags must be true.
+# docs/mcp-reference.md 5.1 and 5.2; "present" means the key exists, flags must be true.
 
 CAPABILITY_GATES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "resources/list": ("server", ("resources",), "2024-11-05"),

@@ -1,4 +1,4 @@
-"""Credentials out of what is stored (spec/contract.md, Redaction): HTTP headers that carry
+"""Credentials out of what is stored (docs/contract.md, Redaction): HTTP headers that carry
 them, token query parameters and URL passwords, credential members of frames (also inside
 strings that hold JSON), and the same secrets in free text: a server's stderr lines and its
 command line. A value is replaced by a stable keyed hash, so the same secret gives the same
@@ -175,7 +175,7 @@ CREDENTIAL_KEYS = frozenset({
     "token", "bearer", "access_token", "refresh_token", "id_token", "auth_token", "api_token", "session_token",
     "private_key", "secret_key", "secret_access_key", "cookie", "set_cookie",
 } | {name.replace("-", "_") for name in CREDENTIAL_HEADERS})
-"""Credential names (spec/contract.md, Redaction), words joined by `_`. A frame member is one
+"""Credential names (docs/contract.md, Redaction), words joined by `_`. A frame member is one
 when its name is one of these in any case, its words written together or apart by `_`, `-` or
 `.` (`api_key`, `apiKey`, `API-KEY`, `x-api-key`, `accessToken`, `private_key`); the credential
 headers are among them. In free text (stderr lines, a command line) a name that ends in one

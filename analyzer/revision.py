@@ -1,4 +1,4 @@
-"""Which MCP revision governs a session (spec/mcp-reference.md section 1; section 10 for
+"""Which MCP revision governs a session (docs/mcp-reference.md section 1; section 10 for
 2026-07-28): the InitializeResult's protocolVersion in the handshake era, else the per-request
 `_meta` protocol version of 2026-07-28, else the HTTP `MCP-Protocol-Version` header (when HTTP
 metadata exists), else the user's `--revision`. A quick scan that parses only frames that can

@@ -104,7 +104,7 @@ DERIVED_DDL = (
     )
     """,
 )
-"""What `mcptap analyze` writes (spec/contract.md), replaced session by session at each run."""
+"""What `mcptap analyze` writes (docs/contract.md), replaced session by session at each run."""
 
 DERIVED_INDEXES = (
     "CREATE INDEX IF NOT EXISTS messages_by_frame ON messages (session_id, frame_seq, idx)",
@@ -165,7 +165,7 @@ def replay_link(db: Database) -> None:
 
 
 def frame_redactions(db: Database) -> None:
-    """Redaction of frame members (spec/contract.md, Redaction) is recorded on the frame."""
+    """Redaction of frame members (docs/contract.md, Redaction) is recorded on the frame."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(frames)").fetchall()}
     if "redacted" not in columns:
         db.execute("ALTER TABLE frames ADD COLUMN redacted TEXT")  # JSON array of the member paths replaced

@@ -1,5 +1,5 @@
 """The SQLite store: opening a file safely (WAL, busy timeout, 0600), applying the schema's
-migrations, and the only SQL that writes or reads the recorded tables (see spec/contract.md)."""
+migrations, and the only SQL that writes or reads the recorded tables (see docs/contract.md)."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ TARGET_RSS_GROWTH = 0.25
 
 VIOLATIONS = ("unknown-response-id", "missing-response", "duplicate-request-id", "stdout-noise",
               "batch", "null-id", "duplicate-key", "fractional-id")
-# What spec/findings.md should say about each injected violation (one frame each, see the generator).
+# What docs/findings.md should say about each injected violation (one frame each, see the generator).
 EXPECTED_CODES = {
     "unknown-response-id": ("unknown-response-id",),
     "missing-response": ("missing-response",),

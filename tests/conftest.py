@@ -1,6 +1,6 @@
 """Shared fixtures: real processes, real SQLite files, and the side virtual environment holding
 the real `mcp` SDK, `mcp-server-time` and `mcp-server-git` (it cannot live in mcptap's own
-environment; see spec/contract.md). The side environment is created once and cached between runs."""
+environment; see docs/contract.md). The side environment is created once and cached between runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed's test obligations (seed/json-rpc-2.0-profile.md, "Test obligations"), each a named
+"""The seed's test obligations (docs/json-rpc-2.0-profile.md, "Test obligations"), each a named
 test over the classifier and the session analysis."""
 
 import pytest

@@ -20,3 +20,22 @@ def test_the_readme_opens_with_the_demo_command_then_the_test_command():
 def test_ci_runs_exactly_the_readmes_test_command():
     _, tests = readme_commands()
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def _sources() -> list[Path]:
+    return [p for folder in ("analyzer", "addons", "tests", "bench", ".ci", "notebooks", "docs")
+            for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".c") and "__pycache__" not in p.parts] \
+        + [ROOT / "README.md"]
+
+
+def test_every_document_the_code_and_docs_cite_is_in_the_repository():
+    """Docstrings and pages cite docs/*.md (the contract, the findings catalog, the MCP and
+    mitmproxy references, the JSON-RPC profile), never a file outside the repository."""
+    cited, outside = set(), []
+    for path in _sources():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        cited.update(re.findall(r"\bdocs/([\w.-]+\.md)\b", text))
+        outside += [f"{path.relative_to(ROOT)}: {m}" for m in re.findall(r"\b(?:spec|seed)/[\w.-]+\.md\b", text)]
+    assert outside == []
+    assert {"contract.md", "findings.md", "rules.md", "mcp-reference.md"} <= cited
+    assert [name for name in sorted(cited) if not (ROOT / "docs" / name).is_file()] == []

@@ -7,7 +7,7 @@ database of its own, then read by every reader), hostile files given to `mcptap 
 (frame-log JSONL, mitmproxy dumps written by mitmproxy's own FlowWriter, as `mitmdump -w` does,
 and HAR files), and databases that are not mcptap's. The subprocesses of each table run in
 parallel in a module fixture; each test then judges one input for one reader. Last, property
-tests: the classifier is total and agrees with the kinds table of spec/findings.md section 1
+tests: the classifier is total and agrees with the kinds table of docs/findings.md section 1
 (the SSE parser's property test is in test_sse.py)."""
 
 from __future__ import annotations
@@ -653,7 +653,7 @@ def test_the_pandas_api_refuses_a_database_that_is_not_mcptaps_with_a_named_erro
             load(db)
 
 
-# -- 4. the classifier: total, and the kinds table of spec/findings.md section 1 ------------------
+# -- 4. the classifier: total, and the kinds table of docs/findings.md section 1 ------------------
 
 def _valid_id(value) -> bool:
     """String, Number or Null (a Boolean is not a Number here)."""

@@ -1,4 +1,4 @@
-"""Secrets out of recordings (spec/contract.md, Redaction): credential members of frames (also
+"""Secrets out of recordings (docs/contract.md, Redaction): credential members of frames (also
 inside strings that hold JSON), credential HTTP headers and URLs, and the secrets of free text
 (stderr lines, command lines) replaced by a stable keyed hash at capture (tee, proxy, spool), at
 import, and by `mcptap redact`; nothing else changes (protocol members, schemas, token counts are

@@ -1,4 +1,4 @@
-"""The registry of finding rules (spec/findings.md). One rule is one small unit: a stable code,
+"""The registry of finding rules (docs/findings.md). One rule is one small unit: a stable code,
 a group, a severity per profile, the spec reference it rests on, a one-line summary, the
 events it listens to, and a pure check that returns findings. Rules never touch SQLite, files
 or the network: they get a message and the session's state (analyzer/session.py).

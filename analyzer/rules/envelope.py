@@ -1,4 +1,4 @@
-"""Envelope rules: one frame or one message on its own (spec/findings.md "Envelope").
+"""Envelope rules: one frame or one message on its own (docs/findings.md "Envelope").
 
 `envelope` checks see only a message's Signature (analyzer/classify.py) and are evaluated once
 per distinct signature; `frame` checks see the whole frame (its parse, its top-level shape)."""

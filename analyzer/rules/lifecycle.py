@@ -1,4 +1,4 @@
-"""Lifecycle rules (spec/findings.md "MCP lifecycle and methods"; spec/mcp-reference.md
+"""Lifecycle rules (docs/findings.md "MCP lifecycle and methods"; docs/mcp-reference.md
 sections 1 and 4): the initialize handshake of 2024-11-05 to 2025-11-25, and whether a session's
 revision could be established at all."""
 
@@ -11,7 +11,7 @@ LIFECYCLE = "MCP basic/lifecycle §Initialization"
 
 
 @rule("revision-unknown", group="lifecycle", severity="info", on=[],
-      ref="spec/findings.md §3: unknown is not wrong; judged by base JSON-RPC plus --revision",
+      ref="docs/findings.md §3: unknown is not wrong; judged by base JSON-RPC plus --revision",
       summary="the session's MCP revision could not be established (capture began mid-session)")
 def revision_unknown(*_):  # raised once per session by the session core
     return None

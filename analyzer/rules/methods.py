@@ -1,5 +1,5 @@
 """Method rules: which methods a revision defines, in which direction, as which kind, behind
-which capability (spec/mcp-reference.md sections 5 and 10; tables in analyzer/mcp.py)."""
+which capability (docs/mcp-reference.md sections 5 and 10; tables in analyzer/mcp.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pairing rules: requests and responses per session, direction aware (spec/findings.md
+"""Pairing rules: requests and responses per session, direction aware (docs/findings.md
 "Pairing"). A response is matched against the requests sent the opposite way; the session core
 (analyzer/session.py) works out the match and these rules say what is wrong with it."""
 

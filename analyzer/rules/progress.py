@@ -1,4 +1,4 @@
-"""Cancellation and progress rules (spec/mcp-reference.md section 6): notifications/cancelled
+"""Cancellation and progress rules (docs/mcp-reference.md section 6): notifications/cancelled
 and notifications/progress, followed per direction by the session core."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Transport rules (spec/findings.md "Transport"; spec/mcp-reference.md sections 8.2, 10 and the
+"""Transport rules (docs/findings.md "Transport"; docs/mcp-reference.md sections 8.2, 10 and the
 HTTP rows of section 12): what the HTTP metadata of a session says, exchange by exchange. They
 run on sessions recorded through the HTTP capture or imported from HTTP captures, never on stdio.
 
