@@ -93,8 +93,13 @@ def smoke(work: Path) -> None:
     venv = work / "venv"
     here = work / "outside"  # the folder users run from: no checkout in sight
     here.mkdir()
-    step("build the wheel")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, ROOT], cwd=here)
+    step("build the sdist and, from it, the wheel (python -m build), and twine check both")
+    tools = work / "build-tools"
+    run([sys.executable, "-m", "venv", tools], cwd=here)
+    run([tools / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "build", "twine"],
+        cwd=here, timeout=900)
+    run([tools / "bin" / "python", "-m", "build", "--outdir", wheels, ROOT], cwd=here, timeout=900)
+    run([tools / "bin" / "twine", "check", "--strict", *sorted(wheels.iterdir())], cwd=here)
     wheel = next(wheels.glob("mcptap-*.whl"))
     step(f"install {wheel.name} into a fresh venv")
     run([sys.executable, "-m", "venv", venv], cwd=here)
