@@ -101,10 +101,12 @@ def smoke(work: Path) -> None:
     run([tools / "bin" / "python", "-m", "build", "--outdir", wheels, ROOT], cwd=here, timeout=900)
     run([tools / "bin" / "twine", "check", "--strict", *sorted(wheels.iterdir())], cwd=here)
     wheel = next(wheels.glob("mcptap-*.whl"))
-    step(f"install {wheel.name} into a fresh venv")
+    plain_install(wheel, work / "plain-venv", here)
+
+    step(f"install {wheel.name}[all] into a fresh venv")
     run([sys.executable, "-m", "venv", venv], cwd=here)
     python, mcptap = venv / "bin" / "python", venv / "bin" / "mcptap"
-    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=here, timeout=900)
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[all]"], cwd=here, timeout=900)
 
     modules = source_modules()
     step(f"import each of the checkout's {len(modules)} modules from the installed wheel")
@@ -123,7 +125,7 @@ def smoke(work: Path) -> None:
     step("mcptap --version, and --help of every command")
     run([mcptap, "--version"], cwd=here)
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
-                "replay", "serve", "demo"]
+                "replay", "serve", "demo", "addon-path"]
     for command in commands:
         if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
             raise Failed(f"mcptap {command} --help has no example")
@@ -215,6 +217,52 @@ def smoke(work: Path) -> None:
     run([python, "-c", "import sys, analyzer.data as mt, analyzer.plots as mp\n"
          "assert len(mt.sessions(sys.argv[1])) == 2\nmt.latency(mt.messages(sys.argv[1]))\n"
          "mp.latency(sys.argv[1]).savefig('latency.png')", db], cwd=here)
+
+
+PLAIN_MB = 120  # the plain install with its venv weighs under this (issue 16)
+EXTRAS_ONLY = ("mitmproxy", "pandas", "numpy", "matplotlib")
+
+
+def plain_install(wheel: Path, venv: Path, here: Path) -> None:
+    """The wheel without extras: none of the extras' packages, under PLAIN_MB with its venv, and it
+    records, analyzes, shows, exports, imports and redacts a stdio session; `mcptap proxy` and
+    `mcptap report` say which extra to install, exit 2."""
+    step(f"install {wheel.name} alone (no extras) into a fresh venv")
+    run([sys.executable, "-m", "venv", venv], cwd=here)
+    python, mcptap = venv / "bin" / "python", venv / "bin" / "mcptap"
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=here, timeout=900)
+    installed = {line.split("==")[0].lower() for line in run([python, "-m", "pip", "freeze"], cwd=here)
+                 .stdout.decode().split()}
+    extra = sorted(installed & set(EXTRAS_ONLY))
+    if extra:
+        raise Failed(f"the plain install has {', '.join(extra)}")
+    size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file() and not f.is_symlink()) / 1e6
+    if size > PLAIN_MB:
+        raise Failed(f"the plain install weighs {size:.0f} MB with its venv, over {PLAIN_MB} MB")
+    step(f"the plain install ({size:.0f} MB with its venv) records, analyzes, shows, exports, imports, redacts")
+    db = here / "plain.db"
+    calls = b"".join(json.dumps(c).encode() + b"\n" for c in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "smoke", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+    done = run([mcptap, "record", "--db", db, "--name", "plain", "--", python, "-m", "analyzer.demo.server"],
+               cwd=here, input=calls)
+    answers = done.stdout.count(b"\n")
+    if answers != 3:
+        raise Failed(f"the plain tee passed {answers} answers through, not 3")
+    for fmt in ("table", "json", "sarif"):
+        run([mcptap, "analyze", "--db", db, "--format", fmt], cwd=here)
+    run([mcptap, "show", "--db", db, "plain"], cwd=here)
+    run([mcptap, "export", "--db", db, "-o", here / "plain.jsonl"], cwd=here)
+    run([mcptap, "import", "--db", here / "plain-again.db", here / "plain.jsonl"], cwd=here)
+    run([mcptap, "redact", "--db", here / "plain-again.db"], cwd=here)
+    for command, extra in ((["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--db", db], "proxy"),
+                           (["report", "--db", db, "-o", here / "plain.html"], "notebook")):
+        said = run([mcptap, *command], cwd=here, ok=(2,)).stderr.decode()
+        if f"pip install 'mcptap[{extra}]'" not in said or said.count("\n") != 1:
+            raise Failed(f"mcptap {command[0]} in the plain install said {said!r}, not which extra to install")
 
 
 def step(what: str) -> None:

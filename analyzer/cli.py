@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from analyzer import __version__
+from analyzer import __version__, extras
 from analyzer.errors import MCPTapError
 
 app = typer.Typer(
@@ -182,6 +182,7 @@ def proxy(
 
     limit = max_frame_of(max_frame)
     with one_line_errors():
+        extras.need("proxy", "mcptap proxy")
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (),
@@ -507,9 +508,10 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    from analyzer import htmlreport, progress
-
     with one_line_errors():
+        extras.need("notebook", "mcptap report")
+        from analyzer import htmlreport, progress
+
         try:
             with progress.meter() as shown:
                 htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage)
@@ -645,9 +647,11 @@ def demo(db: DbOption = DEFAULT_DB) -> None:
 
     Example:  mcptap demo --db /tmp/demo.db
     """
-    from analyzer.demo.run import run_demo
-
     with one_line_errors():
+        extras.need("proxy", "mcptap demo (its HTTP session goes through mcptap proxy)")
+        extras.need("notebook", "mcptap demo (it writes the HTML report)")
+        from analyzer.demo.run import run_demo
+
         raise typer.Exit(run_demo(db))
 
 

@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from analyzer import framelog, importstate, store
+from analyzer import extras, framelog, importstate, store
 from analyzer.errors import DuplicateSession, ImportFormatError
 from analyzer.ids import new_session_id
 
@@ -95,6 +95,9 @@ class _Target:
         return seq
 
 
+CAPTURE_NAMES = {"flows": "mitmproxy flow dump", "har": "HAR file"}
+
+
 def detect_format(path: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -167,6 +170,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     kind = detect_format(path)
     max_frame = max_frame or DEFAULT_MAX_FRAME
     if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
+        extras.need("proxy", f"importing {os.path.basename(path)} (a {CAPTURE_NAMES.get(kind, kind)})")
         from addons.capture_import import import_capture
 
         found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
