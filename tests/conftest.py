@@ -154,6 +154,23 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
     return Path(dst)
 
 
+FAST_TIER = frozenset({
+    "test_chunkqueue", "test_chunkwire", "test_classify", "test_framing", "test_jsondiff", "test_jsonwire",
+    "test_latency", "test_rules", "test_store", "test_transport_rules", "test_writer", "test_sse",
+    "test_http_pairing", "test_docs", "test_data", "test_progress", "test_sarif", "test_importer", "test_fuzz",
+    "test_spool",
+})
+"""The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute): no real SDK or npm
+server, no proxy, no hostile input at scale. Every other module's tests are marked `slow`, a new
+module's too until it is listed here."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem not in FAST_TIER:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Under pytest-xdist (.ci/run: `-n 2`), a test marked `serial` runs, with the setup and teardown
