@@ -81,6 +81,8 @@ def mitmdump(mode: str, *extra: str):
     outcome = {"port": port}
     try:
         wait_for(lambda: accepting(port) or proc.poll() is not None, START_TIMEOUT_S, "mitmdump to listen")
+        assert proc.poll() is None, f"mitmdump exited {proc.returncode} before listening: " + \
+            proc.stderr.read().decode(errors="replace")[-2000:]
         yield outcome
     finally:
         proc.send_signal(signal.SIGINT)

@@ -40,17 +40,33 @@ def working_python(minor: int) -> str | None:
 
 
 def venv_for(python: str) -> Path:
-    """mcptap with its test extras installed (editable, from this checkout) for `python`, cached
-    by the pyproject it was installed from."""
+    """mcptap with its test extras installed (editable) for `python`. The dependencies are cached
+    by the pyproject they came from; mcptap itself is installed again, without them, whenever the
+    cached one is another checkout's (an editable install maps its packages to the folder it was
+    made from: a CI clone at a new path would otherwise run a deleted or older clone's code)."""
     stamp = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
     venv = CACHE / f"mcptap-py312-{stamp}"
     ready = venv / ".ready"
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not ready.exists():
         subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True, timeout=INSTALL_TIMEOUT_S)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-e", f"{ROOT}[test]"], check=True, stdout=subprocess.DEVNULL, timeout=INSTALL_TIMEOUT_S)
+        subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True, stdout=subprocess.DEVNULL,
+                       timeout=INSTALL_TIMEOUT_S)
         ready.write_text(sys.version + "\n", encoding="utf-8")
+    if installed_from(venv) != ROOT:
+        subprocess.run([*pip, "--no-deps", "-e", str(ROOT)], check=True, stdout=subprocess.DEVNULL,
+                       timeout=INSTALL_TIMEOUT_S)
+    assert installed_from(venv) == ROOT, f"{venv} does not import mcptap from {ROOT}"
     return venv
+
+
+def installed_from(venv: Path) -> Path | None:
+    """The checkout whose `analyzer` package `venv` imports, asked from outside any checkout."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", "import analyzer; print(analyzer.__file__)"],
+                          capture_output=True, cwd="/", timeout=60)
+    if done.returncode != 0:
+        return None
+    return Path(done.stdout.decode().strip()).resolve().parent.parent
 
 
 def test_the_http_capture_tests_pass_under_python_3_12_with_mitmproxy_12():
