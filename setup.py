@@ -1,13 +1,27 @@
-"""The optional native parts of `mcptap analyze`; everything else is in pyproject.toml.
+"""What pyproject.toml cannot say: the folders that are the package, and the optional native parts
+of `mcptap analyze`; everything else is in pyproject.toml.
+- the one import name is `mcptap`: analyzer/ is the package `mcptap`, addons/ (the capture) is
+  `mcptap.addons`; every package under either folder goes into the wheel, found, never listed;
 - analyzer/_wirescan.c: the envelope scanner and the session core's fast path;
 - analyzer/_rowio.c: SQLite connections that read frames and write analysis rows (links SQLite).
 Both are `optional=True`: without a C compiler, or without SQLite's headers, the install goes on
 and the analyzer takes its pure-Python path for what is missing (the same results, slower)."""
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
-setup(ext_modules=[
-    Extension("analyzer._wirescan", ["analyzer/_wirescan.c"], optional=True, extra_compile_args=["-O2"]),
-    Extension("analyzer._rowio", ["analyzer/_rowio.c"], optional=True, libraries=["sqlite3"],
+PACKAGE_DIR = {"mcptap": "analyzer", "mcptap.addons": "addons"}
+
+
+def packages() -> list[str]:
+    """Every package under the folders of PACKAGE_DIR, by its name under `mcptap`."""
+    found = []
+    for name, folder in PACKAGE_DIR.items():
+        found += [name] + [f"{name}.{sub}" for sub in find_packages(folder)]
+    return found
+
+
+setup(packages=packages(), package_dir=PACKAGE_DIR, ext_modules=[
+    Extension("mcptap._wirescan", ["analyzer/_wirescan.c"], optional=True, extra_compile_args=["-O2"]),
+    Extension("mcptap._rowio", ["analyzer/_rowio.c"], optional=True, libraries=["sqlite3"],
               extra_compile_args=["-O2"]),
 ])

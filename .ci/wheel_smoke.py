@@ -21,11 +21,12 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_TIMEOUT_S = 300
-PACKAGES = ("analyzer", "addons")
+PACKAGES = {"analyzer": "mcptap", "addons": "mcptap.addons"}  # folder -> package (setup.py PACKAGE_DIR)
 
 
 class Failed(Exception):
@@ -49,6 +50,8 @@ def source_modules() -> list[str]:
     names = []
     for path in listed:
         parts = Path(path).with_suffix("").parts
+        folder = max((f for f in PACKAGES if Path(path).is_relative_to(f)), key=len)
+        parts = (PACKAGES[folder], *parts[len(Path(folder).parts):])
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return sorted(names)
 
@@ -77,6 +80,17 @@ def wait_line(proc: subprocess.Popen, pattern: str, timeout: float) -> re.Match:
     raise Failed(f"no line matching {pattern!r} within {timeout}s; stderr:\n" + "\n".join(seen[-20:]))
 
 
+def post_to(port: str, request: bytes) -> None:
+    """POST `request` as an MCP client would to 127.0.0.1:`port`/mcp, whose upstream is not there."""
+    post = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=request.strip(), method="POST",
+                                  headers={"Content-Type": "application/json",
+                                           "Accept": "application/json, text/event-stream"})
+    try:
+        urllib.request.urlopen(post, timeout=30).read()
+    except (urllib.error.HTTPError, ConnectionError):
+        pass  # the upstream is not there: mcptap proxy answers 502, mitmdump closes the connection
+
+
 def stop(proc: subprocess.Popen, what: str) -> None:
     proc.send_signal(signal.SIGINT)
     try:
@@ -101,6 +115,11 @@ def smoke(work: Path) -> None:
     run([tools / "bin" / "python", "-m", "build", "--outdir", wheels, ROOT], cwd=here, timeout=900)
     run([tools / "bin" / "twine", "check", "--strict", *sorted(wheels.iterdir())], cwd=here)
     wheel = next(wheels.glob("mcptap-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        top = sorted({name.split("/")[0] for name in archive.namelist()} - {f"{wheel.name.split('-')[0]}-"
+                                                                             f"{wheel.name.split('-')[1]}.dist-info"})
+    if top != ["mcptap"]:
+        raise Failed(f"the wheel's top-level names are {top}, not exactly ['mcptap']")
     plain_install(wheel, work / "plain-venv", here)
 
     step(f"install {wheel.name}[all] into a fresh venv")
@@ -122,8 +141,13 @@ def smoke(work: Path) -> None:
                      + "\n".join(f"  {name}: {where}" for name, where in sorted(wrong.items())))
 
     db = here / "demo.db"
-    step("mcptap --version, and --help of every command")
-    run([mcptap, "--version"], cwd=here)
+    step("mcptap --version, python -m mcptap --version, mcptap.__version__, and --help of every command")
+    version = run([mcptap, "--version"], cwd=here).stdout
+    if run([python, "-m", "mcptap", "--version"], cwd=here).stdout != version:
+        raise Failed("python -m mcptap --version does not print what mcptap --version prints")
+    said = run([python, "-c", "import mcptap; print(mcptap.__version__)"], cwd=here).stdout.decode().strip()
+    if said not in version.decode():
+        raise Failed(f"mcptap.__version__ is {said!r}; mcptap --version printed {version!r}")
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
                 "replay", "serve", "demo", "addon-path"]
     for command in commands:
@@ -159,7 +183,7 @@ def smoke(work: Path) -> None:
     run([mcptap, "redact", "--db", here / "scrubbed.db", "--redact-key", "*name*"], cwd=here)
 
     step("mcptap record: a stdio server behind the tee")
-    server = [python, "-m", "analyzer.demo.server"]
+    server = [python, "-m", "mcptap.demo.server"]
     request = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     done = run([mcptap, "record", "--db", here / "tee.db", "--name", "smoke", "--", *server], cwd=here, input=request)
     if b'"id":1' not in done.stdout.replace(b" ", b""):
@@ -181,14 +205,7 @@ def smoke(work: Path) -> None:
                              "--listen", "0"], cwd=here, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        port = wait_line(proc, r"listening on http://127\.0\.0\.1:(\d+)/", 60).group(1)
-        post = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=request.strip(), method="POST",
-                                      headers={"Content-Type": "application/json",
-                                               "Accept": "application/json, text/event-stream"})
-        try:
-            urllib.request.urlopen(post, timeout=30).read()
-        except urllib.error.HTTPError:
-            pass  # the upstream is not there: a recorded 502
+        post_to(wait_line(proc, r"listening on http://127\.0\.0\.1:(\d+)/", 60).group(1), request)
     finally:
         if proc.poll() is None:
             stop(proc, "mcptap proxy")
@@ -198,23 +215,36 @@ def smoke(work: Path) -> None:
     if len(listed) != 1:
         raise Failed(f"mcptap proxy recorded {len(listed)} sessions, not 1")
 
-    step("the installed mitmproxy script, where `mcptap addon-path` says, loads in mitmdump")
+    step("the installed mitmproxy script, where `mcptap addon-path` says, records a POST through mitmdump")
     script = run([mcptap, "addon-path"], cwd=here).stdout.decode().strip()
-    if script != found["addons.http_recorder"]:
-        raise Failed(f"mcptap addon-path printed {script!r}, not the installed {found['addons.http_recorder']!r}")
+    if script != found["mcptap.addons.http_recorder"]:
+        raise Failed(f"mcptap addon-path printed {script!r}, not the installed {found['mcptap.addons.http_recorder']!r}")
     mitmdump = venv / "bin" / "mitmdump"
-    proc = subprocess.Popen([mitmdump, "--mode", "reverse:http://127.0.0.1:9", "--listen-host", "127.0.0.1",
-                             "--listen-port", "0", "-s", script, "--set", f"mcptap_db={here / 'mitm.db'}"],
-                            cwd=here, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    proc.stderr = proc.stdout
+    upstream = subprocess.Popen([python, "-m", "mcptap.demo.http_server", "0"], cwd=here, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    upstream.stderr = upstream.stdout  # the bundled server says its port on stdout
     try:
-        wait_line(proc, r"listening at", 60)
+        server_port = wait_line(upstream, r"listening on (\d+)", 60).group(1)
+        proc = subprocess.Popen([mitmdump, "--mode", f"reverse:http://127.0.0.1:{server_port}", "--listen-host",
+                                 "127.0.0.1", "--listen-port", "0", "-s", script, "--set",
+                                 f"mcptap_db={here / 'mitm.db'}"],
+                                cwd=here, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc.stderr = proc.stdout
+        try:
+            post_to(wait_line(proc, r"listening at .*:(\d+)", 60).group(1), request)
+        finally:
+            if proc.poll() is None:
+                stop(proc, "mitmdump -s $(mcptap addon-path)")
     finally:
-        if proc.poll() is None:
-            stop(proc, "mitmdump -s $(mcptap addon-path)")
+        upstream.kill()
+        upstream.wait()
+    frames = run([python, "-c", "import sqlite3, sys; print([bytes(r) for r, in sqlite3.connect(sys.argv[1])"
+                  ".execute('SELECT CAST(raw AS BLOB) FROM frames')])", here / "mitm.db"], cwd=here).stdout
+    if repr(request.strip()).encode() not in frames:
+        raise Failed(f"mitmdump -s $(mcptap addon-path) did not record the POST: {frames[:500]!r}")
 
     step("pandas loaders and plots")
-    run([python, "-c", "import sys, analyzer.data as mt, analyzer.plots as mp\n"
+    run([python, "-c", "import sys, mcptap.data as mt, mcptap.plots as mp\n"
          "assert len(mt.sessions(sys.argv[1])) == 2\nmt.latency(mt.messages(sys.argv[1]))\n"
          "mp.latency(sys.argv[1]).savefig('latency.png')", db], cwd=here)
 
@@ -247,7 +277,7 @@ def plain_install(wheel: Path, venv: Path, here: Path) -> None:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "ping"}))
-    done = run([mcptap, "record", "--db", db, "--name", "plain", "--", python, "-m", "analyzer.demo.server"],
+    done = run([mcptap, "record", "--db", db, "--name", "plain", "--", python, "-m", "mcptap.demo.server"],
                cwd=here, input=calls)
     answers = done.stdout.count(b"\n")
     if answers != 3:

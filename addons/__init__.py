@@ -1,2 +1,2 @@
 """mcptap's capture front-ends: the stdio tee and the mitmproxy addon. They write through
-`analyzer`'s store and hold no analysis logic (see architecture.md)."""
+the store (`mcptap.store`) and hold no analysis logic (see architecture.md)."""

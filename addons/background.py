@@ -11,24 +11,46 @@ import signal
 import sys
 from collections.abc import Callable
 
+import mcptap
 
-def recorder_main(record_from: Callable, module: str, what: str) -> None:
-    """Run `record_from(stdin, DB, redaction, max_frame=N)` as `python -m MODULE DB [--max-frame N]
-    [REDACTION ARGS]` and exit with its status (the arguments: analyzer/redact.py
-    Redaction.to_args; --max-frame: addons/bounded.py)."""
+
+def recorder_env() -> dict[str, str]:
+    """The environment for a recorder process (`python -P -m mcptap.addons...`): this one, with
+    the folder this `mcptap` was imported from first on PYTHONPATH when it is an installed package
+    folder (-P and PYTHONPATH: never an `mcptap` that happens to be in the working folder, and the
+    same one as here even when this process found it on a path of its own, as mitmdump does for a
+    script). An editable install has no such folder: its .pth, in this interpreter, finds it."""
+    env = dict(os.environ)
+    package = os.path.dirname(os.path.abspath(mcptap.__file__))
+    if os.path.basename(package) == "mcptap":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (os.path.dirname(package), env.get("PYTHONPATH"))))
+    return env
+
+
+def idle() -> None:
+    """This process is background work from now on: the lowest CPU priority, and no pandas or
+    numpy. A recorder process calls it before its imports, so that even its start-up yields the
+    CPU to the server the host is waiting for."""
     for optional in ("pandas", "numpy"):
         sys.modules.setdefault(optional, None)
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
         pass
+
+
+def recorder_main(record_from: Callable, module: str, what: str) -> None:
+    """Run `record_from(stdin, DB, redaction, max_frame=N)` as `python -m MODULE DB [--max-frame N]
+    [REDACTION ARGS]` and exit with its status (the arguments: analyzer/redact.py
+    Redaction.to_args; --max-frame: addons/bounded.py)."""
+    idle()
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     if len(sys.argv) < 2:
         sys.stderr.write(f"usage: python -m {module} DB [--no-redact] [--redact-key K]... [--redact-path P]... < records\n")
         sys.exit(2)
-    from addons.bounded import DEFAULT_MAX_FRAME
-    from analyzer.redact import Redaction
+    from mcptap.addons.bounded import DEFAULT_MAX_FRAME
+    from mcptap.redact import Redaction
 
     args = sys.argv[2:]
     max_frame = DEFAULT_MAX_FRAME

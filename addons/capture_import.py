@@ -17,13 +17,13 @@ import sqlite3
 import uuid
 from collections.abc import Callable
 
-from addons.bounded import DEFAULT_MAX_FRAME
-from addons.http_tap import McpTap
-from addons.http_writer import Streams
-from analyzer import __version__, journal
-from analyzer.errors import DuplicateSession, ImportFormatError
-from analyzer.importer import ImportedSession
-from analyzer.redact import Redactor
+from mcptap.addons.bounded import DEFAULT_MAX_FRAME
+from mcptap.addons.http_tap import McpTap
+from mcptap.addons.http_writer import Streams
+from mcptap import __version__, journal
+from mcptap.errors import DuplicateSession, ImportFormatError
+from mcptap.importer import ImportedSession
+from mcptap.redact import Redactor
 
 _ID_SPACE = uuid.UUID("5b0c7c6e-6a38-4d52-9f2e-7d1a3c1f0a11")
 
@@ -153,7 +153,7 @@ def _har_entries(path: str, flows: list) -> None:
 def _check_times(path: str, flows: list) -> None:
     """Every time stamp a real capture can hold: Unix seconds in the calendar the readers use
     (analyzer/framelog.py MAX_TIME), or none."""
-    from analyzer.framelog import MAX_TIME
+    from mcptap.framelog import MAX_TIME
 
     for n, f in enumerate(flows, 1):
         for part in (f.request, f.response):

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Sequence
 
-from addons.chunkwire import HEADER, KINDS, chunk_header
+from mcptap.addons.chunkwire import HEADER, KINDS, chunk_header
 
 MEMORY_LIMIT_BYTES = 8 << 20
 """Chunk bytes held in memory before further chunks go to the overflow file."""
@@ -41,7 +40,7 @@ _HAS_PWRITEV = hasattr(os, "pwritev")
 class ChunkQueue:
     """One producer per stream `put()`s, one consumer `take()`s, first in, first out."""
 
-    def __init__(self, overflow_folders: Sequence[str], memory_limit: int = MEMORY_LIMIT_BYTES):
+    def __init__(self, overflow_folders: Sequence[str | None], memory_limit: int = MEMORY_LIMIT_BYTES):
         self._folders = tuple(overflow_folders)
         self._limit = memory_limit
         self._lock = threading.Lock()
@@ -116,7 +115,9 @@ class ChunkQueue:
         return True
 
     def _open(self):
-        for folder in self._folders:
+        import tempfile  # at the first overflow, not at start-up (a host spawns every server through the tee)
+
+        for folder in self._folders:  # None: the system's temporary folder
             try:
                 return tempfile.TemporaryFile(dir=folder, prefix=".mcptap-overflow-")
             except OSError:

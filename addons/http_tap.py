@@ -1,7 +1,7 @@
 """The mitmproxy addon that records MCP over HTTP (Streamable HTTP, legacy HTTP+SSE, 2026-07-28
 stateless) into an mcptap database, event by event as it passes, without holding anything back.
 
-    mitmdump -s addons/http_recorder.py --set mcptap_db=PATH     (any mode: explicit, reverse, ...;
+    mitmdump -s "$(mcptap addon-path)" --set mcptap_db=PATH     (any mode: explicit, reverse, ...;
                                                                   that file loads this module)
     mcptap proxy --upstream URL                                  (reverse mode, in process)
 
@@ -44,14 +44,14 @@ from urllib.parse import parse_qsl
 
 from mitmproxy import ctx, exceptions, http
 
-from addons.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
-from addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
-from addons.origin_guard import CLIENT_HEADERS, REFUSED
-from addons.sse import LINE_SLACK
-from analyzer import __version__, store
-from analyzer.ids import new_session_id
-from analyzer.redact import FrameRedactor, Redaction, Redactor
-from analyzer.urls import split_url
+from mcptap.addons.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
+from mcptap.addons.http_writer import RemoteJournal, Streams, exchange_row, url_text
+from mcptap.addons.origin_guard import CLIENT_HEADERS, REFUSED
+from mcptap.addons.sse import LINE_SLACK
+from mcptap import __version__, store
+from mcptap.ids import new_session_id
+from mcptap.redact import FrameRedactor, Redaction, Redactor
+from mcptap.urls import split_url
 
 C2S, S2C = "c2s", "s2c"
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ The addon (addons/http_tap.py) does no more on mitmproxy's event loop than appen
 a queue: sessions, request frames, exchanges (raw: their header fields as mitmproxy holds them),
 and each chunk of an SSE answer as it passed. Every SHIP_INTERVAL_S a thread marshals what
 gathered into a ChunkQueue (addons/chunkqueue.py: bounded memory, then an overflow file), and
-another writes that to `python -P -m addons.http_writer DB` (addons/chunkwire.py records); there
+another writes that to `python -P -m mcptap.addons.http_writer DB` (addons/chunkwire.py records); there
 exchanges get their rows (`exchange_row`: headers decoded, redacted, as JSON), the chunks are
 decompressed and cut into events (`Streams`) and everything is stored (analyzer/journal.py
 `Sink`). Redaction, parsing and SQLite never hold the proxy's interpreter lock, and a recorder
@@ -22,28 +22,26 @@ import marshal
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
-from addons.background import hurry, recorder_main
-from addons.chunkqueue import ChunkQueue
-from addons.bounded import DEFAULT_MAX_FRAME, Decoder, cut_row
-from addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
-from addons.sse import SSEParser
-from analyzer import store
-from analyzer.journal import Collector, Journal, Sink
-from analyzer.redact import FrameRedactor, Redaction, Redactor
-from analyzer.writer import warn_stderr
+from mcptap.addons.background import hurry, recorder_env, recorder_main
+from mcptap.addons.chunkqueue import ChunkQueue
+from mcptap.addons.bounded import DEFAULT_MAX_FRAME, Decoder, cut_row
+from mcptap.addons.chunkwire import HEADER, STREAM_INDEX, RecordReader
+from mcptap.addons.sse import SSEParser
+from mcptap import store
+from mcptap.journal import Collector, Journal, Sink
+from mcptap.redact import FrameRedactor, Redaction, Redactor
+from mcptap.errors import warn_stderr
 
 SHIP_INTERVAL_S = 0.05
 PACK_BYTES = 256 << 10  # a marshalled batch
 SHIP_BYTES = 1 << 20  # taken from the queue at once
 PIPE_BYTES = 1 << 20  # the pipe to the recorder process (Linux: F_SETPIPE_SZ)
 READ_PAUSE_S = 0.02  # the recorder process reads at most this often
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # -- cutting SSE answers into frames -----------------------------------------------------------
@@ -272,7 +270,7 @@ class RemoteJournal(Collector):
         self._said: set[tuple[str, str]] = set()  # failures said once each
         self._streams: dict[str, tuple] = {}  # open streams' (session, encoding), should the process die
         self._sessions: dict[str, dict] = {}  # and the sessions
-        self.queue = ChunkQueue((os.path.dirname(os.path.abspath(db_path)), tempfile.gettempdir()))
+        self.queue = ChunkQueue((os.path.dirname(os.path.abspath(db_path)), None))
         self._proc = self._start()
         self._packing = True
         self._stop = threading.Event()
@@ -287,10 +285,9 @@ class RemoteJournal(Collector):
         self.ops.append(("xraw", snapshot))
 
     def _start(self) -> subprocess.Popen | None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
+        env = recorder_env()
         try:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "addons.http_writer", self.db_path,
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "mcptap.addons.http_writer", self.db_path,
                                      "--max-frame", str(self.max_frame), *self.redaction.to_args()],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
                                     process_group=0)
@@ -457,7 +454,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
 
 
 def main() -> None:
-    recorder_main(record_from, "addons.http_writer", "the HTTP recorder")
+    recorder_main(record_from, "mcptap.addons.http_writer", "the HTTP recorder")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from mitmproxy import http
 
-from analyzer.origins import ListenerPolicy, host_of
+from mcptap.origins import ListenerPolicy, host_of
 
 REFUSED = "mcptap_refused"  # flow.metadata: the proxy answered the request itself (the exchange's outcome)
 CLIENT_HEADERS = "mcptap_client_headers"  # flow.metadata: the header fields as the client sent them

@@ -2,7 +2,7 @@
 in a process of its own, so that framing and SQLite never hold the tee's interpreter lock while a
 chunk waits to be forwarded.
 
-The tee (addons/stdio_tee.py) starts it as `python -P -m addons.stdio_recorder DB` and writes
+The tee (addons/stdio_tee.py) starts it as `python -P -m mcptap.addons.stdio_recorder DB` and writes
 records (addons/chunkwire.py) to its stdin: first the session row, then every chunk in the order
 the chunks passed, then the session's end. Here lines are cut out of the chunks (each line a
 frame, stamped with the arrival time of the chunk holding its last byte) and handed, as final
@@ -19,13 +19,17 @@ import json
 import sys
 from itertools import repeat
 
-from addons.background import recorder_main
-from addons.bounded import CUT, DEFAULT_MAX_FRAME, cut_row
-from addons.chunkwire import END, SESSION, STREAMS, RecordReader
-from addons.framing import LineFramer
-from analyzer.redact import FrameRedactor, Redaction
-from analyzer.store import redact_row, stored_raw, stored_raws
-from analyzer.writer import STALL_S, SessionWriter
+from mcptap.addons.background import idle, recorder_main
+
+if __name__ == "__main__":  # the recorder process: even its imports (SQLite, the store) wait for the server
+    idle()
+
+from mcptap.addons.bounded import CUT, DEFAULT_MAX_FRAME, cut_row  # noqa: E402
+from mcptap.addons.chunkwire import END, SESSION, STREAMS, RecordReader  # noqa: E402
+from mcptap.addons.framing import LineFramer  # noqa: E402
+from mcptap.redact import FrameRedactor, Redaction  # noqa: E402
+from mcptap.store import redact_row, stored_raw, stored_raws  # noqa: E402
+from mcptap.writer import STALL_S, SessionWriter  # noqa: E402
 
 C2S, S2C, STDERR = STREAMS
 
@@ -142,7 +146,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
 
 
 def main() -> None:
-    recorder_main(record_from, "addons.stdio_recorder", "the recorder")
+    recorder_main(record_from, "mcptap.addons.stdio_recorder", "the recorder")
 
 
 if __name__ == "__main__":

@@ -13,27 +13,23 @@ something is wrong."""
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-import addons
-from analyzer import __version__
-from analyzer.errors import MCPTapError
-from analyzer.ids import new_session_id
-from analyzer.writer import warn_stderr
-from addons.background import hurry
-from addons.bounded import DEFAULT_MAX_FRAME
-from addons.chunkqueue import ChunkQueue
-from addons.chunkwire import END, SESSION, chunk_header, json_record
+from mcptap import __version__
+from mcptap.errors import MCPTapError, warn_stderr
+from mcptap.ids import new_session_id
+from mcptap.addons.background import hurry, recorder_env
+from mcptap.addons.bounded import DEFAULT_MAX_FRAME
+from mcptap.addons.chunkqueue import ChunkQueue
+from mcptap.addons.chunkwire import END, SESSION, chunk_header, json_record
+from mcptap.addons.server_process import spawn
 
 CHUNK_SIZE = 1 << 16
 """Largest read per system call: a pipe's default capacity, so a pipe never has more to hand
@@ -69,34 +65,6 @@ within this time, which bounds the latency the shipper's work can add to a forwa
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 C2S, S2C, STDERR = "c2s", "s2c", "stderr"
-PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(addons.__file__)))
-
-
-class SpawnError(MCPTapError):
-    """The server command could not be started (exit status 127 or 126, as a shell would)."""
-
-    def __init__(self, message: str, exit_status: int):
-        super().__init__(message)
-        self.exit_status = exit_status
-
-
-def _die_with_parent_fn():
-    """A preexec function asking Linux to SIGKILL the server if the tee dies (even by SIGKILL),
-    so the tee never leaves orphans. No-op where prctl is unavailable."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL)
-        if os.getppid() != parent:  # the tee died before prctl took effect
-            os._exit(1)
-
-    return preexec
 
 
 def _close_stdout() -> None:
@@ -114,10 +82,14 @@ def exit_status_of(returncode: int) -> int:
 
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
-                 redaction_args: list[str] | None = None, max_frame: int = DEFAULT_MAX_FRAME):
+                 redaction_args: list[str] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
+                 server: subprocess.Popen | None = None):
+        """`server`: `argv` already started by addons/server_process.py `spawn` (mcptap record starts it
+        before importing this module); else run() starts it."""
         if not argv:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
+        self._server = server
         self.session = {
             "id": new_session_id(),
             "transport": "stdio",
@@ -125,7 +97,7 @@ class Tee:
             "started_at": time.time(),
             "command": json.dumps(argv),
             "recorder": f"mcptap {__version__} record",
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,  # socket.gethostname(), without importing socket
             "pid": os.getpid(),
         }
         self.db_path = db_path
@@ -133,7 +105,7 @@ class Tee:
         self._redaction_args = redaction_args or []  # for the recorder process (analyzer/redact.py Redaction.to_args)
         self._max_frame = max_frame  # a longer line is stored cut (addons/bounded.py); the wire passes it whole
         db_folder = os.path.dirname(os.path.abspath(db_path))
-        self._queue = ChunkQueue((db_folder, tempfile.gettempdir()))
+        self._queue = ChunkQueue((db_folder, None))  # None: the system's temporary folder
         self._proc: subprocess.Popen | None = None
         self._sigint_seen = False
         self._server_gone = threading.Event()
@@ -148,18 +120,7 @@ class Tee:
     def run(self) -> int:
         """Run the server to its end; returns the tee's exit status (the server's)."""
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        try:
-            self._proc = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                bufsize=0, process_group=0, preexec_fn=_die_with_parent_fn(),
-            )
-        except FileNotFoundError:
-            raise SpawnError(f"cannot run {self.argv[0]!r}: no such file or directory", 127) from None
-        except PermissionError:
-            raise SpawnError(f"cannot run {self.argv[0]!r}: permission denied", 126) from None
-        except OSError as exc:
-            raise SpawnError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}", 126) from None
-        proc = self._proc
+        proc = self._proc = self._server or spawn(self.argv)
         shipper = _Shipper(self._queue, self._start_recorder(), self.session, self._warn)
         previous = {s: signal.signal(s, self._on_signal) for s in FORWARDED_SIGNALS}
         pumps = [
@@ -183,15 +144,14 @@ class Tee:
         return status
 
     def _start_recorder(self) -> subprocess.Popen | None:
-        """The recorder process: this interpreter running addons.stdio_recorder from this very
-        package (-P and PYTHONPATH: never an `addons` that happens to be in the working folder).
+        """The recorder process: this interpreter running mcptap.addons.stdio_recorder from this very
+        package (-P and PYTHONPATH: never an `mcptap` that happens to be in the working folder).
         In its own process group, so that a Ctrl-C at a terminal reaches only the tee, which
         ends the recording in order. None (and a warning) if it cannot be started."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (PACKAGE_ROOT, env.get("PYTHONPATH"))))
+        env = recorder_env()
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "addons.stdio_recorder", self.db_path, "--max-frame", str(self._max_frame),
+                [sys.executable, "-P", "-m", "mcptap.addons.stdio_recorder", self.db_path, "--max-frame", str(self._max_frame),
                  *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )

@@ -1,6 +1,19 @@
-"""`python -m analyzer` runs the mcptap command line, for environments without the script on PATH."""
+"""The `mcptap` command (`python -m mcptap`, and the installed script). `mcptap record` goes to its
+own light parser before anything else is imported (analyzer/record.py: a host spawns every server
+through it); every other command is the typer app (analyzer/cli.py)."""
 
-from analyzer.cli import app
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["record"]:
+        from mcptap.record import main as record
+
+        sys.exit(record(sys.argv[2:]))
+    from mcptap.cli import app
+
+    app(prog_name="mcptap")
+
 
 if __name__ == "__main__":  # not when a worker process (multiprocessing spawn) imports it
-    app(prog_name="mcptap")
+    main()

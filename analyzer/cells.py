@@ -18,8 +18,8 @@ import sqlite3
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from analyzer.errors import MCPTapError
-from analyzer.textsafe import printable
+from mcptap.errors import MCPTapError
+from mcptap.textsafe import printable
 
 TEXT, INT, REAL, BYTES = ("text",), ("integer",), ("integer", "real"), ("text", "blob", "integer", "real")
 WHAT = {TEXT: "text", INT: "an integer", REAL: "a number", BYTES: "bytes or text"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from analyzer.jsonwire import NumberText
+from mcptap.jsonwire import NumberText
 
 REQUEST, NOTIFICATION, RESPONSE, ERROR = "request", "notification", "response", "error"
 BATCH, INVALID, UNPARSEABLE = "batch", "invalid", "unparseable"

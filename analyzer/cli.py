@@ -15,8 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from analyzer import __version__, extras
-from analyzer.errors import MCPTapError
+from mcptap import __version__, extras, options
+from mcptap.errors import MCPTapError
 
 app = typer.Typer(
     name="mcptap",
@@ -28,23 +28,19 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-DEFAULT_DB = "mcptap.db"
 DbOption = Annotated[
     str,
-    typer.Option("--db", envvar="MCPTAP_DB", metavar="PATH",
-                 help="SQLite file to use (else $MCPTAP_DB, else ./mcptap.db)."),
+    typer.Option("--db", envvar=options.DB_ENV, metavar="PATH", help=options.DB_HELP),
 ]
+DEFAULT_DB = options.DEFAULT_DB
 
 
 SessionArgument = Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")]
-NoRedactOption = Annotated[bool, typer.Option(
-    "--no-redact", help="Store everything as it was (default: credentials in HTTP headers and in frame members "
-                        "such as password, api_key, access_token are replaced by a keyed hash).")]
-RedactKeyOption = Annotated[Optional[list[str]], typer.Option(
-    "--redact-key", metavar="NAME", help="Also redact frame members with this name (a glob, any case; repeatable).")]
-RedactPathOption = Annotated[Optional[list[str]], typer.Option(
-    "--redact-path", metavar="PATH", help="Also redact the frame member at this JSON path, e.g. "
-                                         "$.params.arguments.token (repeatable).")]
+NoRedactOption = Annotated[bool, typer.Option("--no-redact", help=options.NO_REDACT_HELP)]
+RedactKeyOption = Annotated[Optional[list[str]], typer.Option("--redact-key", metavar="NAME",
+                                                              help=options.REDACT_KEY_HELP)]
+RedactPathOption = Annotated[Optional[list[str]], typer.Option("--redact-path", metavar="PATH",
+                                                               help=options.REDACT_PATH_HELP)]
 AllowOriginOption = Annotated[Optional[list[str]], typer.Option(
     "--allow-origin", metavar="ORIGIN",
     help="Also answer browser requests from this origin, e.g. https://app.example.com, and requests naming its "
@@ -52,16 +48,13 @@ AllowOriginOption = Annotated[Optional[list[str]], typer.Option(
          "answered, as the MCP spec asks of local servers: others get 403 (Origin) or 421 (Host).")]
 
 
-MaxFrameOption = Annotated[str, typer.Option(
-    "--max-frame", metavar="SIZE", help="The largest frame stored whole (decoded), in bytes or with K, M or G: "
-                                        "a larger one is stored cut at this size and marked with its full size "
-                                        "(finding frame-truncated); the wire passes untouched.")]
-MAX_FRAME_DEFAULT = "128M"  # addons/bounded.py DEFAULT_MAX_FRAME, not imported here: the CLI starts light
+MaxFrameOption = Annotated[str, typer.Option("--max-frame", metavar="SIZE", help=options.MAX_FRAME_HELP)]
+MAX_FRAME_DEFAULT = options.MAX_FRAME_DEFAULT
 
 
 def max_frame_of(text: str) -> int:
     """--max-frame's bytes; a size that cannot be read is a usage error."""
-    from addons.bounded import parse_size
+    from mcptap.addons.bounded import parse_size
 
     try:
         return parse_size(text)
@@ -71,19 +64,16 @@ def max_frame_of(text: str) -> int:
 
 def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | None):
     """The Redaction the options ask for; a JSON path that cannot be read is a usage error."""
-    from analyzer.jsonpath import parse_pattern
-    from analyzer.redact import Redaction
+    from mcptap.redact import Redaction
 
-    for path in paths or ():
-        try:
-            parse_pattern(path)
-        except ValueError as exc:
-            raise fail(f"--redact-path: {exc}") from None
-    return Redaction(keep=no_redact, keys=tuple(keys or ()), paths=tuple(paths or ()))
+    try:
+        return Redaction.from_options(no_redact, keys, paths)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    from analyzer.textsafe import printable
+    from mcptap.textsafe import printable
 
     sys.stderr.write(f"mcptap: error: {printable(message)}\n")
     return typer.Exit(code)
@@ -122,34 +112,14 @@ def main(
     """
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def record(
-    command: Annotated[list[str], typer.Argument(metavar="-- CMD [ARGS...]", show_default=False,
-                                                 help="The MCP server command line, after --.")],
-    db: DbOption = DEFAULT_DB,
-    name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
-                                                help="A label for the session.")] = None,
-    no_redact: NoRedactOption = False,
-    redact_key: RedactKeyOption = None,
-    redact_path: RedactPathOption = None,
-    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
-) -> None:
-    """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
-    is recorded, and the exit status is the server's. Put it in a host's server config in place
-    of the server's own command.
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False, help=options.RECORD_HELP + "\n\n" + options.RECORD_EXAMPLE)
+def record(ctx: typer.Context) -> None:
+    """`mcptap record` has one parser, its own (analyzer/record.py): the script and `python -m mcptap`
+    go there without typer; a caller of this app comes here and is forwarded."""
+    from mcptap.record import main as record_main
 
-    Example:  mcptap record --db ~/mcp.db --name time -- uvx mcp-server-time
-    """
-    from addons.stdio_tee import SpawnError, Tee
-
-    redaction = redaction_of(no_redact, redact_key, redact_path)
-    limit = max_frame_of(max_frame)
-    with one_line_errors():
-        try:
-            status = Tee(list(command), db, name, redaction_args=redaction.to_args(), max_frame=limit).run()
-        except SpawnError as exc:
-            raise fail(str(exc), exc.exit_status) from None
-    raise typer.Exit(status)
+    raise typer.Exit(record_main(list(ctx.args)))
 
 
 @app.command()
@@ -178,7 +148,7 @@ def proxy(
 
     Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000/mcp --listen 8808
     """
-    from analyzer import proxy as proxy_mod
+    from mcptap import proxy as proxy_mod
 
     limit = max_frame_of(max_frame)
     with one_line_errors():
@@ -202,7 +172,7 @@ class TranscriptFormat(str, Enum):
     jsonl = "jsonl"
 
 
-PER_CODE = 5  # analyzer.report.PER_CODE, not imported here: that module pulls in the whole analysis
+PER_CODE = 5  # mcptap.report.PER_CODE, not imported here: that module pulls in the whole analysis
 MaxPerCodeOption = Annotated[int, typer.Option(
     "--max-per-code", metavar="N", min=0,
     help="Findings of one code listed per session before the rest are summed up in one line (0: all). "
@@ -225,7 +195,7 @@ def sessions(
 
     Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
     """
-    from analyzer import columns, jsonout, store, transcript
+    from mcptap import columns, jsonout, store, transcript
 
     fmt = ListFormat(fmt)
     if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
@@ -264,7 +234,7 @@ def show(
 
     Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
     """
-    from analyzer import jsonout, store, transcript
+    from mcptap import jsonout, store, transcript
 
     with one_line_errors():
         conn = store.open_existing(db)
@@ -298,7 +268,7 @@ def export_cmd(
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
     """
-    from analyzer import exporter, outfile, progress, store
+    from mcptap import exporter, outfile, progress, store
 
     with one_line_errors():
         conn = store.open_existing(db)
@@ -330,8 +300,8 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from analyzer import importer, progress, store
-    from analyzer.textsafe import printable
+    from mcptap import importer, progress, store
+    from mcptap.textsafe import printable
 
     def warn(message: str) -> None:
         sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
@@ -424,7 +394,7 @@ def analyze(
 
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
     """
-    from analyzer import engine, mcp, outfile, policy, progress, report, store
+    from mcptap import engine, mcp, outfile, policy, progress, report, store
 
     if list_rules:
         if ReportFormat(fmt) is ReportFormat.sarif:
@@ -474,7 +444,7 @@ def analyze(
 def _import_for_analysis(db: str, files: list[str]) -> dict:
     """`analyze FILE...`: each file imported into `db` as `mcptap import` would, each frame's line
     kept; the imported sessions by id, each with its file (sarif.Source)."""
-    from analyzer import importer, progress, sarif, store
+    from mcptap import importer, progress, sarif, store
 
     for path in files:
         importer.detect_format(path)
@@ -510,7 +480,7 @@ def report_cmd(
     """
     with one_line_errors():
         extras.need("notebook", "mcptap report")
-        from analyzer import htmlreport, progress
+        from mcptap import htmlreport, progress
 
         try:
             with progress.meter() as shown:
@@ -550,13 +520,13 @@ def replay(
 
     Example:  mcptap replay --db ~/mcp.db 0193b2 --command "uvx mcp-server-time" --ignore '$.result.content[*].text'
     """
-    from analyzer import replay as replay_mod
+    from mcptap import replay as replay_mod
 
     with one_line_errors():
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
                                     timeout=timeout, record=not no_record)
     if DiffFormat(fmt) is DiffFormat.json:
-        from analyzer import jsonout
+        from mcptap import jsonout
 
         jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
         sys.stdout.flush()
@@ -593,7 +563,7 @@ def serve(
 
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
     """
-    from analyzer import serve as serve_mod
+    from mcptap import serve as serve_mod
 
     def ready(url: str) -> None:
         sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
@@ -626,8 +596,8 @@ def redact_cmd(
 
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
-    from analyzer import progress, scrub
-    from analyzer.textsafe import printable
+    from mcptap import progress, scrub
+    from mcptap.textsafe import printable
 
     redaction = redaction_of(False, redact_key, redact_path)
     with one_line_errors(), progress.meter() as shown:
@@ -650,7 +620,7 @@ def demo(db: DbOption = DEFAULT_DB) -> None:
     with one_line_errors():
         extras.need("proxy", "mcptap demo (its HTTP session goes through mcptap proxy)")
         extras.need("notebook", "mcptap demo (it writes the HTML report)")
-        from analyzer.demo.run import run_demo
+        from mcptap.demo.run import run_demo
 
         raise typer.Exit(run_demo(db))
 
@@ -664,7 +634,7 @@ def addon_path() -> None:
     """
     import importlib.util
 
-    spec = importlib.util.find_spec("addons.http_recorder")  # imports `addons` alone, not mitmproxy
+    spec = importlib.util.find_spec("mcptap.addons.http_recorder")  # imports `mcptap.addons` alone, not mitmproxy
     typer.echo(os.path.abspath(spec.origin))
 
 

@@ -1,6 +1,6 @@
 """The pandas API: a recording's tables as DataFrames, for notebooks and scripts.
 
-    import analyzer.data as mt
+    import mcptap.data as mt
 
     mt.sessions("mcp.db")                                   # one row per session
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
@@ -18,7 +18,7 @@ chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked fo
 file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
 it has run). Any function takes a path or an open sqlite3 connection. A cell of a type its column
 does not take (SQLite allows `frames.ts = 'soon'`) is read as it is where pandas takes it, and
-raises analyzer.cells.BadCell naming it where it would break a loader."""
+raises mcptap.cells.BadCell naming it where it would break a loader."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import cells, jsonwire, store
+from mcptap import cells, jsonwire, store
 
 CHUNK_ROWS = 200_000
 

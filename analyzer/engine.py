@@ -31,10 +31,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 
-from analyzer import __version__, cells, revision, store
-from analyzer.errors import MCPTapError
-from analyzer.latency import LatencySketch
-from analyzer.session import SessionAnalysis
+from mcptap import __version__, cells, revision, store
+from mcptap.errors import MCPTapError
+from mcptap.latency import LatencySketch
+from mcptap.session import SessionAnalysis
 
 FLUSH_FRAMES = 10_000
 """Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""

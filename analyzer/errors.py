@@ -1,4 +1,16 @@
-"""The small named exceptions the library raises; the CLI turns each into one line and exit 2."""
+"""The small named exceptions the library raises (the CLI turns each into one line and exit 2),
+and the one way a warning is said (`warn_stderr`)."""
+
+import sys
+
+
+def warn_stderr(message: str) -> None:
+    """`mcptap: warning: MESSAGE` on stderr; never raises (stderr may be closed or a broken pipe)."""
+    try:
+        sys.stderr.write(f"mcptap: warning: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class MCPTapError(Exception):

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from analyzer import framelog, store
+from mcptap import framelog, store
 
 PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 

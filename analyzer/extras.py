@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from analyzer.errors import MCPTapError
+from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib")}
 """The modules each extra installs."""

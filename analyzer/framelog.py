@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import orjson
 
-from addons.bounded import CUT
-from analyzer.errors import ImportFormatError
-from analyzer.store import SESSION_COLUMNS
-from analyzer.textsafe import json_text, storable as _text
+from mcptap.addons.bounded import CUT
+from mcptap.errors import ImportFormatError
+from mcptap.store import SESSION_COLUMNS
+from mcptap.textsafe import json_text, storable as _text
 
 DIRECTIONS = ("c2s", "s2c")
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from analyzer import __version__, data, engine, outfile, plots, store
-from analyzer.textsafe import printable
+from mcptap import __version__, data, engine, outfile, plots, store
+from mcptap.textsafe import printable
 
 SHOWN_BYTES = 2000
 AROUND = 2  # frames shown before and after each finding's frame

@@ -2,7 +2,6 @@
 
 import os
 import time
-import uuid
 
 
 def new_session_id() -> str:
@@ -14,4 +13,5 @@ def new_session_id() -> str:
     value |= ((rand >> 62) & 0xFFF) << 64  # rand_a, 12 bits
     value |= 0b10 << 62  # variant
     value |= rand & ((1 << 62) - 1)  # rand_b, 62 bits
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"  # as str(uuid.UUID(int=value)), without importing uuid (start-up of the tee)
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -12,9 +12,9 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from analyzer import extras, framelog, importstate, store
-from analyzer.errors import DuplicateSession, ImportFormatError
-from analyzer.ids import new_session_id
+from mcptap import extras, framelog, importstate, store
+from mcptap.errors import DuplicateSession, ImportFormatError
+from mcptap.ids import new_session_id
 
 BATCH_ROWS = 10_000
 """Rows gathered (over all the file's sessions) before they are written into the transaction..."""
@@ -161,8 +161,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     back if a later line names it, and the result is read back from
     there, as a sequence, in the order they first came; with `locate` every session is kept in
     memory, and the result is a list."""
-    from addons.bounded import CUT, DEFAULT_MAX_FRAME
-    from analyzer.redact import FrameRedactor
+    from mcptap.addons.bounded import CUT, DEFAULT_MAX_FRAME
+    from mcptap.redact import FrameRedactor
 
     redactor = FrameRedactor(redaction)
     if redactor.off:
@@ -171,7 +171,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     max_frame = max_frame or DEFAULT_MAX_FRAME
     if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
         extras.need("proxy", f"importing {os.path.basename(path)} (a {CAPTURE_NAMES.get(kind, kind)})")
-        from addons.capture_import import import_capture
+        from mcptap.addons.capture_import import import_capture
 
         found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
                                redactor=redactor, max_frame=max_frame)

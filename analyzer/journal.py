@@ -17,8 +17,9 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from analyzer import store
-from analyzer.writer import FLUSH_INTERVAL_S, Spool, warn_stderr
+from mcptap import store
+from mcptap.errors import warn_stderr
+from mcptap.writer import FLUSH_INTERVAL_S, Spool
 
 
 class Collector:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer import jsonwire
-from analyzer.jsonpath import Ignore, format_path
+from mcptap import jsonwire
+from mcptap.jsonpath import Ignore, format_path
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import orjson
 
-from analyzer.textsafe import json_text
+from mcptap.textsafe import json_text
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from analyzer import jsonwire
+from mcptap import jsonwire
 
 Path = tuple  # of str (member names) and int (array indexes)
 

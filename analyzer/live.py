@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from analyzer import mcp, store
-from analyzer.errors import MCPTapError
-from analyzer.writer import SessionWriter, warn_stderr
+from mcptap import mcp, store
+from mcptap.errors import MCPTapError, warn_stderr
+from mcptap.writer import SessionWriter
 
 CONNECT_TIMEOUT_S = 10.0
 STOP_GRACE_S = 2.0
@@ -48,7 +48,7 @@ class Recording:
     own thread, a spool file if the database refuses)."""
 
     def __init__(self, db_path: str, session: dict, redaction=None):
-        from analyzer.redact import FrameRedactor
+        from mcptap.redact import FrameRedactor
 
         self.id = session["id"]
         self._redactor = FrameRedactor(redaction)
@@ -209,7 +209,7 @@ class _HttpBase(Live):
 
     def _stream(self, response: http.client.HTTPResponse, on_event) -> None:
         """Read an event stream, calling `on_event(event)` for each event as it completes."""
-        from addons.sse import SSEParser
+        from mcptap.addons.sse import SSEParser
 
         parser = SSEParser()
         while not self._stopping.is_set():
@@ -401,8 +401,8 @@ def _why(exc: BaseException) -> str:
 
 def session_for(live: Live, original: dict, label: str | None) -> dict:
     """The sessions row of a replay's recording."""
-    from analyzer import __version__
-    from analyzer.ids import new_session_id
+    from mcptap import __version__
+    from mcptap.ids import new_session_id
 
     row = {"id": new_session_id(), "transport": live.transport, "started_at": time.time(),
            "label": label or f"replay of {original.get('label') or original['id'][:13]}",

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from analyzer.errors import MCPTapError
+from mcptap.errors import MCPTapError
 
 ANY = "*"
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

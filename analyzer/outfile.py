@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterator
 from typing import TextIO
 
-from analyzer.errors import OutputError
+from mcptap.errors import OutputError
 
 MODE = 0o600
 

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from analyzer.session import id_key
+from mcptap.session import id_key
 
 
 class Held:

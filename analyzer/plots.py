@@ -3,7 +3,7 @@ a session's sequence diagram, latency per method, findings over time. Each funct
 `matplotlib.figure.Figure` (no pyplot, no global state: it works headless and in notebooks,
 where a returned figure displays itself); none holds analysis logic.
 
-    import analyzer.plots as mp
+    import mcptap.plots as mp
     mp.sequence("mcp.db", "0193b2")          # host and server lanes, an arrow per message
     mp.latency("mcp.db")                     # latency distribution per method
     mp.findings_timeline("mcp.db")           # findings over time, by code and severity"""
@@ -15,8 +15,8 @@ import sqlite3
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analyzer import data
-from analyzer.textsafe import printable
+from mcptap import data
+from mcptap.textsafe import printable
 
 KIND_COLOURS = {"request": "#1f77b4", "response": "#2ca02c", "error": "#d62728", "notification": "#9467bd",
                 "batch": "#ff7f0e", "invalid": "#8c564b", "unparseable": "#7f7f7f"}

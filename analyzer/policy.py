@@ -14,8 +14,8 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzer import rules
-from analyzer.errors import MCPTapError
+from mcptap import rules
+from mcptap.errors import MCPTapError
 
 DEFAULT_CONFIG = "mcptap.toml"
 LEVELS = ("error", "warning", "info")

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
-from analyzer import __version__
-from analyzer.errors import MCPTapError
+from mcptap import __version__
+from mcptap.errors import MCPTapError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8808
@@ -82,8 +82,8 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     to redact (analyzer/redact.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (addons/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py)."""
-    from analyzer.origins import ListenerPolicy
-    from analyzer.redact import Redaction
+    from mcptap.origins import ListenerPolicy
+    from mcptap.redact import Redaction
 
     redaction = redaction or Redaction()
     origin, _ = split_upstream(upstream)
@@ -91,7 +91,7 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=[urlsplit(upstream).hostname])
     if port:
         _check_free(host, port)
-    from addons.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
+    from mcptap.addons.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
                               basic_credentials(upstream), max_frame))
 
@@ -101,8 +101,8 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    from addons.http_tap import STREAM_AT, McpTap
-    from addons.origin_guard import OriginGuard
+    from mcptap.addons.http_tap import STREAM_AT, McpTap
+    from mcptap.addons.origin_guard import OriginGuard
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)

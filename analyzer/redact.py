@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlunsplit
 
-from analyzer.urls import split_url
+from mcptap.urls import split_url
 
 KEY_ENV = "MCPTAP_REDACTION_KEY"
 
@@ -210,6 +210,19 @@ class Redaction:
     keys: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
 
+    @classmethod
+    def from_options(cls, keep: bool, keys, paths) -> "Redaction":
+        """What --no-redact, --redact-key and --redact-path ask for; ValueError (saying which
+        option) for a JSON path that cannot be read."""
+        from mcptap.jsonpath import parse_pattern
+
+        for path in paths or ():
+            try:
+                parse_pattern(path)
+            except ValueError as exc:
+                raise ValueError(f"--redact-path: {exc}") from None
+        return cls(keep=keep, keys=tuple(keys or ()), paths=tuple(paths or ()))
+
     def to_args(self) -> list[str]:
         """Command-line arguments that rebuild this in a recorder process (see from_args)."""
         args = ["--no-redact"] if self.keep else []
@@ -253,7 +266,7 @@ class FrameRedactor:
     with credentials."""
 
     def __init__(self, redaction: Redaction | None = None, masker: Redactor | None = None):
-        from analyzer.jsonpath import Ignore
+        from mcptap.jsonpath import Ignore
 
         self.redaction = redaction or Redaction()
         self.off = self.redaction.keep and not self.redaction.keys and not self.redaction.paths
@@ -762,6 +775,6 @@ def _glob(pattern: str, wildcard: str = '[^"\\\\]') -> str:
 
 
 def _format_path(path: tuple) -> str:
-    from analyzer.jsonpath import format_path
+    from mcptap.jsonpath import format_path
 
     return format_path(path)

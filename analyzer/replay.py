@@ -28,11 +28,11 @@ from typing import Any, Callable
 
 from mcp_types import jsonrpc
 
-from analyzer import jsondiff, jsonout, jsonwire, live, script, store
-from analyzer.textsafe import printable
-from analyzer.classify import ERROR, REQUEST, RESPONSE, classify
-from analyzer.errors import MCPTapError
-from analyzer.session import id_key
+from mcptap import jsondiff, jsonout, jsonwire, live, script, store
+from mcptap.textsafe import printable
+from mcptap.classify import ERROR, REQUEST, RESPONSE, classify
+from mcptap.errors import MCPTapError
+from mcptap.session import id_key
 
 DEFAULT_TIMEOUT_S = 10.0
 UNKNOWN_METHOD = jsonrpc.METHOD_NOT_FOUND

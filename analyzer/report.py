@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from analyzer import columns, jsonout, rules
-from analyzer.engine import Report
-from analyzer.textsafe import printable
+from mcptap import columns, jsonout, rules
+from mcptap.engine import Report
+from mcptap.textsafe import printable
 
 FORMATS = ("table", "json", "jsonl", "sarif")
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -67,7 +67,7 @@ def write_jsonl(report: Report, out: IO[str]) -> None:
 def write_sarif(report: Report, out: IO[str], *, root: str | None = None, sources=None) -> None:
     """SARIF 2.1.0, streamed (analyzer/sarif.py): `sources` maps the sessions imported from files
     to their file (sarif.Source), `root` is the folder relative URIs start from."""
-    from analyzer import sarif
+    from mcptap import sarif
 
     sarif.write(report, out, root=root, sources=sources)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from analyzer import jsonwire, mcp
+from mcptap import jsonwire, mcp
 
 INITIALIZE, META, HEADER, OPTION, UNKNOWN = "initialize", "meta", "header", "option", "unknown"
 _INITIALIZE_MARK = '"initialize"'

@@ -1,12 +1,12 @@
 """The finding codes' reference page (docs/rules.md), generated from the rule registry
 (analyzer/rules/), with one stable anchor per code that SARIF rules point at (`help_uri`).
-Regenerate with `python -m analyzer.ruledocs > docs/rules.md`."""
+Regenerate with `python -m mcptap.ruledocs > docs/rules.md`."""
 
 from __future__ import annotations
 
 import sys
 
-from analyzer import rules
+from mcptap import rules
 
 REPOSITORY = "https://github.com/mcptap/mcptap"
 DOCS_URI = f"{REPOSITORY}/blob/main/docs/rules.md"
@@ -39,7 +39,7 @@ def markdown() -> str:
     """docs/rules.md: every code by group, each under a heading that is the code."""
     registry = rules.load()
     out = ["# Finding codes", "",
-           "Generated from the rule registry (`analyzer/rules/`) by `python -m analyzer.ruledocs > docs/rules.md`;",
+           "Generated from the rule registry (`analyzer/rules/`) by `python -m mcptap.ruledocs > docs/rules.md`;",
            "do not edit by hand. `mcptap analyze --rules` prints the same. A code is a contract: it is never",
            "renamed, and a new behaviour gets a new code. Severity per profile: `jsonrpc` when the session's MCP",
            "revision is unknown, `mcp` for any known revision, or a revision by name.", ""]

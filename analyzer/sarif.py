@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import orjson
 
-from analyzer import __version__, rules, ruledocs
+from mcptap import __version__, rules, ruledocs
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ROOT_ID = "%SRCROOT%"

@@ -10,9 +10,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer import cells, jsonwire, store
-from analyzer.classify import ERROR, NOTIFICATION, REQUEST, RESPONSE, classify
-from analyzer.session import id_key
+from mcptap import cells, jsonwire, store
+from mcptap.classify import ERROR, NOTIFICATION, REQUEST, RESPONSE, classify
+from mcptap.session import id_key
 
 C2S, S2C = "c2s", "s2c"
 _OTHER = {C2S: S2C, S2C: C2S}

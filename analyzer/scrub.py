@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analyzer import store
-from analyzer.redact import FrameRedactor, Redaction, Redactor
+from mcptap import store
+from mcptap.redact import FrameRedactor, Redaction, Redactor
 
 BATCH_FRAMES = 2000
 

@@ -29,9 +29,9 @@ from typing import Any, BinaryIO, Callable, Sequence
 
 from mcp_types import jsonrpc
 
-from analyzer import jsonwire, script
-from analyzer.classify import NOTIFICATION, REQUEST, classify
-from analyzer.outstanding import Held, Outstanding
+from mcptap import jsonwire, script
+from mcptap.classify import NOTIFICATION, REQUEST, classify
+from mcptap.outstanding import Held, Outstanding
 
 UNKNOWN_METHOD, PARSE_ERROR, INVALID_REQUEST = jsonrpc.METHOD_NOT_FOUND, jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST
 ANY_METHOD = "*"
@@ -89,7 +89,7 @@ class Recording:
     served from it shares one)."""
 
     def __init__(self, recorded: script.Script):
-        from analyzer.redact import FrameRedactor
+        from mcptap.redact import FrameRedactor
 
         self.script = recorded
         self.exact: dict[tuple, list[script.Message]] = {}  # (method, params) -> its requests, in recorded order
@@ -326,9 +326,9 @@ def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults |
           on_ready: Callable[[str], None] | None = None, allow_origins: Sequence[str] = ()) -> int:
     """Load the session and serve it: on stdin/stdout, or on HTTP at `listen` ([HOST:]PORT),
     answering the Origins `allow_origins` names besides local ones (analyzer/origins.py)."""
-    from analyzer import store
-    from analyzer.origins import parse_allowed
-    from analyzer.proxy import parse_listen
+    from mcptap import store
+    from mcptap.origins import parse_allowed
+    from mcptap.proxy import parse_listen
 
     allow_origins = parse_allowed(allow_origins)  # a mistake is said before the database is read
 
@@ -340,7 +340,7 @@ def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults |
     responder = Responder(Recording(recorded), faults)
     if listen is None:
         return serve_stdio(responder, sys.stdin.buffer, sys.stdout.buffer)
-    from analyzer.serve_http import serve_http
+    from mcptap.serve_http import serve_http
 
     host, port = parse_listen(listen)
     return serve_http(responder, host, port, on_ready, allow_origins)

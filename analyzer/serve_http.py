@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from analyzer.errors import MCPTapError
-from analyzer.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
-from analyzer.outstanding import Held, Outstanding
-from analyzer.serve import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
+from mcptap.errors import MCPTapError
+from mcptap.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
+from mcptap.outstanding import Held, Outstanding
+from mcptap.serve import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
 
 MAX_BODY_BYTES = 1 << 30
 

@@ -14,16 +14,16 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from analyzer import jsonwire, mcp, rules
-from analyzer.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
+from mcptap import jsonwire, mcp, rules
+from mcptap.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
                                Signature, by_key, classify)
-from analyzer.jsonwire import NumberText
-from analyzer.latency import LOG_GAMMA, MIN_SECONDS, LatencySketch
-from analyzer.rules import Hit, Rule
-from analyzer.textsafe import storable
+from mcptap.jsonwire import NumberText
+from mcptap.latency import LOG_GAMMA, MIN_SECONDS, LatencySketch
+from mcptap.rules import Hit, Rule
+from mcptap.textsafe import storable
 
 try:  # the native envelope scanner (setup.py builds it; without it every frame takes the exact path)
-    from analyzer import _wirescan
+    from mcptap import _wirescan
 except ImportError:  # pragma: no cover - a build without a C compiler
     _wirescan = None
 

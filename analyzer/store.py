@@ -12,9 +12,9 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from analyzer import schema
-from analyzer.errors import MCPTapError, NotADatabase, SessionNotFound
-from analyzer.schema import RECORDED_TABLES
+from mcptap import schema
+from mcptap.errors import MCPTapError, NotADatabase, SessionNotFound
+from mcptap.schema import RECORDED_TABLES
 
 BUSY_TIMEOUT_S = 5.0
 """How long a writer waits for another process's lock before giving up (then the tee spools)."""
@@ -121,14 +121,14 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def _rowio():
-    """analyzer._rowio when it was built and links the same SQLite as the sqlite3 module (the
+    """mcptap._rowio when it was built and links the same SQLite as the sqlite3 module (the
     same library in this process, not merely the same version: two copies of SQLite on one file
     lose each other's POSIX locks); else None."""
     try:
         import ctypes
 
         import _sqlite3
-        from analyzer import _rowio as rowio
+        from mcptap import _rowio as rowio
         theirs = ctypes.cast(ctypes.CDLL(_sqlite3.__file__).sqlite3_libversion, ctypes.c_void_p).value
     except (ImportError, OSError, AttributeError):  # pragma: no cover - no build, or a static SQLite
         return None

@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from analyzer import cells, framelog, jsonout, report, store
-from analyzer.textsafe import printable
+from mcptap import cells, framelog, jsonout, report, store
+from mcptap.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
 
@@ -72,7 +72,7 @@ class _Analysed:
 
 
 def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
-    from analyzer.engine import analyze_session
+    from mcptap.engine import analyze_session
 
     cells.check_cheap(conn, [session_id])
     s = store.get_session(conn, session_id)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
 
-from analyzer import framelog, store
-from analyzer.store import FrameDbRow, StderrDbRow
+from mcptap import framelog, store
+from mcptap.errors import warn_stderr
+from mcptap.store import FrameDbRow, StderrDbRow
 
 FLUSH_INTERVAL_S = 0.05
 """How often gathered frames are committed: the most a kill -9 of the recorder can lose."""
@@ -35,14 +35,6 @@ LOW_WATER_BYTES = 4 << 20
 STALL_S = 2 * store.BUSY_TIMEOUT_S
 """How long the recorder waits for the database to make room before the session goes to the
 spool: longer than the busy timeout, so that a lock is reported as the lock it is."""
-
-
-def warn_stderr(message: str) -> None:
-    try:
-        sys.stderr.write(f"mcptap: warning: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class Backlog:

@@ -2,7 +2,7 @@
 and always exits 0.
 
 The database. A seeded generator writes N frames (1,000,000, and 100,000 for the memory
-comparison) with the product's own store (analyzer.store: connect, insert_session, append_rows),
+comparison) with the product's own store (mcptap.store: connect, insert_session, append_rows),
 so the schema is exactly the product's. It holds many stdio sessions of 200 to 20,000 frames
 (log-uniform), of both eras:
 - handshake (2025-11-25 or 2025-06-18): initialize, InitializeResult, notifications/initialized,
@@ -31,7 +31,7 @@ Measured in one run, each database first read through once so both sides find it
     `json.loads`, classified by a plain if-chain (request / notification / response / error /
     invalid / batch, and unparseable), response ids matched to the other direction's requests
     in a dict per (session, direction); nothing stored. Best of BASELINE_RUNS runs.
-(b) `python -m analyzer analyze --db <copy> --format json --fail-on never` as a subprocess (the
+(b) `python -m mcptap analyze --db <copy> --format json --fail-on never` as a subprocess (the
     copy written back to disk first, os.sync, so that the kernel's writeback of a 1 GB copy is
     not timed with it), stdout to a file, started by a tiny launcher process that forks it,
     reaps it with os.wait4
@@ -76,8 +76,7 @@ import uuid
 from collections import Counter
 from operator import itemgetter
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from analyzer import store  # noqa: E402
+from mcptap import store  # noqa: E402
 
 from common import print_summary, run, verdict
 
@@ -657,7 +656,7 @@ def cache_paths(n: int, seed: int) -> tuple[str, str]:
 
 
 def schema_version() -> list[str]:
-    from analyzer import schema
+    from mcptap import schema
     return [name for name, _ in schema.MIGRATIONS]
 
 
@@ -802,7 +801,7 @@ def stages(db: str) -> dict:
     (SessionAnalysis.feed: the native fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
     timed over every session of the database; the differences are the cost of each stage."""
-    from analyzer import engine, session
+    from mcptap import engine, session
 
     conn = store.open_existing(db)
     reader = store.frames_reader(db)
@@ -929,18 +928,18 @@ def table_counts(db: str) -> dict:
 
 
 def cli_startup() -> float:
-    """Best of 3 of `python -m analyzer --version`: the part of (b)'s wall time that is start-up."""
+    """Best of 3 of `python -m mcptap --version`: the part of (b)'s wall time that is start-up."""
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "analyzer", "--version"], stdout=subprocess.DEVNULL,
+        subprocess.run([sys.executable, "-m", "mcptap", "--version"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
         best = min(best, time.perf_counter() - t0)
     return best
 
 
 def analyze_argv(db: str) -> list[str]:
-    return [sys.executable, "-m", "analyzer", "analyze", "--db", db, "--format", "json", "--fail-on", "never"]
+    return [sys.executable, "-m", "mcptap", "analyze", "--db", db, "--format", "json", "--fail-on", "never"]
 
 
 # argv: STATS_PATH CMD...: forks, execs CMD, reaps it with wait4 and writes

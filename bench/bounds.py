@@ -37,6 +37,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trees  # noqa: E402  (bench/trees.py)
 from common import run  # noqa: E402
 
 UPSTREAM = r'''
@@ -151,15 +152,14 @@ def waited(proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
 
 
 def env_for(tree: str) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (tree, env.get("PYTHONPATH"))))
+    env = trees.pythonpath(tree)
     env["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="bounds-config-")
     return env
 
 
 def mcptap(tree: str, *args: str) -> list[str]:
-    return [sys.executable, "-P", "-c", f"import sys; sys.path.insert(0, {tree!r}); import runpy; "
-            "runpy.run_module('analyzer', run_name='__main__')", *args]
+    return [sys.executable, "-P", "-c", f"import sys; sys.path[:0] = {trees.import_path(tree)!r}; import runpy; "
+            "runpy.run_module('mcptap', run_name='__main__')", *args]
 
 
 def stored(db: str) -> list[tuple]:
@@ -230,7 +230,7 @@ def proxy_case(name: str, tree: str, size: int, max_frame: int | None, folder: s
 
 
 def import_case(name: str, tree: str, size: int, max_frame: int | None, folder: str) -> dict:
-    sys.path.insert(0, tree)
+    sys.path[:0] = trees.import_path(tree)
     import brotli
     from mitmproxy import io as mitm_io
     from mitmproxy.test import tflow

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analyze as bench_analyze  # noqa: E402 - bench/analyze.py, beside this file
 from common import print_summary, run  # noqa: E402
 
-from analyzer import cells  # noqa: E402
+from mcptap import cells  # noqa: E402
 
 
 def best(fn, rounds: int = 3) -> float:

@@ -1,7 +1,7 @@
 """Benchmark of the reports on a session full of one systematic violation. Not a test: it prints
 figures and always exits 0.
 
-The database: one stdio session, built through the product's own store (analyzer.store:
+The database: one stdio session, built through the product's own store (mcptap.store:
 connect, insert_session, insert_frames), whose server declares no capabilities at all and then
 sends N `notifications/message` (default 200,000): each one is a `capability-not-negotiated`
 warning (a server that logs without declaring `logging`), so nearly every frame has a finding.
@@ -34,10 +34,10 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import print_summary, run, verdict  # noqa: E402
+import trees  # noqa: E402  (bench/trees.py)
 
 CACHE = "/tmp/mcptap-bench"
 SESSION = "findings"
@@ -45,7 +45,7 @@ SESSION = "findings"
 
 def build(path: str, frames: int) -> None:
     """The database: a handshake with no server capabilities, then `frames` log notifications."""
-    from analyzer import store
+    from mcptap import store
 
     tmp = path + ".tmp"
     for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
@@ -90,11 +90,11 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measure(name: str, args: list[str], out_path: str, product: str = HERE) -> dict:
-    """One command under /usr/bin/time -v, run from `product` (a checkout: its `analyzer` is the
-    one run): wall and CPU seconds, peak RSS in MiB, exit status, output."""
+    """One command under /usr/bin/time -v, the code of `product` (a checkout: bench/trees.py):
+    wall and CPU seconds, peak RSS in MiB, exit status, output."""
     with open(out_path, "wb") as out:
-        proc = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "analyzer", *args], stdout=out,
-                              stderr=subprocess.PIPE, cwd=product)
+        proc = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "mcptap", *args], stdout=out,
+                              stderr=subprocess.PIPE, cwd=product, env=trees.pythonpath(product))
     text = proc.stderr.decode("utf-8", "replace")
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", text)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)

@@ -37,14 +37,13 @@ except ImportError:
     print("fuzz_capture: atheris is not installed (pip install atheris): nothing fuzzed")
     sys.exit(0)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-with atheris.instrument_imports(include=["analyzer", "addons"]):
-    from addons.capture_import import import_capture
-    from analyzer import importer, store
-    from analyzer.errors import MCPTapError
-    from analyzer.redact import FrameRedactor
+with atheris.instrument_imports(include=["mcptap"]):
+    from mcptap.addons.capture_import import import_capture
+    from mcptap import importer, store
+    from mcptap.errors import MCPTapError
+    from mcptap.redact import FrameRedactor
 
 from mitmproxy.io import FlowWriter, tnetstring  # noqa: E402
 from mitmproxy.test import tflow  # noqa: E402

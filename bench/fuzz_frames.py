@@ -29,15 +29,14 @@ except ImportError:
     print("fuzz_frames: atheris is not installed (pip install atheris): nothing fuzzed")
     sys.exit(0)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzzing  # noqa: E402  (the command line every fuzz target shares: bench/fuzzing.py)
 
-with atheris.instrument_imports(include=["analyzer"]):
-    from analyzer import jsonwire, revision
-    from analyzer.classify import KINDS, classify
-    from analyzer.session import SessionAnalysis
+with atheris.instrument_imports(include=["mcptap"]):
+    from mcptap import jsonwire, revision
+    from mcptap.classify import KINDS, classify
+    from mcptap.session import SessionAnalysis
 
 REVISIONS = (None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "9999-01-01")
 TS_STARTS = (1_764_460_800.0, 0.0, -1.0, 1e12, 1e300, -1.7e308)
@@ -157,7 +156,7 @@ def check_session(data: bytes) -> None:
 
 
 def main() -> None:
-    fuzzing.run("fuzz_frames", check_session, SEEDS, DICTIONARY, inside=("analyzer",))
+    fuzzing.run("fuzz_frames", check_session, SEEDS, DICTIONARY, inside=("mcptap",))
 
 
 if __name__ == "__main__":

@@ -38,17 +38,17 @@ except ImportError:
     sys.exit(0)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 
-import analyzer  # noqa: E402
+import mcptap  # noqa: E402
 
 if os.environ.get("MCPTAP_NATIVE_DIR"):  # the sanitized build, before anything imports the checkout's
-    analyzer.__path__.insert(0, str(Path(os.environ["MCPTAP_NATIVE_DIR"]) / "analyzer"))
+    mcptap.__path__.insert(0, str(Path(os.environ["MCPTAP_NATIVE_DIR"]) / "analyzer"))
 
-with atheris.instrument_imports(include=["analyzer"]):
-    from analyzer import _rowio, _wirescan, jsonwire, mcp, session
-    from analyzer.classify import classify
-    from analyzer.jsonwire import NumberText
+with atheris.instrument_imports(include=["mcptap"]):
+    from mcptap import _rowio, _wirescan, jsonwire, mcp, session
+    from mcptap.classify import classify
+    from mcptap.jsonwire import NumberText
 
 import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
 import fuzzing  # noqa: E402  (the command line every fuzz target shares)
@@ -64,7 +64,7 @@ def _loaded_from_where_asked() -> None:
         if where and not module.__file__.startswith(os.path.abspath(where)):
             sys.exit(f"fuzz_native: {module.__name__} came from {module.__file__}, not from {where}")
     if session._wirescan is not _wirescan:
-        sys.exit("fuzz_native: the session analysis does not use analyzer._wirescan (built from other sources?)")
+        sys.exit("fuzz_native: the session analysis does not use mcptap._wirescan (built from other sources?)")
 
 
 # -- _wirescan.scan against the exact parser ------------------------------------------------------

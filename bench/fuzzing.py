@@ -47,7 +47,7 @@ def keep_going(name: str, check: Callable[[bytes], None], inside: tuple[str, ...
 
 
 def run(name: str, check: Callable[[bytes], None], seeds: list[bytes], dictionary: list[bytes],
-        inside: tuple[str, ...] = ("analyzer", "addons")) -> None:
+        inside: tuple[str, ...] = ("mcptap",)) -> None:
     """Fuzz `check` with atheris, the arguments of this process as libFuzzer's: the default time
     when neither -max_total_time nor -runs nor an input file is given, a dictionary, artifacts and a
     corpus folder seeded with `seeds` and the target's regressions in a temporary folder of `name` unless given."""

@@ -20,7 +20,7 @@ cache:
     orjson and its frame row built, then `sqlite3` `executemany` of them into a new database
     made by the product's own schema (store.connect), in one transaction, nothing else (no
     redaction, no checks). The best of FLOOR_RUNS runs.
-(b) `python -m analyzer import --db <new file> FILE` as a subprocess, started by bench/analyze.py's
+(b) `python -m mcptap import --db <new file> FILE` as a subprocess, started by bench/analyze.py's
     launcher (a process forked from a small launcher and reaped with wait4, so that its
     ru_maxrss is its own), VmHWM also sampled from /proc: frames/s over N (start-up included),
     CPU time, peak RSS, then the database checked: frame and stderr rows, sessions, the frames
@@ -49,10 +49,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import orjson  # noqa: E402
 
-from analyzer import framelog, store  # noqa: E402
+from mcptap import framelog, store  # noqa: E402
 
 from analyze import launched, make_corpus, warm  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402
@@ -240,7 +239,7 @@ def floor(path: str, tmp: str) -> dict:
 def run_import(path: str, tmp: str, comp: dict) -> dict:
     db = os.path.join(tmp, "import.db")
     stats_path, out_path, err_path = db + ".stats", db + ".out", db + ".err"
-    argv = [sys.executable, "-m", "analyzer", "import", "--db", db, path]
+    argv = [sys.executable, "-m", "mcptap", "import", "--db", db, path]
     os.sync()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         run = launched(argv, stats_path, out, err)

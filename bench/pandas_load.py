@@ -34,7 +34,7 @@ TARGET_MB = 1024.0
 CODE = """
 import json, sys, time
 t0 = time.perf_counter()
-import analyzer.data as mt
+import mcptap.data as mt
 imported = time.perf_counter() - t0
 db, what = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
@@ -57,7 +57,7 @@ def analysed_database(n: int) -> str:
     if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(src):
         tmp = path + ".tmp"
         shutil.copyfile(src, tmp)
-        subprocess.run([sys.executable, "-m", "analyzer", "analyze", "--db", tmp, "--format", "json",
+        subprocess.run([sys.executable, "-m", "mcptap", "analyze", "--db", tmp, "--format", "json",
                         "--fail-on", "never", "-o", os.devnull], check=True, cwd=ROOT)
         os.replace(tmp, path)
     return path
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.cpu_count()} CPUs; database of {n:,} frames")
     db = analysed_database(n)
     baseline = measure(db, "nothing")
-    print(f"    interpreter and `import analyzer.data` (pandas): {baseline['import_s']:.2f} s, "
+    print(f"    interpreter and `import mcptap.data` (pandas): {baseline['import_s']:.2f} s, "
           f"{baseline['peak_mb']:.0f} MB peak")
     rows = []
     for what in ("messages+findings", "frames", "one session"):

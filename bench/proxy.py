@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         procs.append(start([sys.executable, "-c", FLOOR, url, str(ports["floor"])], ports["floor"],
                            "mitmproxy with a pass-through addon (floor)"))
         ports["mcptap"] = free_port()
-        procs.append(start([sys.executable, "-m", "analyzer", "proxy", "--db", db, "--upstream", url, "--listen",
+        procs.append(start([sys.executable, "-m", "mcptap", "proxy", "--db", db, "--upstream", url, "--listen",
                             f"127.0.0.1:{ports['mcptap']}"], ports["mcptap"], "mcptap proxy"))
         pids = {"direct": upstream.pid, "floor": procs[0].pid, "mcptap": procs[1].pid}
         results = measure(ports, pids, args.quick)

@@ -23,11 +23,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from analyzer import framelog  # noqa: E402
+from mcptap import framelog  # noqa: E402
 
 from analyze import launched  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402
+import trees  # noqa: E402  (bench/trees.py)
 
 CACHE_DIR = "/tmp/mcptap-bench"
 GENERATOR_VERSION = 1
@@ -63,7 +63,7 @@ def uptime() -> str:
 def measured(argv: list[str], tree: str, tmp: str, name: str) -> dict:
     """Run `argv` from `tree` under the launcher: wall s, CPU s, peak MB, status, output lines."""
     stats, out_path = os.path.join(tmp, name + ".stats"), os.path.join(tmp, name + ".out")
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = trees.pythonpath(tree)
     with open(out_path, "wb") as out:
         run = launched(argv, stats, out, subprocess.STDOUT, cwd=tree, env=env)
     with open(out_path, "rb") as fh:
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"many tiny sessions, code from {tree}   [{uptime()}]", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mcptap-sessions-") as tmp:
-        cli = [sys.executable, "-m", "analyzer"]
+        cli = [sys.executable, "-m", "mcptap"]
         big = ensure_file(args.sessions)
         db = os.path.join(tmp, "import.db")
         r = measured([*cli, "import", "--db", db, big], tree, tmp, f"import of {args.sessions:,} sessions")

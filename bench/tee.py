@@ -2,7 +2,7 @@
 prints figures and always exits 0.
 
 Everything is measured in one run, with the current interpreter (sys.executable) for the driver,
-the children and the tee (`python -m analyzer record --db <tmp> -- CMD`):
+the children and the tee (`python -m mcptap record --db <tmp> -- CMD`):
 
 1. Round-trip latency. A tiny echo child (os.read/os.write loop) sends back each ~200-byte line
    the driver writes; the driver writes one line, waits until the whole line is back, repeats.
@@ -27,10 +27,16 @@ the children and the tee (`python -m analyzer record --db <tmp> -- CMD`):
    (recorder and generator; the generator reports its own peak and CPU time through a file),
    and its CPU time is the sum over all of them, from which the generator's own is subtracted.
 
+0. Start-up, what a host feels when it spawns a server: from spawn to the first byte of the
+   server's answer to one request written at once, median of STARTUP_RUNS interleaved spawns of
+   (a) the server directly, (b) the bare relay, (c) `mcptap record` (the installed `mcptap` script
+   next to this interpreter, else `python -m mcptap`). The server is a small Python process that
+   answers one line. Target: the tee adds at most 40 ms over (a).
 Times run from the first byte the driver reads, so interpreter start-up (reported separately)
 does not count as forwarding. Rates are computed over N frames.
 
-Usage:  python bench/tee.py [--quick]   (--quick: 2,000 round trips, 100,000 frames)
+Usage:  python bench/tee.py [--quick] [--startup]   (--quick: 2,000 round trips, 100,000 frames;
+        --startup: [0] only)
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ TARGET_ADDED_P50_US = 60.0
 TARGET_ADDED_P99_US = 300.0
 TARGET_LINES_PER_S = 300_000
 TARGET_PEAK_RSS_MB = 150.0
+TARGET_STARTUP_ADDED_MS = 40.0
+STARTUP_RUNS = 15
 BASELINE_RUNS = 3  # the direct and relay throughput baselines are run this often; the best counts
 
 # -- children -----------------------------------------------------------------------------------
@@ -134,7 +142,39 @@ def py(code: str, *args: str) -> list[str]:
 
 
 def tee_cmd(db: str, child: list[str]) -> list[str]:
-    return [sys.executable, "-m", "analyzer", "record", "--db", db, "--", *child]
+    return [sys.executable, "-m", "mcptap", "record", "--db", db, "--", *child]
+
+
+ANSWER_ONE_CODE = """\
+import sys
+sys.stdin.readline()
+sys.stdout.write('{"jsonrpc":"2.0","id":1,"result":{}}\\n')
+sys.stdout.flush()
+"""
+
+
+def bench_startup(tmp: str) -> dict:
+    """Median ms from spawn to the first byte of the answer, per path, spawns interleaved."""
+    server = py(ANSWER_ONE_CODE)
+    script = os.path.join(os.path.dirname(sys.executable), "mcptap")
+    tee = [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mcptap"]
+    paths = {"direct": server, "relay": [sys.executable, "-c", RELAY_CODE, *server],
+             "tee": [*tee, "record", "--db", os.path.join(tmp, "startup.db"), "--", *server]}
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(STARTUP_RUNS):
+        for name, argv in paths.items():
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            proc.stdin.flush()
+            first = proc.stdout.read(1)
+            times[name].append((time.perf_counter() - t0) * 1e3)
+            proc.stdin.close()
+            proc.stdout.read()
+            proc.wait()
+            assert first == b"{", f"{name}: no answer"
+    return {"median": {n: sorted(t)[len(t) // 2] for n, t in times.items()},
+            "min": {n: min(t) for n, t in times.items()}, "tee": " ".join(tee)}
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -278,7 +318,7 @@ def drain(proc: subprocess.Popen, expected: int, t_spawn: float) -> dict:
 class PeakSampler(threading.Thread):
     """Peak RSS (VmHWM, which only grows) of a process and of each process under it, read from
     /proc every SAMPLE_S until stopped. The tee's recorder process shows up as a child whose
-    command line names addons.stdio_recorder; the server (the generator) is left out, it reports
+    command line names mcptap.addons.stdio_recorder; the server (the generator) is left out, it reports
     its own figures."""
 
     SAMPLE_S = 0.01
@@ -324,7 +364,7 @@ class PeakSampler(threading.Thread):
                         cmdline = fh.read()
                 except OSError:
                     continue
-                if b"addons.stdio_recorder" in cmdline:
+                if b"mcptap.addons.stdio_recorder" in cmdline:
                     found.append((child, "recorder"))
         return found
 
@@ -382,6 +422,7 @@ def bench_throughput(tmp: str, name: str, n: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 round trips and 100,000 frames")
+    parser.add_argument("--startup", action="store_true", help="only [0], the start-up")
     args = parser.parse_args(argv)
     round_trip_n = 2_000 if args.quick else 20_000
     frames_n = 100_000 if args.quick else 1_000_000
@@ -392,6 +433,22 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="mcptap-bench-")
     rows: list[tuple[str, str, str, str]] = []
     try:
+        # 0. start-up
+        print(f"\n[0] start-up: spawn to the first byte of the answer to one request, median of {STARTUP_RUNS} "
+              f"interleaved spawns per path")
+        up = bench_startup(tmp)
+        for name, label in (("direct", "(a) the server"), ("relay", "(b) bare relay"),
+                            ("tee", f"(c) {os.path.basename(up['tee'].split()[0])} record")):
+            print(f"    {label:<20} median {up['median'][name]:6.1f} ms   min {up['min'][name]:6.1f} ms")
+        added = up["median"]["tee"] - up["median"]["direct"]
+        relay_added = up["median"]["relay"] - up["median"]["direct"]
+        print(f"    added by the bare relay: {relay_added:+.1f} ms; by mcptap record: {added:+.1f} ms ({up['tee']})")
+        rows.append(("start-up added (median)", f"{added:+.1f} ms", f"<= {TARGET_STARTUP_ADDED_MS:.0f} ms",
+                     verdict(added <= TARGET_STARTUP_ADDED_MS)))
+        if args.startup:
+            print_summary(rows)
+            return 0
+
         # 1. latency
         print(f"\n[1] round-trip latency, {LATENCY_LINE_SIZE}-byte line, {round_trip_n:,} round trips per path "
               f"after {WARMUP_ROUND_TRIPS:,} warm-up, interleaved in blocks of {LATENCY_BLOCK}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from analyzer import revision as revision_mod
-from analyzer.session import SessionAnalysis
+from mcptap import revision as revision_mod
+from mcptap.session import SessionAnalysis
 
 
 def j(**members) -> str:

@@ -29,7 +29,7 @@ PROCESS_TIMEOUT_S = 60
 
 def mcptap(*args: str) -> list[str]:
     """The mcptap command line, run with the interpreter under test."""
-    return [sys.executable, "-m", "analyzer", *args]
+    return [sys.executable, "-m", "mcptap", *args]
 
 
 def tee(db: Path | str, *argv: str, name: str | None = None) -> list[str]:
@@ -158,7 +158,7 @@ FAST_TIER = frozenset({
     "test_chunkqueue", "test_chunkwire", "test_classify", "test_framing", "test_jsondiff", "test_jsonwire",
     "test_latency", "test_rules", "test_store", "test_transport_rules", "test_writer", "test_sse",
     "test_http_pairing", "test_docs", "test_data", "test_progress", "test_sarif", "test_importer", "test_fuzz",
-    "test_spool",
+    "test_spool", "test_layout",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute): no real SDK or npm
 server, no proxy, no hostile input at scale. Every other module's tests are marked `slow`, a new

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from analysis import handshake, note, ok, req
-from analyzer.store import BUSY_TIMEOUT_S
+from mcptap.store import BUSY_TIMEOUT_S
 from conftest import analyze_json, copy_database, mcptap, run, tool
 
 VIOLATIONS = handshake() + [
@@ -187,14 +187,14 @@ def test_show_puts_kinds_pairs_latency_and_findings_inline(incident):
 
 
 def test_the_rules_option_lists_every_registered_code_with_its_reference():
-    from analyzer.rules import load
+    from mcptap.rules import load
 
     text = run(mcptap("analyze", "--rules")).stdout.decode()
     assert all(f"{code}  [" in text for code in load())
 
 
 def test_worker_processes_give_the_same_results_as_one_process(tmp_path):
-    from analyzer import engine
+    from mcptap import engine
 
     db = tmp_path / "many.db"
     for i in range(4):
@@ -278,7 +278,7 @@ def test_the_json_report_has_service_response_times_in_seconds_and_says_whether_
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
 def test_the_rules_are_listed_as_json_too(fmt):
-    from analyzer.rules import load
+    from mcptap.rules import load
 
     out = run(mcptap("analyze", "--rules", "--format", fmt)).stdout
     rules = json.loads(out)["rules"] if fmt == "json" else [json.loads(line) for line in out.decode().splitlines()]
@@ -286,6 +286,6 @@ def test_the_rules_are_listed_as_json_too(fmt):
 
 
 def test_the_command_line_lists_as_many_of_each_code_as_the_report_module_says():
-    from analyzer import cli, report
+    from mcptap import cli, report
 
     assert cli.PER_CODE == report.PER_CODE

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addons.chunkqueue import ChunkQueue
+from mcptap.addons.chunkqueue import ChunkQueue
 
 STREAMS = ("c2s", "s2c", "stderr")
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from addons.chunkwire import END, SESSION, RecordReader, chunk_header, json_record
+from mcptap.addons.chunkwire import END, SESSION, RecordReader, chunk_header, json_record
 
 
 def records_through_a_pipe(data: bytes, piece: int) -> list:

@@ -9,7 +9,7 @@ import sys
 import pytest
 import typer
 
-from analyzer import cli
+from mcptap import cli
 from conftest import copy_database, frames, mcptap, run, tee
 
 COMMANDS = sorted(typer.main.get_command(cli.app).commands)  # every command the CLI has
@@ -223,7 +223,7 @@ def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tm
     log.write_text("".join(json.dumps({"session": "r", "ts": 1.0 + i, "direction": d, "raw": raw}) + "\n" for i, (d, raw) in
                            enumerate([("c2s", json.dumps(init)), ("s2c", answer)])), encoding="utf-8")
     assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
-    result = run(mcptap("replay", "--db", str(db), "r", "--command", f"{sys.executable} -m analyzer.demo.server",
+    result = run(mcptap("replay", "--db", str(db), "r", "--command", f"{sys.executable} -m mcptap.demo.server",
                         "--no-record", "--timeout", "20", "--format", "json"))
     assert result.returncode == 1, result.stderr
     doc = json.loads(result.stdout)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-import analyzer.data as mt
-from analyzer import engine, store
+import mcptap.data as mt
+from mcptap import engine, store
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}'

@@ -15,7 +15,7 @@ from conftest import run
 
 BLOCKED = ("mitmproxy", "pandas", "numpy", "matplotlib")
 PLAIN = [sys.executable, "-c", f"import runpy, sys\nfor name in {BLOCKED!r}:\n    sys.modules[name] = None\n"
-         "sys.argv[0] = 'mcptap'\nrunpy.run_module('analyzer', run_name='__main__', alter_sys=True)"]
+         "sys.argv[0] = 'mcptap'\nrunpy.run_module('mcptap', run_name='__main__', alter_sys=True)"]
 
 
 def plain(*args: str, **kw):
@@ -41,7 +41,7 @@ CALLS = [
 def plain_db(tmp_path_factory):
     """The bundled stdio server recorded through the plain install's tee."""
     db = tmp_path_factory.mktemp("plain") / "plain.db"
-    result = plain("record", "--db", str(db), "--name", "plain", "--", sys.executable, "-m", "analyzer.demo.server",
+    result = plain("record", "--db", str(db), "--name", "plain", "--", sys.executable, "-m", "mcptap.demo.server",
                    input=b"".join(json.dumps(c).encode() + b"\n" for c in CALLS))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(b"\n") == 4  # the four answers

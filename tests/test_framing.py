@@ -2,7 +2,7 @@
 
 import pytest
 
-from addons.framing import LineFramer
+from mcptap.addons.framing import LineFramer
 
 STREAM = b'{"a":1}\n\xff\xfe not utf-8\r\n\nplain text\n{"b":"x\\ny"}\r\ntail without newline'
 LINES = [b'{"a":1}', b"\xff\xfe not utf-8\r", b"", b"plain text", b'{"b":"x\\ny"}\r']

@@ -1,5 +1,5 @@
 """Hostile input to every reader (`mcptap import`, `analyze`, `show`, `report` and the pandas API
-`analyzer.data`): each gives a finding or one line `mcptap: error: ...` with exit status 2,
+`mcptap.data`): each gives a finding or one line `mcptap: error: ...` with exit status 2,
 never a traceback and never a hang (every subprocess runs under HANG_S).
 
 Three tables drive it: frames with hostile content (imported as frame-log JSONL, each into a
@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
-import analyzer.data as mt
-from analyzer.classify import KINDS, Signature, classify, kind_of, signature
-from analyzer.errors import MCPTapError
-from analyzer.jsonwire import NumberText, parse
+import mcptap.data as mt
+from mcptap.classify import KINDS, Signature, classify, kind_of, signature
+from mcptap.errors import MCPTapError
+from mcptap.jsonwire import NumberText, parse
 from conftest import frames, mcptap, run
 
 HANG_S = 90  # a reader still running after this long on a one-frame database is hung
@@ -122,7 +122,7 @@ def as_bytes(stored: str | bytes) -> bytes:
 
 
 def read_every_table(db: Path) -> dict[str, pd.DataFrame]:
-    """Every loader of analyzer.data over a database, as a notebook would call them."""
+    """Every loader of mcptap.data over a database, as a notebook would call them."""
     msgs = mt.messages(db)
     every_frame = mt.frames(db, columns=mt.FRAME_COLUMNS)
     return {"sessions": mt.sessions(db), "frames": every_frame, "messages": msgs, "findings": mt.findings(db),

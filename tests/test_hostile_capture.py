@@ -23,11 +23,11 @@ from mitmproxy import io as mitm_io
 from mitmproxy.io import tnetstring
 from mitmproxy.test import tflow
 
-from addons.capture_import import import_capture
-from analyzer import importer, store
-from analyzer.errors import MCPTapError
-from analyzer.journal import Sink
-from analyzer.redact import FrameRedactor, Redactor
+from mcptap.addons.capture_import import import_capture
+from mcptap import importer, store
+from mcptap.errors import MCPTapError
+from mcptap.journal import Sink
+from mcptap.redact import FrameRedactor, Redactor
 from conftest import alive, mcptap, run, wait_for
 from http_helpers import mcptap_proxy
 from test_hostile import assert_clean, assert_one_line_error

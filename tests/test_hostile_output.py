@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import framelog, importer, importstate, store
-from analyzer.writer import Spool
+from mcptap import framelog, importer, importstate, store
+from mcptap.writer import Spool
 from conftest import mcptap, run
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.

@@ -24,9 +24,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-import analyzer.data as mt
-from analyzer import cells, engine, schema, script, store, transcript
-from analyzer.errors import SessionNotFound
+import mcptap.data as mt
+from mcptap import cells, engine, schema, script, store, transcript
+from mcptap.errors import SessionNotFound
 from conftest import frames, mcptap, run, wait_for
 from http_helpers import accepting, free_port
 

@@ -13,7 +13,7 @@ import pytest
 from mitmproxy import flow as mflow
 from mitmproxy.test import taddons, tflow
 
-from addons.http_tap import McpTap
+from mcptap.addons.http_tap import McpTap
 from conftest import wait_for
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
@@ -273,7 +273,7 @@ def _init_then(tap, follow_up):
 
 @pytest.mark.parametrize("session_header, code", [(None, "session-id-missing"), ("other", "session-id-mismatch")])
 def test_a_request_on_the_sessions_connection_without_its_id_stays_in_it_and_is_reported(tap, session_header, code):
-    from analyzer import engine
+    from mcptap import engine
 
     follow = post(CALL, session=session_header)
     follow.request.headers["mcp-protocol-version"] = "2025-11-25"
@@ -293,7 +293,7 @@ def test_a_stateless_request_on_that_connection_is_a_session_of_its_own(tap):
 def test_headers_are_redacted_and_serialised_in_the_recorder_process_not_on_the_event_loop(tap, monkeypatch):
     """The event loop queues an exchange's header fields as mitmproxy holds them; decoding,
     redaction and JSON are the recorder process's work (it stores them as before)."""
-    from analyzer.redact import Redactor
+    from mcptap.redact import Redactor
 
     calls = []
     for name in ("headers", "url"):
@@ -350,7 +350,7 @@ def test_a_recorder_process_that_falls_behind_costs_the_proxy_disk_not_memory(tm
     import os
     import signal
 
-    from addons.http_writer import RemoteJournal
+    from mcptap.addons.http_writer import RemoteJournal
 
     journal = RemoteJournal(str(tmp_path / "slow.db"))
     os.kill(journal._proc.pid, signal.SIGSTOP)

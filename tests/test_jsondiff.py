@@ -2,8 +2,8 @@
 
 import pytest
 
-from analyzer import jsondiff
-from analyzer.jsonwire import parse
+from mcptap import jsondiff
+from mcptap.jsonwire import parse
 
 
 def changes(a: str, b: str, *ignore: str) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 import random
 
-from analyzer.latency import RELATIVE_ERROR, LatencySketch
+from mcptap.latency import RELATIVE_ERROR, LatencySketch
 
 
 def test_quantiles_stay_within_the_relative_error_of_the_exact_ones():

@@ -17,17 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import analyze
-from analyzer import jsonwire, mcp, session
-from analyzer.classify import classify
-from analyzer.jsonwire import NumberText
-from analyzer.session import id_key
+from mcptap import jsonwire, mcp, session
+from mcptap.classify import classify
+from mcptap.jsonwire import NumberText
+from mcptap.session import id_key
 
-_wirescan = pytest.importorskip("analyzer._wirescan", reason="the C extension was not built (no C compiler?)")
-_rowio = pytest.importorskip("analyzer._rowio", reason="the C extension was not built (no SQLite headers?)")
+_wirescan = pytest.importorskip("mcptap._wirescan", reason="the C extension was not built (no C compiler?)")
+_rowio = pytest.importorskip("mcptap._rowio", reason="the C extension was not built (no SQLite headers?)")
 
 
 def test_the_native_parts_are_built_and_in_use():
-    assert session._wirescan is _wirescan, "analyzer._wirescan was built for other _meta names"
+    assert session._wirescan is _wirescan, "mcptap._wirescan was built for other _meta names"
     assert _wirescan.META_NAMES == (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)
 
 
@@ -268,13 +268,13 @@ def test_a_native_writer_waiting_on_a_lock_refuses_a_second_thread(table):
 
 
 def test_the_native_rows_io_links_the_sqlite_the_sqlite3_module_uses():
-    from analyzer import store
+    from mcptap import store
 
     assert store._rowio() is _rowio  # the same library in this process, not a second copy
 
 
 def _busy_database(path: str, sessions: int, per_session: int) -> None:
-    from analyzer import store
+    from mcptap import store
 
     conn = store.connect(path)
     for n in range(sessions):
@@ -290,7 +290,7 @@ def _busy_database(path: str, sessions: int, per_session: int) -> None:
 
 
 def test_workers_still_report_when_the_database_stays_locked_and_the_index_is_kept(tmp_path):
-    from analyzer import engine
+    from mcptap import engine
 
     path = str(tmp_path / "locked.db")
     _busy_database(path, 3, 30)
@@ -312,7 +312,7 @@ def test_analysis_rows_wait_while_another_writer_holds_the_database_and_are_all_
     could not be written at once are written later, none lost, none twice."""
     import threading
 
-    from analyzer import engine
+    from mcptap import engine
 
     path = str(tmp_path / "busy.db")
     per_session = engine.FLUSH_FRAMES * 2 + 7

@@ -61,8 +61,8 @@ def venv_for(python: str) -> Path:
 
 
 def installed_from(venv: Path) -> Path | None:
-    """The checkout whose `analyzer` package `venv` imports, asked from outside any checkout."""
-    done = subprocess.run([str(venv / "bin" / "python"), "-c", "import analyzer; print(analyzer.__file__)"],
+    """The checkout whose `mcptap` package `venv` imports, asked from outside any checkout."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", "import mcptap; print(mcptap.__file__)"],
                           capture_output=True, cwd="/", timeout=60)
     if done.returncode != 0:
         return None

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import importer, store
-from analyzer.demo import notebooks as data
+from mcptap import importer, store
+from mcptap.demo import notebooks as data
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from analyzer import proxy
+from mcptap import proxy
 
 
 def _bare_chain() -> list[str]:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from addons.chunkqueue import MEMORY_LIMIT_BYTES
-from analyzer.store import BUSY_TIMEOUT_S
+from mcptap.addons.chunkqueue import MEMORY_LIMIT_BYTES
+from mcptap.store import BUSY_TIMEOUT_S
 from conftest import frames, tee, tool, wait_for
 
 LINE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"' + b"x" * 120 + b'"}}'
@@ -30,7 +30,7 @@ def recorder_pids(db) -> list[int]:
                     continue
         except OSError:
             continue
-        if b"addons.stdio_recorder" in argv and str(db).encode() in argv:
+        if b"mcptap.addons.stdio_recorder" in argv and str(db).encode() in argv:
             pids.append(int(entry))
     return pids
 

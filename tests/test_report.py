@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-import analyzer.data as mt
-from analyzer import engine, htmlreport, plots, store
+import mcptap.data as mt
+from mcptap import engine, htmlreport, plots, store
 from conftest import mcptap, run
 
 HOSTILE = b'{"jsonrpc":"2.0","id":1,"method":"<script>alert(1)</script>","params":{"x":"</pre><img src=x onerror=alert(2)>"}}'

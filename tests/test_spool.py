@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from analyzer.store import BUSY_TIMEOUT_S
+from mcptap.store import BUSY_TIMEOUT_S
 from conftest import frames, mcptap, run, tee, tool
 
 INPUT = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(50)) + b"\xff no newline"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addons.sse import SSEParser
+from mcptap.addons.sse import SSEParser
 
 STREAM = (b"\xef\xbb\xbfid: 1\r\ndata:\r\n\r\n"  # a priming event: id and empty data
           b": keep-alive comment\n\n"

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from analyzer import schema, store
-from analyzer.errors import NotADatabase, SessionNotFound
-from analyzer.ids import new_session_id
+from mcptap import schema, store
+from mcptap.errors import NotADatabase, SessionNotFound
+from mcptap.ids import new_session_id
 
 
 def make_session(conn, sid, label=None, started_at=1.0):

@@ -1,5 +1,6 @@
-"""The tee as a process: exit status, signal forwarding, escalation, no orphans."""
+"""The tee as a process: exit status, signal forwarding, escalation, no orphans; its command line."""
 
+import json
 import os
 import select
 import signal
@@ -10,8 +11,8 @@ import time
 
 import pytest
 
-from addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
-from conftest import alive, frames, run, tee, tool, wait_for
+from mcptap.addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
+from conftest import alive, frames, mcptap, run, tee, tool, wait_for
 
 
 def start(db, *argv):
@@ -114,3 +115,61 @@ def _count(db) -> int:
         return conn.execute("SELECT count(*) FROM frames").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
+
+
+# -- the command line of `mcptap record` (analyzer/record.py: its own parser, started light) --------
+
+HEAVY = ("typer", "click", "pydantic", "sqlite_utils", "sqlite3", "mcptap.cli", "mcptap.redact", "mcptap.session",
+         "mcptap.store", "mcptap.writer")
+
+
+def imported_by(argv: list[str], **kw) -> set[str]:
+    result = run([sys.executable, "-X", "importtime", *argv[1:]], **kw)
+    return {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if line.startswith("import time:")}
+
+
+def test_record_starts_without_typer_the_analysis_or_sqlite_in_the_tee_process(db):
+    modules = imported_by(tee(db, sys.executable, "-c", "pass"))
+    assert "mcptap.addons.stdio_tee" in modules
+    assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--max-frame", "12Q", "--", "true"], b"--max-frame"),
+    (["--redact-path", "$[", "--", "true"], b"--redact-path"),
+    (["--no-such-option", "--", "true"], b"--no-such-option"),
+    ([], b"no server command"),
+])
+def test_bad_record_options_are_one_line_and_exit_2_and_start_no_server(tmp_path, args, said):
+    db = tmp_path / "r.db"
+    result = run(mcptap("record", "--db", str(db), *args))
+    assert result.returncode == 2 and result.stderr.startswith(b"mcptap: error: "), result.stderr
+    assert result.stderr.count(b"\n") == 1 and said in result.stderr
+    assert not db.exists()
+
+
+def test_the_servers_own_options_after_the_separator_reach_it_even_named_like_records(db):
+    argv = ["--db", "x", "--name", "y", "-h", "--help", "--max-frame", "1"]
+    result = run(mcptap("record", "--db", str(db), "--", sys.executable, "-c",
+                        "import json, sys; print(json.dumps(sys.argv[1:]))", *argv))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == json.dumps(argv).encode()
+
+
+def test_record_takes_the_database_from_mcptap_db_and_the_label_from_name(tmp_path):
+    db = tmp_path / "env.db"
+    result = run(mcptap("record", "--name", "labelled", "--", sys.executable, "-c", "print('{}')"),
+                 env={**os.environ, "MCPTAP_DB": str(db)}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sqlite3.connect(db).execute("SELECT label FROM sessions").fetchall() == [("labelled",)]
+
+
+def test_record_help_has_every_option_and_an_example_also_through_the_typer_app():
+    direct = run(mcptap("record", "--help"))
+    through_app = run([sys.executable, "-c", "import sys; from mcptap.cli import app; sys.argv[0] = 'mcptap'; "
+                       "app(prog_name='mcptap')", "record", "--help"])
+    assert direct.returncode == through_app.returncode == 0
+    assert direct.stdout == through_app.stdout
+    for option in (b"--db", b"--name", b"--no-redact", b"--redact-key", b"--redact-path", b"--max-frame",
+                   b"Example:"):
+        assert option in direct.stdout

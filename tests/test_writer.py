@@ -3,7 +3,7 @@ recorder, never the wire."""
 
 import threading
 
-from analyzer.writer import Backlog
+from mcptap.writer import Backlog
 
 
 def test_bytes_count_as_waiting_from_when_they_are_added_until_stored():

@@ -10,7 +10,7 @@ import sys
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from analyzer.demo.server import handle
+from mcptap.demo.server import handle
 
 NOISY = "--noisy" in sys.argv
 

@@ -1,6 +1,6 @@
 """The notebooks' data, made in the notebook's folder when missing: the demo's recording and its HTTP session.
 
-    from analyzer.demo.notebooks import incident_log, recording
+    from mcptap.demo.notebooks import incident_log, recording
 
     DB = recording()        # $MCPTAP_NOTEBOOK_DB, or recording.db here (`mcptap demo` records it if missing)
     LOG = incident_log()    # $MCPTAP_NOTEBOOK_LOG, or incident.jsonl here (the demo's HTTP session)
@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from analyzer import exporter, store
-from analyzer.errors import MCPTapError
+from mcptap import exporter, store
+from mcptap.errors import MCPTapError
 
 RECORDING = "recording.db"
 INCIDENT_LOG = "incident.jsonl"
@@ -75,7 +75,7 @@ def demo_recording(folder: str | os.PathLike = ".") -> str:
 
 
 def _run_demo(db: Path) -> None:
-    argv = [sys.executable, "-m", "analyzer", "demo", "--db", str(db)]
+    argv = [sys.executable, "-m", "mcptap", "demo", "--db", str(db)]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               timeout=DEMO_TIMEOUT_S)

@@ -14,17 +14,17 @@ import subprocess
 import sys
 import threading
 
-from analyzer import engine, htmlreport, report, store, transcript
-from analyzer.demo.client import run_http_session, run_session
-from analyzer.errors import MCPTapError
+from mcptap import engine, htmlreport, report, store, transcript
+from mcptap.demo.client import run_http_session, run_session
+from mcptap.errors import MCPTapError
 
 START_TIMEOUT_S = 30
 
 
 def run_demo(db: str, out=None) -> int:
     out = out or sys.stdout
-    tee = [sys.executable, "-m", "analyzer", "record", "--db", db, "--name", "demo", "--"]
-    server = [sys.executable, "-m", "analyzer.demo.server", "--noisy"]
+    tee = [sys.executable, "-m", "mcptap", "record", "--db", db, "--name", "demo", "--"]
+    server = [sys.executable, "-m", "mcptap.demo.server", "--noisy"]
     out.write(f"Recording the bundled MCP server through the tee:\n  {' '.join(tee + server)}\n\n")
     status, stderr_lines = run_session(tee + server)
     for line in stderr_lines:
@@ -81,12 +81,12 @@ def _first_line(stream, pattern: str, what: str) -> re.Match:
 
 
 def record_http(db: str, out) -> None:
-    server = subprocess.Popen([sys.executable, "-m", "analyzer.demo.http_server", "0", "--noisy"],
+    server = subprocess.Popen([sys.executable, "-m", "mcptap.demo.http_server", "0", "--noisy"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     proxy = None
     try:
         port = _first_line(server.stdout, r"listening on (\d+)", "HTTP server").group(1)
-        argv = [sys.executable, "-m", "analyzer", "proxy", "--db", db, "--name", "demo-http",
+        argv = [sys.executable, "-m", "mcptap", "proxy", "--db", db, "--name", "demo-http",
                 "--upstream", f"http://127.0.0.1:{port}", "--listen", "127.0.0.1:0"]
         out.write(f"  {' '.join(argv)}\n")
         proxy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

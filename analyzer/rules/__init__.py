@@ -84,6 +84,6 @@ def rule(code: str, *, group: str, severity: str | dict[str, str], ref: str, sum
 
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
-    from analyzer.rules import envelope, lifecycle, methods, pairing, progress, transport  # noqa: F401
+    from mcptap.rules import envelope, lifecycle, methods, pairing, progress, transport  # noqa: F401
 
     return RULES

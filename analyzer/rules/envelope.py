@@ -5,8 +5,8 @@ per distinct signature; `frame` checks see the whole frame (its parse, its top-l
 
 from __future__ import annotations
 
-from analyzer.mcp import BATCH_REVISIONS
-from analyzer.rules import Hit, rule
+from mcptap.mcp import BATCH_REVISIONS
+from mcptap.rules import Hit, rule
 
 JSONRPC = "JSON-RPC 2.0 §4 Request object, §5 Response object"
 MCP_MESSAGES = "MCP basic (messages) §Requests/§Responses: T/<rev> and J/<rev> JSONRPCMessage"

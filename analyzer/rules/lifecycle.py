@@ -4,8 +4,8 @@ revision could be established at all."""
 
 from __future__ import annotations
 
-from analyzer.mcp import C2S, KNOWN_REVISIONS, S2C
-from analyzer.rules import Hit, rule
+from mcptap.mcp import C2S, KNOWN_REVISIONS, S2C
+from mcptap.rules import Hit, rule
 
 LIFECYCLE = "MCP basic/lifecycle §Initialization"
 

@@ -3,8 +3,8 @@ which capability (docs/mcp-reference.md sections 5 and 10; tables in analyzer/mc
 
 from __future__ import annotations
 
-from analyzer import mcp
-from analyzer.rules import Hit, rule
+from mcptap import mcp
+from mcptap.rules import Hit, rule
 
 METHODS = "MCP T/<rev> ClientRequest, ServerRequest, ClientNotification, ServerNotification (via mcp-types)"
 _DIRECTION_NAMES = {mcp.C2S: "client to server", mcp.S2C: "server to client"}

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from analyzer.classify import ERROR, REQUEST
-from analyzer.mcp import BATCH_REVISIONS, STATELESS_REVISIONS
-from analyzer.rules import Hit, rule
+from mcptap.classify import ERROR, REQUEST
+from mcptap.mcp import BATCH_REVISIONS, STATELESS_REVISIONS
+from mcptap.rules import Hit, rule
 
 RESPONSES = "JSON-RPC 2.0 §5; MCP basic §Responses: \"Responses MUST include the same ID as the request they correspond to.\""
 

@@ -7,8 +7,8 @@ has no session or version headers."""
 
 from __future__ import annotations
 
-from analyzer.mcp import STATELESS_REVISIONS
-from analyzer.rules import Hit, rule
+from mcptap.mcp import STATELESS_REVISIONS
+from mcptap.rules import Hit, rule
 
 HTTP = "MCP basic/transports §Streamable HTTP"
 ANSWERS = ("response", "error")

@@ -3,7 +3,7 @@ Prints "locked" once it holds the lock."""
 
 import sys
 
-from analyzer import store
+from mcptap import store
 
 conn = store.connect(sys.argv[1])
 conn.execute("BEGIN EXCLUSIVE")

@@ -1,0 +1,89 @@
+"""`mcptap record`: its parser and the tee. A host spawns every server through this command, so it
+starts light: analyzer/__main__.py hands `mcptap record ...` here before it imports anything else,
+and this imports the tee (addons/stdio_tee.py) and the standard library's argparse, never typer or
+the analysis (bench/tee.py measures spawn to first byte against a bare relay). The typer command of
+the same name (analyzer/cli.py) forwards here, so there is one parser for these options."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from mcptap import options
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # as every mcptap command: one line, exit status 2
+        _say(f"{message} (see: mcptap record --help)")
+        sys.exit(2)
+
+
+def _say(message: str) -> None:
+    from mcptap.textsafe import printable
+
+    sys.stderr.write(f"mcptap: error: {printable(message)}\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    parse = _Parser(prog="mcptap record", usage="mcptap record [OPTIONS] -- CMD [ARGS...]",
+                    description=options.RECORD_HELP, epilog=options.RECORD_EXAMPLE, allow_abbrev=False,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parse.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                       help="The MCP server command line, after --.")
+    parse.add_argument("--db", metavar="PATH", help=options.DB_HELP)
+    parse.add_argument("--name", metavar="LABEL", help="A label for the session.")
+    parse.add_argument("--no-redact", action="store_true", help=options.NO_REDACT_HELP)
+    parse.add_argument("--redact-key", metavar="NAME", action="append", default=[], help=options.REDACT_KEY_HELP)
+    parse.add_argument("--redact-path", metavar="PATH", action="append", default=[], help=options.REDACT_PATH_HELP)
+    parse.add_argument("--max-frame", metavar="SIZE", default=options.MAX_FRAME_DEFAULT,
+                       help=options.MAX_FRAME_HELP + f" Default {options.MAX_FRAME_DEFAULT}.")
+    return parse
+
+
+def redaction_args(no_redact: bool, keys: list[str], paths: list[str]) -> list[str]:
+    """The recorder process's redaction arguments (analyzer/redact.py Redaction.to_args); a JSON
+    path that cannot be read is a usage error. Without any of the options: none, and the redaction
+    module (70 ms of start-up) is not imported."""
+    if not (no_redact or keys or paths):
+        return []
+    from mcptap.redact import Redaction
+
+    try:
+        return Redaction.from_options(no_redact, keys, paths).to_args()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class UsageError(Exception):
+    pass
+
+
+def main(argv: list[str]) -> int:
+    """Run `mcptap record ARGV`; the exit status: the server's, 2 for bad input, 126 or 127 when
+    the server cannot be started (as a shell says)."""
+    from mcptap.addons.bounded import parse_size
+    from mcptap.addons.server_process import SpawnError, spawn
+    from mcptap.errors import MCPTapError
+
+    args = parser().parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        try:
+            limit = parse_size(args.max_frame)
+        except ValueError as exc:
+            raise UsageError(f"--max-frame: {exc}") from None
+        redaction = redaction_args(args.no_redact, args.redact_key, args.redact_path)
+        db = args.db or os.environ.get(options.DB_ENV) or options.DEFAULT_DB
+        if not command:
+            raise UsageError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
+        server = spawn(command)  # first: the server boots while the tee's machinery is imported
+        from mcptap.addons.stdio_tee import Tee
+
+        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
+    except SpawnError as exc:
+        _say(str(exc))
+        return exc.exit_status
+    except (UsageError, MCPTapError) as exc:
+        _say(str(exc))
+        return 2

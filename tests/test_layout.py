@@ -1,0 +1,41 @@
+"""The house's plan holds: one import name, `mcptap` (analyzer/ is the package, addons/ is
+`mcptap.addons`, setup.py PACKAGE_DIR), and no file of the product, its tests, benches, CI or
+notebooks imports the folders by their own names (which would work from a checkout only, as a
+second copy of every module)."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("analyzer", "addons", "tests", "bench", ".ci", "notebooks")
+
+
+def python_sources() -> dict[str, str]:
+    """Every Python source in the repository, notebooks' code cells included, by path."""
+    found = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+             for folder in FOLDERS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
+    found["setup.py"] = (ROOT / "setup.py").read_text(encoding="utf-8")
+    for notebook in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        found[str(notebook.relative_to(ROOT))] = "\n".join(
+            re.sub(r"^[%!].*$", "", "".join(c["source"]), flags=re.M) for c in cells if c["cell_type"] == "code")
+    return found
+
+
+def imported_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_nothing_imports_the_folders_by_their_own_names_only_mcptap():
+    wrong = sorted(f"{path}: import {name}" for path, source in python_sources().items()
+                   for name in imported_names(source) if name.split(".")[0] in ("analyzer", "addons"))
+    assert wrong == []
+
