@@ -217,8 +217,8 @@ def smoke(work: Path) -> None:
 
     step("the installed mitmproxy script, where `mcptap addon-path` says, records a POST through mitmdump")
     script = run([mcptap, "addon-path"], cwd=here).stdout.decode().strip()
-    if script != found["mcptap.addons.http_recorder"]:
-        raise Failed(f"mcptap addon-path printed {script!r}, not the installed {found['mcptap.addons.http_recorder']!r}")
+    if script != found["mcptap.addons.http.mitmdump_script"]:
+        raise Failed(f"mcptap addon-path printed {script!r}, not the installed {found['mcptap.addons.http.mitmdump_script']!r}")
     mitmdump = venv / "bin" / "mitmdump"
     upstream = subprocess.Popen([python, "-m", "mcptap.demo.http_server", "0"], cwd=here, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -54,7 +54,7 @@ MAX_FRAME_DEFAULT = options.MAX_FRAME_DEFAULT
 
 def max_frame_of(text: str) -> int:
     """--max-frame's bytes; a size that cannot be read is a usage error."""
-    from mcptap.addons.bounded import parse_size
+    from mcptap.wire.bounded import parse_size
 
     try:
         return parse_size(text)
@@ -64,7 +64,7 @@ def max_frame_of(text: str) -> int:
 
 def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | None):
     """The Redaction the options ask for; a JSON path that cannot be read is a usage error."""
-    from mcptap.redact import Redaction
+    from mcptap.redaction import Redaction
 
     try:
         return Redaction.from_options(no_redact, keys, paths)
@@ -73,7 +73,7 @@ def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | Non
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    from mcptap.textsafe import printable
+    from mcptap.wire.textsafe import printable
 
     sys.stderr.write(f"mcptap: error: {printable(message)}\n")
     return typer.Exit(code)
@@ -195,7 +195,8 @@ def sessions(
 
     Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
     """
-    from mcptap import columns, jsonout, store, transcript
+    from mcptap import store
+    from mcptap.report import columns, jsonout, transcript
 
     fmt = ListFormat(fmt)
     if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
@@ -234,7 +235,8 @@ def show(
 
     Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
     """
-    from mcptap import jsonout, store, transcript
+    from mcptap import store
+    from mcptap.report import jsonout, transcript
 
     with one_line_errors():
         conn = store.open_existing(db)
@@ -268,7 +270,9 @@ def export_cmd(
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
     """
-    from mcptap import exporter, outfile, progress, store
+    from mcptap import outfile, store
+    from mcptap.analysis import progress
+    from mcptap.readers import exporter
 
     with one_line_errors():
         conn = store.open_existing(db)
@@ -300,8 +304,10 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from mcptap import importer, progress, store
-    from mcptap.textsafe import printable
+    from mcptap import store
+    from mcptap.analysis import progress
+    from mcptap.readers import importer
+    from mcptap.wire.textsafe import printable
 
     def warn(message: str) -> None:
         sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
@@ -394,7 +400,8 @@ def analyze(
 
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
     """
-    from mcptap import engine, mcp, outfile, policy, progress, report, store
+    from mcptap import engine, outfile, report, store
+    from mcptap.analysis import mcp, policy, progress
 
     if list_rules:
         if ReportFormat(fmt) is ReportFormat.sarif:
@@ -444,7 +451,10 @@ def analyze(
 def _import_for_analysis(db: str, files: list[str]) -> dict:
     """`analyze FILE...`: each file imported into `db` as `mcptap import` would, each frame's line
     kept; the imported sessions by id, each with its file (sarif.Source)."""
-    from mcptap import importer, progress, sarif, store
+    from mcptap import store
+    from mcptap.analysis import progress
+    from mcptap.readers import importer
+    from mcptap.report import sarif
 
     for path in files:
         importer.detect_format(path)
@@ -480,7 +490,8 @@ def report_cmd(
     """
     with one_line_errors():
         extras.need("notebook", "mcptap report")
-        from mcptap import htmlreport, progress
+        from mcptap.analysis import progress
+        from mcptap.report import html as htmlreport
 
         try:
             with progress.meter() as shown:
@@ -526,7 +537,7 @@ def replay(
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
                                     timeout=timeout, record=not no_record)
     if DiffFormat(fmt) is DiffFormat.json:
-        from mcptap import jsonout
+        from mcptap.report import jsonout
 
         jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
         sys.stdout.flush()
@@ -563,7 +574,7 @@ def serve(
 
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
     """
-    from mcptap import serve as serve_mod
+    from mcptap.replay import serve as serve_mod
 
     def ready(url: str) -> None:
         sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
@@ -596,8 +607,9 @@ def redact_cmd(
 
     Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
     """
-    from mcptap import progress, scrub
-    from mcptap.textsafe import printable
+    from mcptap.analysis import progress
+    from mcptap.redaction import scrub
+    from mcptap.wire.textsafe import printable
 
     redaction = redaction_of(False, redact_key, redact_path)
     with one_line_errors(), progress.meter() as shown:
@@ -634,7 +646,7 @@ def addon_path() -> None:
     """
     import importlib.util
 
-    spec = importlib.util.find_spec("mcptap.addons.http_recorder")  # imports `mcptap.addons` alone, not mitmproxy
+    spec = importlib.util.find_spec("mcptap.addons.http.mitmdump_script")  # imports `mcptap.addons` alone, not mitmproxy
     typer.echo(os.path.abspath(spec.origin))
 
 

@@ -9,7 +9,7 @@
     mt.exchanges("mcp.db")                                  # HTTP exchanges
     mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50, p95, max
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
-    mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/jsonwire.py)
+    mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
 
 Timestamps are timezone-aware datetimes (UTC), kinds, methods, codes, directions and session ids
 categoricals. Frames are read without their text unless it is asked for (`columns=[..., "raw"]`),
@@ -18,7 +18,7 @@ chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked fo
 file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
 it has run). Any function takes a path or an open sqlite3 connection. A cell of a type its column
 does not take (SQLite allows `frames.ts = 'soon'`) is read as it is where pandas takes it, and
-raises mcptap.cells.BadCell naming it where it would break a loader."""
+raises mcptap.store.cells.BadCell naming it where it would break a loader."""
 
 from __future__ import annotations
 
@@ -30,7 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mcptap import cells, jsonwire, store
+from mcptap import store
+
+from mcptap.store import cells
+
+from mcptap.wire import jsonwire
 
 CHUNK_ROWS = 200_000
 
@@ -50,7 +54,7 @@ FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "
 @contextlib.contextmanager
 def _conn(db: str | sqlite3.Connection, tables: Sequence[str] = ()) -> Iterator[sqlite3.Connection]:
     """The database open, for reading `tables`: a cell of the wrong type that breaks the read is
-    BadCell naming the cell, not an error deep in pandas (analyzer/cells.py)."""
+    BadCell naming the cell, not an error deep in pandas (analyzer/store/cells.py)."""
     if isinstance(db, sqlite3.Connection):
         cells.check_cheap(db, tables=tables)
         with cells.diagnosed(db, tables=tables):
@@ -314,7 +318,7 @@ def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
 
 def value(db: str | sqlite3.Connection, session: str, seq: int) -> Any:
     """One frame parsed as the wire said it (duplicate keys and number forms kept: see
-    analyzer/jsonwire.py); raises ValueError when it is not JSON."""
+    analyzer/wire/jsonwire.py); raises ValueError when it is not JSON."""
     parsed = jsonwire.parse(raw(db, session, seq))
     if parsed.error is not None:
         raise ValueError(parsed.error)

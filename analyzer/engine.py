@@ -1,5 +1,5 @@
 """`mcptap analyze` as a library: read each session's frames from the store in order, feed them
-to a SessionAnalysis (analyzer/session.py), and write the derived `messages`, `findings` and
+to a SessionAnalysis (analyzer/analysis/session.py), and write the derived `messages`, `findings` and
 `analyses` tables. Recorded tables are never changed.
 
 Sessions are independent, so a large database is analysed by worker processes
@@ -31,10 +31,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 
-from mcptap import __version__, cells, revision, store
+from mcptap import __version__, store
+
+from mcptap.analysis import revision
+
+from mcptap.store import cells
 from mcptap.errors import MCPTapError
-from mcptap.latency import LatencySketch
-from mcptap.session import SessionAnalysis
+from mcptap.analysis.latency import LatencySketch
+from mcptap.analysis.session import SessionAnalysis
 
 FLUSH_FRAMES = 10_000
 """Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""
@@ -49,7 +53,7 @@ PARALLEL_MIN_FRAMES = 50_000
 """Below this many frames, or with a single session, everything runs in this process."""
 
 ANALYSED_TABLES = ("sessions", "frames", "exchanges")
-"""The tables an analysis reads (a wrong-typed cell among them is named: analyzer/cells.py)."""
+"""The tables an analysis reads (a wrong-typed cell among them is named: analyzer/store/cells.py)."""
 
 PARENT_CHECK_S = 0.5
 """How often a worker looks whether the process that started it is still there."""

@@ -13,7 +13,7 @@ REDACT_PATH_HELP = "Also redact the frame member at this JSON path, e.g. $.param
 MAX_FRAME_HELP = ("The largest frame stored whole (decoded), in bytes or with K, M or G: a larger one is "
                   "stored cut at this size and marked with its full size (finding frame-truncated); the wire "
                   "passes untouched.")
-MAX_FRAME_DEFAULT = "128M"  # addons/bounded.py DEFAULT_MAX_FRAME, not imported here
+MAX_FRAME_DEFAULT = "128M"  # analyzer/wire/bounded.py DEFAULT_MAX_FRAME, not imported here
 
 RECORD_HELP = """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
 is recorded, and the exit status is the server's. Put it in a host's server config in place

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcptap import data
-from mcptap.textsafe import printable
+from mcptap.wire.textsafe import printable
 
 KIND_COLOURS = {"request": "#1f77b4", "response": "#2ca02c", "error": "#d62728", "notification": "#9467bd",
                 "batch": "#ff7f0e", "invalid": "#8c564b", "unparseable": "#7f7f7f"}

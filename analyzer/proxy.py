@@ -1,5 +1,5 @@
 """`mcptap proxy`: mitmproxy in reverse mode, in this process, in front of an HTTP MCP server,
-with the recorder addon (addons/http_tap.py) and its guard (addons/origin_guard.py: a foreign
+with the recorder addon (addons/http/tap.py) and its guard (addons/http/origin_guard.py: a foreign
 Host or Origin is refused, the upstream gets its own Host and the `--upstream` URL's credentials).
 Listens on 127.0.0.1 unless told otherwise; Ctrl-C (or SIGTERM) stops it cleanly: open streams are
 closed in the record, sessions ended."""
@@ -42,7 +42,7 @@ def shown_url(url: str) -> str:
 
 def split_upstream(url: str) -> tuple[str, str]:
     """(origin, path) of the upstream URL: the proxy forwards to the origin (mitmproxy's reverse
-    mode takes no path, and no credentials: see addons/origin_guard.py); the path is where the
+    mode takes no path, and no credentials: see addons/http/origin_guard.py); the path is where the
     host should point, through the proxy."""
     try:
         parts = urlsplit(url)
@@ -79,11 +79,11 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
         redaction=None, insecure: bool = False, max_frame: int | None = None,
         allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
-    to redact (analyzer/redact.py Redaction; default the contract's); `max_frame`: the largest
-    frame stored whole (addons/bounded.py; default 128 MiB); `allow_origins`: the
+    to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
+    frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py)."""
     from mcptap.origins import ListenerPolicy
-    from mcptap.redact import Redaction
+    from mcptap.redaction import Redaction
 
     redaction = redaction or Redaction()
     origin, _ = split_upstream(upstream)
@@ -91,7 +91,7 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=[urlsplit(upstream).hostname])
     if port:
         _check_free(host, port)
-    from mcptap.addons.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
+    from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
                               basic_credentials(upstream), max_frame))
 
@@ -101,8 +101,8 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
-    from mcptap.addons.http_tap import STREAM_AT, McpTap
-    from mcptap.addons.origin_guard import OriginGuard
+    from mcptap.addons.http.tap import STREAM_AT, McpTap
+    from mcptap.addons.http.origin_guard import OriginGuard
 
     opts = options.Options(mode=[f"reverse:{upstream}"], listen_host=host, listen_port=port, ssl_insecure=insecure)
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)

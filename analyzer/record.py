@@ -1,6 +1,6 @@
 """`mcptap record`: its parser and the tee. A host spawns every server through this command, so it
 starts light: analyzer/__main__.py hands `mcptap record ...` here before it imports anything else,
-and this imports the tee (addons/stdio_tee.py) and the standard library's argparse, never typer or
+and this imports the tee (addons/stdio/tee.py) and the standard library's argparse, never typer or
 the analysis (bench/tee.py measures spawn to first byte against a bare relay). The typer command of
 the same name (analyzer/cli.py) forwards here, so there is one parser for these options."""
 
@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _say(message: str) -> None:
-    from mcptap.textsafe import printable
+    from mcptap.wire.textsafe import printable
 
     sys.stderr.write(f"mcptap: error: {printable(message)}\n")
 
@@ -42,12 +42,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def redaction_args(no_redact: bool, keys: list[str], paths: list[str]) -> list[str]:
-    """The recorder process's redaction arguments (analyzer/redact.py Redaction.to_args); a JSON
+    """The recorder process's redaction arguments (analyzer/redaction/__init__.py Redaction.to_args); a JSON
     path that cannot be read is a usage error. Without any of the options: none, and the redaction
     module (70 ms of start-up) is not imported."""
     if not (no_redact or keys or paths):
         return []
-    from mcptap.redact import Redaction
+    from mcptap.redaction import Redaction
 
     try:
         return Redaction.from_options(no_redact, keys, paths).to_args()
@@ -62,8 +62,8 @@ class UsageError(Exception):
 def main(argv: list[str]) -> int:
     """Run `mcptap record ARGV`; the exit status: the server's, 2 for bad input, 126 or 127 when
     the server cannot be started (as a shell says)."""
-    from mcptap.addons.bounded import parse_size
-    from mcptap.addons.server_process import SpawnError, spawn
+    from mcptap.wire.bounded import parse_size
+    from mcptap.addons.stdio.server import SpawnError, spawn
     from mcptap.errors import MCPTapError
 
     args = parser().parse_args(argv)
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
         if not command:
             raise UsageError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         server = spawn(command)  # first: the server boots while the tee's machinery is imported
-        from mcptap.addons.stdio_tee import Tee
+        from mcptap.addons.stdio.tee import Tee
 
         return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
     except SpawnError as exc:

@@ -656,7 +656,7 @@ def cache_paths(n: int, seed: int) -> tuple[str, str]:
 
 
 def schema_version() -> list[str]:
-    from mcptap import schema
+    from mcptap.store import schema
     return [name for name, _ in schema.MIGRATIONS]
 
 
@@ -801,7 +801,8 @@ def stages(db: str) -> dict:
     (SessionAnalysis.feed: the native fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
     timed over every session of the database; the differences are the cost of each stage."""
-    from mcptap import engine, session
+    from mcptap import engine
+    from mcptap.analysis import session
 
     conn = store.open_existing(db)
     reader = store.frames_reader(db)

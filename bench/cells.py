@@ -1,4 +1,4 @@
-"""What checking cell types costs (analyzer/cells.py) on bench/analyze.py's database: the cheap
+"""What checking cell types costs (analyzer/store/cells.py) on bench/analyze.py's database: the cheap
 check every reader makes up front, the full check a failed read makes, and a plain scan of the
 frames for scale, each the best of three, in the same run.
 
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analyze as bench_analyze  # noqa: E402 - bench/analyze.py, beside this file
 from common import print_summary, run  # noqa: E402
 
-from mcptap import cells  # noqa: E402
+from mcptap.store import cells  # noqa: E402
 
 
 def best(fn, rounds: int = 3) -> float:

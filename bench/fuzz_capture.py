@@ -1,4 +1,4 @@
-"""Fuzz target for capture import (addons/capture_import.py: mitmproxy dumps and HAR files, read by
+"""Fuzz target for capture import (analyzer/readers/http_capture.py: mitmproxy dumps and HAR files, read by
 mitmproxy and played through the recorder addon) with atheris, libFuzzer for Python. Not a test and
 not a dependency.
 
@@ -40,10 +40,11 @@ except ImportError:
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 with atheris.instrument_imports(include=["mcptap"]):
-    from mcptap.addons.capture_import import import_capture
-    from mcptap import importer, store
+    from mcptap.readers.http_capture import import_capture
+    from mcptap import store
+    from mcptap.readers import importer
     from mcptap.errors import MCPTapError
-    from mcptap.redact import FrameRedactor
+    from mcptap.redaction import FrameRedactor
 
 from mitmproxy.io import FlowWriter, tnetstring  # noqa: E402
 from mitmproxy.test import tflow  # noqa: E402

@@ -1,5 +1,5 @@
-"""Fuzz target for the frame parser (analyzer/jsonwire.py) and the session analysis
-(analyzer/session.py) with atheris, libFuzzer for Python. Not a test and not a dependency.
+"""Fuzz target for the frame parser (analyzer/wire/jsonwire.py) and the session analysis
+(analyzer/analysis/session.py) with atheris, libFuzzer for Python. Not a test and not a dependency.
 
     pip install atheris
     python bench/fuzz_frames.py                          # 30 s
@@ -34,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzzing  # noqa: E402  (the command line every fuzz target shares: bench/fuzzing.py)
 
 with atheris.instrument_imports(include=["mcptap"]):
-    from mcptap import jsonwire, revision
-    from mcptap.classify import KINDS, classify
-    from mcptap.session import SessionAnalysis
+    from mcptap.analysis import revision
+    from mcptap.wire import jsonwire
+    from mcptap.analysis.classify import KINDS, classify
+    from mcptap.analysis.session import SessionAnalysis
 
 REVISIONS = (None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "9999-01-01")
 TS_STARTS = (1_764_460_800.0, 0.0, -1.0, 1e12, 1e300, -1.7e308)

@@ -11,7 +11,7 @@ extensions go.
 
 Each input feeds one entry point, chosen by its first byte, and asks of it what the pure-Python
 definition it mirrors gives for the same input:
-- `_wirescan.scan(frame)`: None, or the envelope the exact parser (analyzer/jsonwire.py) and
+- `_wirescan.scan(frame)`: None, or the envelope the exact parser (analyzer/wire/jsonwire.py) and
   `classify` read from the frame;
 - `SessionAnalysis.feed` (`_wirescan.feed` and its session core): the same rows, findings and
   summary as the exact path and the Python fast path (tests/analysis.py `analyze`);
@@ -46,9 +46,11 @@ if os.environ.get("MCPTAP_NATIVE_DIR"):  # the sanitized build, before anything 
     mcptap.__path__.insert(0, str(Path(os.environ["MCPTAP_NATIVE_DIR"]) / "analyzer"))
 
 with atheris.instrument_imports(include=["mcptap"]):
-    from mcptap import _rowio, _wirescan, jsonwire, mcp, session
-    from mcptap.classify import classify
-    from mcptap.jsonwire import NumberText
+    from mcptap import _rowio, _wirescan
+    from mcptap.analysis import mcp, session
+    from mcptap.wire import jsonwire
+    from mcptap.analysis.classify import classify
+    from mcptap.wire.jsonwire import NumberText
 
 import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
 import fuzzing  # noqa: E402  (the command line every fuzz target shares)

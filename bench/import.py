@@ -2,7 +2,7 @@
 always exits 0.
 
 The file. A seeded generator writes N frames (1,000,000: about 1 GB; --quick: 100,000) in the
-product's own export format (analyzer/framelog.py: `session_record` lines through `dumps`, then
+product's own export format (analyzer/wire/framelog.py: `session_record` lines through `dumps`, then
 each session's frames through `frame_line` and its stderr lines through `stderr_line`, exactly
 what `mcptap export` and a recorder's spool write). Sessions of 2,000 to 50,000 frames
 (log-uniform), each opened with initialize and closed by its session record; then tools/call
@@ -51,7 +51,9 @@ import time
 
 import orjson  # noqa: E402
 
-from mcptap import framelog, store  # noqa: E402
+from mcptap import store
+
+from mcptap.wire import framelog  # noqa: E402
 
 from analyze import launched, make_corpus, warm  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402

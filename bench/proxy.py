@@ -1,4 +1,4 @@
-"""Benchmark of `mcptap proxy` (addons/http_tap.py in mitmproxy's reverse mode). Not a test: it
+"""Benchmark of `mcptap proxy` (addons/http/tap.py in mitmproxy's reverse mode). Not a test: it
 prints figures and always exits 0.
 
 One upstream, in a process of its own: a minimal asyncio HTTP/1.1 server (keep-alive) that

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from mcptap import framelog  # noqa: E402
+from mcptap.wire import framelog  # noqa: E402
 
 from analyze import launched  # noqa: E402  (bench/analyze.py)
 from common import print_summary, run, verdict  # noqa: E402

@@ -1,4 +1,4 @@
-"""Benchmark of `mcptap record`, the recording stdio tee (addons/stdio_tee.py). Not a test: it
+"""Benchmark of `mcptap record`, the recording stdio tee (addons/stdio/tee.py). Not a test: it
 prints figures and always exits 0.
 
 Everything is measured in one run, with the current interpreter (sys.executable) for the driver,
@@ -20,7 +20,7 @@ the children and the tee (`python -m mcptap record --db <tmp> -- CMD`):
    at least 300k lines/s with every frame in the database; peak RSS under 150 MB.
 
    The tee is two processes: the tee itself (pumps) and its recorder process (framing and
-   SQLite, addons/stdio_recorder.py). Their peak RSS (VmHWM) is sampled from /proc every 10 ms
+   SQLite, addons/stdio/recorder.py). Their peak RSS (VmHWM) is sampled from /proc every 10 ms
    while they run, and the target applies to the sum of the two peaks. os.wait4() on the tee is
    printed beside it as a cross-check: Linux fills its rusage with getrusage(RUSAGE_BOTH) of the
    reaped process, so its ru_maxrss is the largest peak among the tee and every child it reaped
@@ -318,7 +318,7 @@ def drain(proc: subprocess.Popen, expected: int, t_spawn: float) -> dict:
 class PeakSampler(threading.Thread):
     """Peak RSS (VmHWM, which only grows) of a process and of each process under it, read from
     /proc every SAMPLE_S until stopped. The tee's recorder process shows up as a child whose
-    command line names mcptap.addons.stdio_recorder; the server (the generator) is left out, it reports
+    command line names mcptap.addons.stdio.recorder; the server (the generator) is left out, it reports
     its own figures."""
 
     SAMPLE_S = 0.01
@@ -364,7 +364,7 @@ class PeakSampler(threading.Thread):
                         cmdline = fh.read()
                 except OSError:
                     continue
-                if b"mcptap.addons.stdio_recorder" in cmdline:
+                if b"mcptap.addons.stdio.recorder" in cmdline:
                     found.append((child, "recorder"))
         return found
 

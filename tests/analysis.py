@@ -1,12 +1,12 @@
 """Test helpers for the analysis: build a session's frames in a line or two and run the pure
-session analysis (analyzer/session.py) on them, no database involved."""
+session analysis (analyzer/analysis/session.py) on them, no database involved."""
 
 from __future__ import annotations
 
 import json
 
-from mcptap import revision as revision_mod
-from mcptap.session import SessionAnalysis
+from mcptap.analysis import revision as revision_mod
+from mcptap.analysis.session import SessionAnalysis
 
 
 def j(**members) -> str:
@@ -96,7 +96,7 @@ def interleaved(exchanges: list[dict], frames: list[tuple[str, str, int]]) -> Ht
 def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ended: bool = True, policy=None):
     """Run the analysis over [(direction, raw), ...] (or an `http()` session); returns
     (SessionAnalysis, rows, findings). Outside HTTP, a frame (direction, raw, full size) was stored
-    cut at the capture's --max-frame (addons/bounded.py)."""
+    cut at the capture's --max-frame (analyzer/wire/bounded.py)."""
     exchanges = frames.exchanges if isinstance(frames, Http) else None
     cut = None if exchanges is not None else {i + 1: frame[2] for i, frame in enumerate(frames) if len(frame) == 3}
     rows_in = [(i + 1, 1000.0 + i * 0.001, *(frame if cut is None else frame[:2])) for i, frame in enumerate(frames)]

@@ -158,11 +158,16 @@ FAST_TIER = frozenset({
     "test_chunkqueue", "test_chunkwire", "test_classify", "test_framing", "test_jsondiff", "test_jsonwire",
     "test_latency", "test_rules", "test_store", "test_transport_rules", "test_writer", "test_sse",
     "test_http_pairing", "test_docs", "test_data", "test_progress", "test_sarif", "test_importer", "test_fuzz",
-    "test_spool", "test_layout",
+    "test_spool", "test_layout", "test_golden",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute): no real SDK or npm
 server, no proxy, no hostile input at scale. Every other module's tests are marked `slow`, a new
 module's too until it is listed here."""
+
+
+def pytest_addoption(parser):
+    parser.addoption("--regenerate-golden", action="store_true",
+                     help="rewrite tests/golden/expected/ from the analyzer's output (tests/test_golden.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -187,7 +187,7 @@ def test_show_puts_kinds_pairs_latency_and_findings_inline(incident):
 
 
 def test_the_rules_option_lists_every_registered_code_with_its_reference():
-    from mcptap.rules import load
+    from mcptap.analysis.rules import load
 
     text = run(mcptap("analyze", "--rules")).stdout.decode()
     assert all(f"{code}  [" in text for code in load())
@@ -278,7 +278,7 @@ def test_the_json_report_has_service_response_times_in_seconds_and_says_whether_
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
 def test_the_rules_are_listed_as_json_too(fmt):
-    from mcptap.rules import load
+    from mcptap.analysis.rules import load
 
     out = run(mcptap("analyze", "--rules", "--format", fmt)).stdout
     rules = json.loads(out)["rules"] if fmt == "json" else [json.loads(line) for line in out.decode().splitlines()]

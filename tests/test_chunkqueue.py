@@ -1,4 +1,4 @@
-"""The tee's queue between the wire and the recorder (addons/chunkqueue.py): first in, first
+"""The tee's queue between the wire and the recorder (addons/shipping/chunkqueue.py): first in, first
 out, bounded in memory, overflowing to disk rather than making the wire wait."""
 
 import os
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.addons.chunkqueue import ChunkQueue
+from mcptap.addons.shipping.chunkqueue import ChunkQueue
 
 STREAMS = ("c2s", "s2c", "stderr")
 

@@ -1,4 +1,4 @@
-"""Chunk records between the tee and its recorder process (addons/chunkwire.py): whatever way
+"""Chunk records between the tee and its recorder process (addons/shipping/chunkwire.py): whatever way
 the pipe splits them, they come out whole and in order; a torn last record is dropped."""
 
 import json
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from mcptap.addons.chunkwire import END, SESSION, RecordReader, chunk_header, json_record
+from mcptap.addons.shipping.chunkwire import END, SESSION, RecordReader, chunk_header, json_record
 
 
 def records_through_a_pipe(data: bytes, piece: int) -> list:

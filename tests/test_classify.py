@@ -3,8 +3,8 @@ test over the classifier and the session analysis."""
 
 import pytest
 
-from mcptap.classify import kind_of, signature
-from mcptap.jsonwire import parse
+from mcptap.analysis.classify import kind_of, signature
+from mcptap.wire.jsonwire import parse
 from analysis import analyze, codes, err, found, handshake, kinds, note, ok, req
 
 H = handshake()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
+from mcptap.addons.stdio.tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
 from conftest import alive, frames, mcptap, run, tee, tool, wait_for
 from http_helpers import accepting, free_port, mcptap_proxy
 
@@ -112,7 +112,7 @@ def recorder_pids(db) -> list[int]:
                 argv = fh.read().split(b"\0")
         except OSError:
             continue
-        if b"mcptap.addons.stdio_recorder" in argv and str(db).encode() in argv and alive(int(entry)):
+        if b"mcptap.addons.stdio.recorder" in argv and str(db).encode() in argv and alive(int(entry)):
             pids.append(int(entry))
     return pids
 

@@ -1,8 +1,8 @@
-"""Line framing (addons/framing.py): bytes in, lines asserted, at every split position."""
+"""Line framing (analyzer/wire/framing.py): bytes in, lines asserted, at every split position."""
 
 import pytest
 
-from mcptap.addons.framing import LineFramer
+from mcptap.wire.framing import LineFramer
 
 STREAM = b'{"a":1}\n\xff\xfe not utf-8\r\n\nplain text\n{"b":"x\\ny"}\r\ntail without newline'
 LINES = [b'{"a":1}', b"\xff\xfe not utf-8\r", b"", b"plain text", b'{"b":"x\\ny"}\r']

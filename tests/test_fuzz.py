@@ -6,8 +6,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcptap.revision import detect
-from mcptap.session import SessionAnalysis
+from mcptap.analysis.revision import detect
+from mcptap.analysis.session import SessionAnalysis
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, allow_infinity=False),
                     st.sampled_from(["", "2.0", "1.0", "ping", "initialize", "tools/call", "notifications/cancelled",

@@ -32,9 +32,9 @@ from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
 import mcptap.data as mt
-from mcptap.classify import KINDS, Signature, classify, kind_of, signature
+from mcptap.analysis.classify import KINDS, Signature, classify, kind_of, signature
 from mcptap.errors import MCPTapError
-from mcptap.jsonwire import NumberText, parse
+from mcptap.wire.jsonwire import NumberText, parse
 from conftest import frames, mcptap, run
 
 HANG_S = 90  # a reader still running after this long on a one-frame database is hung

@@ -26,7 +26,7 @@ import pytest
 from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
-from mcptap.addons.sse import SSEParser
+from mcptap.wire.sse import SSEParser
 from conftest import analyze_json, mcptap, run, wait_for
 from http_helpers import mcptap_proxy
 
@@ -341,7 +341,7 @@ def test_a_record_larger_than_the_readers_buffer_comes_out_whole_and_a_torn_one_
     """The recorder processes read a large record (a frame of up to --max-frame) into a buffer
     of its own: whole, in order with the records around it, and dropped when the writer died
     mid-way."""
-    from mcptap.addons.chunkwire import LARGE, RecordReader, chunk_header
+    from mcptap.addons.shipping.chunkwire import LARGE, RecordReader, chunk_header
 
     big = bytes(range(256)) * ((LARGE + (3 << 20)) // 256)
     data = (chunk_header("c2s", 0.5, 2) + b"ok" + chunk_header("s2c", 1.0, len(big)) + big

@@ -23,11 +23,12 @@ from mitmproxy import io as mitm_io
 from mitmproxy.io import tnetstring
 from mitmproxy.test import tflow
 
-from mcptap.addons.capture_import import import_capture
-from mcptap import importer, store
+from mcptap.readers.http_capture import import_capture
+from mcptap import store
+from mcptap.readers import importer
 from mcptap.errors import MCPTapError
-from mcptap.journal import Sink
-from mcptap.redact import FrameRedactor, Redactor
+from mcptap.store.journal import Sink
+from mcptap.redaction import FrameRedactor, Redactor
 from conftest import alive, mcptap, run, wait_for
 from http_helpers import mcptap_proxy
 from test_hostile import assert_clean, assert_one_line_error

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from mcptap import framelog, importer, importstate, store
-from mcptap.writer import Spool
+from mcptap import store
+
+from mcptap.readers import importer, importstate
+
+from mcptap.wire import framelog
+from mcptap.store.writer import Spool
 from conftest import mcptap, run
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.

@@ -25,7 +25,10 @@ import psutil
 import pytest
 
 import mcptap.data as mt
-from mcptap import cells, engine, schema, script, store, transcript
+from mcptap import engine, store
+from mcptap.replay import script
+from mcptap.report import transcript
+from mcptap.store import cells, schema
 from mcptap.errors import SessionNotFound
 from conftest import frames, mcptap, run, wait_for
 from http_helpers import accepting, free_port

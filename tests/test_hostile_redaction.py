@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptap.redact import MASKED
+from mcptap.redaction import MASKED
 from conftest import mcptap, run, tool
 from http_helpers import mcptap_proxy, mitmdump_reverse, sdk_http_server
 

@@ -1,4 +1,4 @@
-"""Pairing over HTTP (analyzer/session.py `http_frame`): an answer in an HTTP exchange can only
+"""Pairing over HTTP (analyzer/analysis/session.py `http_frame`): an answer in an HTTP exchange can only
 answer what that exchange carried (a GET stream: the session's outstanding requests by id), the
 body of an HTTP error is the transport's, and in 2026-07-28 a client closing its request's
 exchange cancels the request. The shapes are those real SDKs put on the wire (see

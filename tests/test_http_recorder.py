@@ -1,4 +1,4 @@
-"""The mitmproxy addon (addons/http_tap.py) driven hook by hook with mitmproxy's own test
+"""The mitmproxy addon (addons/http/tap.py) driven hook by hook with mitmproxy's own test
 flows. `tctx.cycle()` never calls a stream function, so the tap is called here as mitmproxy
 would: each chunk, then b"" at the end."""
 
@@ -13,7 +13,7 @@ import pytest
 from mitmproxy import flow as mflow
 from mitmproxy.test import taddons, tflow
 
-from mcptap.addons.http_tap import McpTap
+from mcptap.addons.http.tap import McpTap
 from conftest import wait_for
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
@@ -293,7 +293,7 @@ def test_a_stateless_request_on_that_connection_is_a_session_of_its_own(tap):
 def test_headers_are_redacted_and_serialised_in_the_recorder_process_not_on_the_event_loop(tap, monkeypatch):
     """The event loop queues an exchange's header fields as mitmproxy holds them; decoding,
     redaction and JSON are the recorder process's work (it stores them as before)."""
-    from mcptap.redact import Redactor
+    from mcptap.redaction import Redactor
 
     calls = []
     for name in ("headers", "url"):
@@ -350,7 +350,7 @@ def test_a_recorder_process_that_falls_behind_costs_the_proxy_disk_not_memory(tm
     import os
     import signal
 
-    from mcptap.addons.http_writer import RemoteJournal
+    from mcptap.addons.http.recorder import RemoteJournal
 
     journal = RemoteJournal(str(tmp_path / "slow.db"))
     os.kill(journal._proc.pid, signal.SIGSTOP)

@@ -1,4 +1,4 @@
-"""`mcptap import` of frame-log JSONL (analyzer/importer.py, analyzer/framelog.py): streamed in
+"""`mcptap import` of frame-log JSONL (analyzer/readers/importer.py, analyzer/wire/framelog.py): streamed in
 bounded memory, exact bytes stored as TEXT or BLOB by the store's rule, the reference parser's
 verdict kept, progress in frames and bytes, and where each frame was in the file."""
 
@@ -8,7 +8,9 @@ import tracemalloc
 
 import pytest
 
-from mcptap import importer, store
+from mcptap import store
+
+from mcptap.readers import importer
 
 
 def write_lines(path, records, *, prefix=b""):
@@ -26,7 +28,7 @@ def frame(session, raw, seq=None, ts=1000.0, direction="c2s", **extra):
 
 
 def test_rows_are_written_as_the_file_is_read_so_many_sessions_do_not_pile_up_in_memory(tmp_path, monkeypatch):
-    from mcptap import framelog
+    from mcptap.wire import framelog
 
     monkeypatch.setattr(importer, "BATCH_ROWS", 100)
     monkeypatch.setattr(framelog, "BLOCK_BYTES", 64 << 10)
@@ -74,7 +76,7 @@ def test_what_orjson_refuses_gets_the_standard_parsers_verdict_a_byte_order_mark
 
 
 def test_progress_counts_frames_and_bytes_of_the_file_read_so_far(tmp_path, monkeypatch):
-    from mcptap import framelog
+    from mcptap.wire import framelog
 
     monkeypatch.setattr(framelog, "BLOCK_BYTES", 300)
     log = tmp_path / "p.jsonl"
@@ -127,7 +129,7 @@ def test_an_import_and_a_reader_of_the_same_file_do_not_block_each_other_for_lon
 
 
 def test_a_file_read_in_many_blocks_stores_every_row_and_stops_at_its_bad_line(tmp_path, monkeypatch):
-    from mcptap import framelog
+    from mcptap.wire import framelog
 
     monkeypatch.setattr(framelog, "BLOCK_BYTES", 4096)
     records = [{"record": "session", "session": "a", "transport": "stdio", "started_at": 999.0}]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mcptap import jsondiff
-from mcptap.jsonwire import parse
+from mcptap.replay import jsondiff
+from mcptap.wire.jsonwire import parse
 
 
 def changes(a: str, b: str, *ignore: str) -> list[tuple[str, str]]:

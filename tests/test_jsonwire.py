@@ -1,4 +1,4 @@
-"""Parsing as the wire said it (analyzer/jsonwire.py): duplicate keys seen, number forms kept,
+"""Parsing as the wire said it (analyzer/wire/jsonwire.py): duplicate keys seen, number forms kept,
 bad bytes and bad text as results, deep nesting parsed without recursion."""
 
 import json
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.jsonwire import NumberText, _parse_iteratively, parse, to_json
+from mcptap.wire.jsonwire import NumberText, _parse_iteratively, parse, to_json
 
 
 def test_duplicate_member_names_are_reported_at_any_depth():
@@ -109,7 +109,7 @@ def test_frames_the_fast_parser_would_write_differently_take_the_exact_path(text
 
 
 def test_a_compact_frame_with_floats_keeps_their_text_and_form():
-    from mcptap.classify import id_shape
+    from mcptap.analysis.classify import id_shape
 
     parsed = parse('{"id":1.5,"p":{"progress":0.25},"one":1.0}')
     assert to_json(parsed.value["id"]) == "1.5" and parsed.duplicate_keys == ()
@@ -117,6 +117,6 @@ def test_a_compact_frame_with_floats_keeps_their_text_and_form():
 
 
 def _exact(text):
-    from mcptap.jsonwire import _parse_exactly
+    from mcptap.wire.jsonwire import _parse_exactly
 
     return _parse_exactly(text).value

@@ -1,8 +1,8 @@
-"""Latency quantiles in bounded memory (analyzer/latency.py)."""
+"""Latency quantiles in bounded memory (analyzer/analysis/latency.py)."""
 
 import random
 
-from mcptap.latency import RELATIVE_ERROR, LatencySketch
+from mcptap.analysis.latency import RELATIVE_ERROR, LatencySketch
 
 
 def test_quantiles_stay_within_the_relative_error_of_the_exact_ones():

@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import analyze
-from mcptap import jsonwire, mcp, session
-from mcptap.classify import classify
-from mcptap.jsonwire import NumberText
-from mcptap.session import id_key
+from mcptap.analysis import mcp, session
+from mcptap.wire import jsonwire
+from mcptap.analysis.classify import classify
+from mcptap.wire.jsonwire import NumberText
+from mcptap.analysis.session import id_key
 
 _wirescan = pytest.importorskip("mcptap._wirescan", reason="the C extension was not built (no C compiler?)")
 _rowio = pytest.importorskip("mcptap._rowio", reason="the C extension was not built (no SQLite headers?)")

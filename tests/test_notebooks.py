@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcptap import importer, store
+from mcptap import store
+
+from mcptap.readers import importer
 from mcptap.demo import notebooks as data
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -260,7 +260,7 @@ def test_a_client_that_disconnects_mid_stream_leaves_every_event_recorded_and_th
 
     with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
         client = subprocess.Popen([sdk_python, tool("sdk_http_client.py"), "legacy", "streamable", proxy.url + "/mcp",
-                                   "ticks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   "ticks", "endless"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for(lambda: progress_frames() >= 3, 30, "three progress events in the database")
         finally:

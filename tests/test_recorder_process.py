@@ -1,4 +1,4 @@
-"""The tee's recording runs in a recorder process of its own (addons/stdio_recorder.py), fed
+"""The tee's recording runs in a recorder process of its own (addons/stdio/recorder.py), fed
 through a queue that overflows to disk: the wire never waits for the database, and when the
 recorder goes away the session goes on and says so."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from mcptap.addons.chunkqueue import MEMORY_LIMIT_BYTES
+from mcptap.addons.shipping.chunkqueue import MEMORY_LIMIT_BYTES
 from mcptap.store import BUSY_TIMEOUT_S
 from conftest import frames, tee, tool, wait_for
 
@@ -30,7 +30,7 @@ def recorder_pids(db) -> list[int]:
                     continue
         except OSError:
             continue
-        if b"mcptap.addons.stdio_recorder" in argv and str(db).encode() in argv:
+        if b"mcptap.addons.stdio.recorder" in argv and str(db).encode() in argv:
             pids.append(int(entry))
     return pids
 

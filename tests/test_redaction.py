@@ -21,7 +21,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mcptap.redact import CREDENTIAL_KEYS, MASKED, FrameRedactor, Redaction, Redactor
+from mcptap.redaction import CREDENTIAL_KEYS, MASKED, FrameRedactor, Redaction, Redactor
 from conftest import frames, mcptap, run, tee, tool
 from http_helpers import mcptap_proxy, sdk_http_server
 
@@ -469,7 +469,7 @@ def test_database_and_spool_files_are_private(db):
 
 
 def test_a_frame_larger_than_fold_at_has_its_credentials_found_in_any_case_as_a_small_one_does():
-    from mcptap.redact import FOLD_AT, FrameRedactor
+    from mcptap.redaction import FOLD_AT, FrameRedactor
 
     redactor = FrameRedactor(None)
     for pad in (10, FOLD_AT + 10):

@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 import mcptap.data as mt
-from mcptap import engine, htmlreport, plots, store
+from mcptap import engine, plots, store
+from mcptap.report import html as htmlreport
 from conftest import mcptap, run
 
 HOSTILE = b'{"jsonrpc":"2.0","id":1,"method":"<script>alert(1)</script>","params":{"x":"</pre><img src=x onerror=alert(2)>"}}'

@@ -3,7 +3,7 @@ not. The table is checked against the registry, so a new code without cases fail
 
 import pytest
 
-from mcptap.rules import load
+from mcptap.analysis.rules import load
 from analysis import codes, err, handshake, http, modern, note, ok, req
 
 H = handshake()

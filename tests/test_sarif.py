@@ -1,4 +1,4 @@
-"""`mcptap analyze --format sarif` for code scanning (analyzer/sarif.py): valid SARIF 2.1.0 (the
+"""`mcptap analyze --format sarif` for code scanning (analyzer/report/sarif.py): valid SARIF 2.1.0 (the
 OASIS schema, tests/data/sarif-2.1.0-rtm.5.json, from the npm package @microsoft/jest-sarif,
 MIT), results from a frame-log at the file relative to --sarif-root and at the frame's line,
 results from a database at the database with a logical location per frame, rules with their
@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from analysis import handshake, note, ok
-from mcptap import ruledocs
+from mcptap.report import ruledocs
 from conftest import mcptap, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def test_rules_carry_a_full_description_and_a_help_uri_into_the_rule_docs(tmp_pa
 
 def test_the_rule_docs_are_generated_from_the_registry():
     assert (REPO / "docs" / "rules.md").read_text(encoding="utf-8") == ruledocs.markdown(), \
-        "regenerate: python -m mcptap.ruledocs > docs/rules.md"
+        "regenerate: python -m mcptap.report.ruledocs > docs/rules.md"
 
 
 def test_with_db_the_files_go_into_that_database_and_only_their_sessions_are_analysed(tmp_path):

@@ -1,11 +1,11 @@
-"""The incremental SSE parser (addons/sse.py): what a stream's chunks give, wherever they split."""
+"""The incremental SSE parser (analyzer/wire/sse.py): what a stream's chunks give, wherever they split."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcptap.addons.sse import SSEParser
+from mcptap.wire.sse import SSEParser
 
 STREAM = (b"\xef\xbb\xbfid: 1\r\ndata:\r\n\r\n"  # a priming event: id and empty data
           b": keep-alive comment\n\n"

@@ -1,4 +1,4 @@
-"""The store (analyzer/store.py, analyzer/schema.py): migrations, exact bytes, session lookup."""
+"""The store (analyzer/store/__init__.py, analyzer/store/schema.py): migrations, exact bytes, session lookup."""
 
 import os
 import sqlite3
@@ -6,7 +6,9 @@ import stat
 
 import pytest
 
-from mcptap import schema, store
+from mcptap import store
+
+from mcptap.store import schema
 from mcptap.errors import NotADatabase, SessionNotFound
 from mcptap.ids import new_session_id
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mcptap.addons.stdio_tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
+from mcptap.addons.stdio.tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
 from conftest import alive, frames, mcptap, run, tee, tool, wait_for
 
 
@@ -119,8 +119,8 @@ def _count(db) -> int:
 
 # -- the command line of `mcptap record` (analyzer/record.py: its own parser, started light) --------
 
-HEAVY = ("typer", "click", "pydantic", "sqlite_utils", "sqlite3", "mcptap.cli", "mcptap.redact", "mcptap.session",
-         "mcptap.store", "mcptap.writer")
+HEAVY = ("typer", "click", "pydantic", "sqlite_utils", "sqlite3", "mcptap.cli", "mcptap.redaction", "mcptap.analysis.session",
+         "mcptap.store", "mcptap.store.writer")
 
 
 def imported_by(argv: list[str], **kw) -> set[str]:
@@ -130,7 +130,7 @@ def imported_by(argv: list[str], **kw) -> set[str]:
 
 def test_record_starts_without_typer_the_analysis_or_sqlite_in_the_tee_process(db):
     modules = imported_by(tee(db, sys.executable, "-c", "pass"))
-    assert "mcptap.addons.stdio_tee" in modules
+    assert "mcptap.addons.stdio.tee" in modules
     assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
 
 

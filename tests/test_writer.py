@@ -1,9 +1,9 @@
-"""The writer's backlog (analyzer/writer.py): frames handed over and not yet stored bound the
+"""The writer's backlog (analyzer/store/writer.py): frames handed over and not yet stored bound the
 recorder, never the wire."""
 
 import threading
 
-from mcptap.writer import Backlog
+from mcptap.store.writer import Backlog
 
 
 def test_bytes_count_as_waiting_from_when_they_are_added_until_stored():

@@ -21,7 +21,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mcptap import exporter, store
+from mcptap import store
+
+from mcptap.readers import exporter
 from mcptap.errors import MCPTapError
 
 RECORDING = "recording.db"

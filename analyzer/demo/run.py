@@ -14,7 +14,9 @@ import subprocess
 import sys
 import threading
 
-from mcptap import engine, htmlreport, report, store, transcript
+from mcptap import engine, report, store
+
+from mcptap.report import html as htmlreport, transcript
 from mcptap.demo.client import run_http_session, run_session
 from mcptap.errors import MCPTapError
 

@@ -1,5 +1,5 @@
 """Test client on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_client.py MODE {streamable|sse} URL [ticks] [ask] [sample] [login] [prompts] [cancel], or MODE stdio "CMD ARGS" [...]; MODE is
+sdk_http_client.py MODE {streamable|sse} URL [ticks [endless]] [ask] [sample] [login] [prompts] [cancel], or MODE stdio "CMD ARGS" [...]; MODE is
 'legacy' (initialize handshake) or 'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON
 line: what the calls returned (`ask`: also a tool that elicits, a server-to-client request; `sample`: a tool that asks
 for sampling, answered here; `login`: a tool given a password, twice; `cancel`: a slow call given up after a second
@@ -45,7 +45,8 @@ async def main() -> None:
             async def on_tick(progress, total, message):
                 seen.append((float(message), time.time()))
 
-            await client.call_tool("ticks", {"count": 10, "interval": 0.3}, progress_callback=on_tick)
+            count = 1000 if "endless" in what else 10  # endless: until the test kills this client
+            await client.call_tool("ticks", {"count": count, "interval": 0.3}, progress_callback=on_tick)
             out["ticks"] = seen
         else:
             out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)

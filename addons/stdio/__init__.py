@@ -1,0 +1,1 @@
+"""The stdio capture: the tee (`mcptap record`), the server it runs, and its recorder process."""

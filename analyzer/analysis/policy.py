@@ -1,0 +1,88 @@
+"""What to do with each finding code, apart from detecting it (Zeek's notice policy): silence a
+code, or give it another severity. From `--ignore CODE`, `--severity CODE=LEVEL`, and the same
+in a TOML file (`mcptap.toml` in the working folder, or `--config FILE`):
+
+    [analyze]
+    ignore = ["duplicate-key"]
+    severity = { "unknown-method" = "error", "batch-used" = "info" }
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mcptap.analysis import rules
+from mcptap.errors import MCPTapError
+
+DEFAULT_CONFIG = "mcptap.toml"
+LEVELS = ("error", "warning", "info")
+
+
+class PolicyError(MCPTapError):
+    """A policy names a code or a level that does not exist."""
+
+
+@dataclass
+class Policy:
+    ignore: set[str] = field(default_factory=set)
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def severity(self, code: str, severity: str) -> str | None:
+        """The severity to report `code` at, or None to drop it."""
+        if code in self.ignore:
+            return None
+        return self.overrides.get(code, severity)
+
+
+def _check_code(code: str, where: str) -> str:
+    if code not in rules.load():
+        raise PolicyError(f"{where}: unknown finding code {code!r} (list them with `mcptap analyze --rules`)")
+    return code
+
+
+def _check_level(level: str, where: str) -> str:
+    if level not in LEVELS:
+        raise PolicyError(f"{where}: severity must be one of {', '.join(LEVELS)}, not {level!r}")
+    return level
+
+
+def build(ignore: Iterable[str] = (), severity: Iterable[str] = (), config: str | None = None) -> Policy:
+    """The policy from a config file (explicit, else ./mcptap.toml if present) and options, which win."""
+    policy = Policy()
+    path = config if config is not None else (DEFAULT_CONFIG if os.path.isfile(DEFAULT_CONFIG) else None)
+    if path is not None:
+        _load_file(policy, path)
+    for code in ignore:
+        policy.ignore.add(_check_code(code, "--ignore"))
+    for item in severity:
+        code, sep, level = item.partition("=")
+        if not sep:
+            raise PolicyError(f"--severity takes CODE=LEVEL, not {item!r}")
+        policy.overrides[_check_code(code.strip(), "--severity")] = _check_level(level.strip(), "--severity")
+    return policy
+
+
+def _load_file(policy: Policy, path: str) -> None:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise PolicyError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path} is not valid TOML: {exc}") from None
+    section = data.get("analyze", {})
+    if not isinstance(section, dict):
+        raise PolicyError(f"{path}: [analyze] must be a table")
+    ignore = section.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(c, str) for c in ignore):
+        raise PolicyError(f"{path}: analyze.ignore must be a list of finding codes")
+    for code in ignore:
+        policy.ignore.add(_check_code(code, path))
+    overrides = section.get("severity", {})
+    if not isinstance(overrides, dict):
+        raise PolicyError(f"{path}: analyze.severity must be a table of CODE = LEVEL")
+    for code, level in overrides.items():
+        policy.overrides[_check_code(code, path)] = _check_level(str(level), path)

@@ -1,0 +1,37 @@
+"""`mcptap export`: sessions as frame-log JSONL (framelog.py); `mcptap import` of the output gives
+back identical frames, session rows and stderr lines."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import TextIO
+
+from mcptap import store
+
+from mcptap.wire import framelog
+
+PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
+
+
+def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
+           progress: Callable[[int], None] | None = None) -> int:
+    """Write each session (its row, its frames in seq order, its stderr lines); the frame count.
+    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end)."""
+    written = 0
+    for sid in session_ids:
+        out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
+        told = written
+        cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
+        for f in store.iter_frames(conn, sid):
+            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
+                                                           cut.get(f.seq))) + "\n")
+            written += 1
+            if progress is not None and written - told == PROGRESS_EVERY:
+                progress(PROGRESS_EVERY)
+                told = written
+        if progress is not None and written > told:
+            progress(written - told)
+        for e in store.iter_stderr(conn, sid):
+            out.write(framelog.dumps(framelog.stderr_record(sid, e.seq, e.ts, e.raw, e.incomplete)) + "\n")
+    return written

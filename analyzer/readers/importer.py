@@ -1,0 +1,423 @@
+"""`mcptap import`: bring logs that others wrote (or a spool the recorder left) into the store.
+The format is detected from content: frame-log JSONL (framelog.py), including spools, and HTTP
+captures (mitmproxy dumps and HAR), which are replayed through the capture's own recorder
+(analyzer/readers/http_capture.py: the one place where importing uses the capture side)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from mcptap import extras, store
+
+from mcptap.readers import importstate
+
+from mcptap.wire import framelog
+from mcptap.errors import DuplicateSession, ImportFormatError
+from mcptap.ids import new_session_id
+
+BATCH_ROWS = 10_000
+"""Rows gathered (over all the file's sessions) before they are written into the transaction..."""
+BATCH_BYTES = 16 << 20
+"""... or bytes of frames: what the import holds in memory, whatever the file's size."""
+
+
+@dataclass
+class FrameLines:
+    """Where a session's frames were in the file it was imported from: the seq the import gave
+    each frame (`_Target.frame_seq`, the one rule) and its line, in file order."""
+
+    seqs: array = field(default_factory=lambda: array("q"))
+    lines: array = field(default_factory=lambda: array("q"))
+
+    def of(self, seqs: Iterable[int]) -> dict[int, int]:
+        """The line of each of these seqs that a frame of the file had (the first, if several)."""
+        wanted, found = set(seqs), {}
+        if wanted:
+            for seq, line in zip(self.seqs, self.lines):
+                if seq in wanted and seq not in found:
+                    found[seq] = line
+        return found
+
+
+@dataclass
+class ImportedSession:
+    id: str
+    name: str
+    frames: int = 0
+    stderr_lines: int = 0
+    merged: bool = False  # a spool merged into a session the database already had
+    lines: FrameLines | None = None  # with import_file(locate=True)
+
+
+@dataclass(slots=True)
+class _Target:
+    result: ImportedSession
+    fields: dict
+    created: bool  # a new row is still to be inserted
+    or_ignore: bool
+    source: str
+    next_seq: int = 1
+    next_err_seq: int = 1
+    first_ts: float | None = None
+    stored_before: tuple[int, int] = (0, 0)  # frames and stderr lines stored before (or_ignore: see _count)
+    ord: int = 0  # the how-manyth session of the file
+    batch: int = 0  # the last batch that had a row of it
+    inserted: tuple | None = None  # (fields, started_at) its row was inserted with: see _finish
+    frames: list = field(default_factory=list)  # rows whose raw bytes are stored as TEXT
+    blobs: list = field(default_factory=list)  # ... and as BLOB
+    stderr: list = field(default_factory=list)
+
+    def state(self) -> tuple:
+        """What importstate.SetAside keeps of a finished target (its rows written, its row complete)."""
+        r = self.result
+        return (r.name, self.ord, r.id, r.frames, r.stderr_lines, r.merged, self.or_ignore, self.next_seq,
+                self.next_err_seq, self.first_ts, self.fields, *self.stored_before)
+
+    @classmethod
+    def restored(cls, state: tuple, source: str) -> "_Target":
+        name, order, sid, frames, stderr_lines, merged, or_ignore, next_seq, next_err, first_ts, fields, bf, be = state
+        return cls(ImportedSession(sid, name, frames, stderr_lines, bool(merged)), fields, created=False,
+                   or_ignore=bool(or_ignore), source=source, next_seq=next_seq, next_err_seq=next_err,
+                   first_ts=first_ts, stored_before=(bf, be), ord=order)
+
+    def frame_seq(self, given: int | None) -> int:
+        """A frame's seq: the one the log gave, else one past the highest so far in the session."""
+        seq = given if given is not None else self.next_seq
+        if seq >= self.next_seq:
+            self.next_seq = seq + 1
+        return seq
+
+    def stderr_seq(self, given: int | None) -> int:
+        seq = given if given is not None else self.next_err_seq
+        if seq >= self.next_err_seq:
+            self.next_err_seq = seq + 1
+        return seq
+
+
+CAPTURE_NAMES = {"flows": "mitmproxy flow dump", "har": "HAR file"}
+
+
+def detect_format(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except FileNotFoundError:
+        raise ImportFormatError(f"no file {path}") from None
+    except IsADirectoryError:
+        raise ImportFormatError(f"{path} is a directory") from None
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    if head.startswith(store.SQLITE_HEADER):
+        raise ImportFormatError(f"{path} is an SQLite database; use it with --db, or export it first")
+    first = head.lstrip().split(b"\n", 1)[0]
+    if b"\n" not in head and len(head) == 1 << 16 and first.startswith(b"{") and sniff_capture(head) is None:
+        first = _first_line(path)  # a first line longer than the head: a frame-log with a big frame
+    if first and framelog.looks_like_framelog(first):
+        return "framelog"
+    if not head.strip():
+        raise ImportFormatError(f"{path} is empty")
+    capture = sniff_capture(head)
+    if capture is not None:
+        return capture
+    raise ImportFormatError(f"{path}: not a format mcptap imports (frame-log JSONL, a mitmproxy dump, HAR)")
+
+
+def _first_line(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    return line.strip()
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    return b""
+
+
+def sniff_capture(head: bytes) -> str | None:
+    """'har', 'flows' (a mitmproxy dump: tnetstrings, `<length>:`), or None."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"{") and b'"log"' in text[:4096]:
+        return "har"
+    length, colon, _ = head[:12].partition(b":")
+    if colon and length.isdigit():
+        return "flows"
+    return None
+
+
+def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
+                warn: Callable[[str], None] = lambda m: None,
+                progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
+                redaction=None, locate: bool = False, max_frame: int | None = None) -> Sequence[ImportedSession]:
+    """Import one file in one transaction: all of it, or (on an error) none of it. The file is
+    streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
+    at a time, so memory does not grow with the file. Credentials are redacted on the way in
+    (analyzer/redaction/__init__.py; `redaction` a Redaction, default the contract's; `keep_credentials`
+    keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
+    file read so far. `locate`: each session's `lines` says where its frames were in the file.
+    `max_frame`: a larger frame is stored cut and marked (analyzer/wire/bounded.py; default 128 MiB).
+    Memory does not grow with the number of sessions either: once more than MAX_OPEN are open, a
+    session no line has named for a batch is finished and set aside on disk (importstate.py), taken
+    back if a later line names it, and the result is read back from
+    there, as a sequence, in the order they first came; with `locate` every session is kept in
+    memory, and the result is a list."""
+    from mcptap.wire.bounded import CUT, DEFAULT_MAX_FRAME
+    from mcptap.redaction import FrameRedactor
+
+    redactor = FrameRedactor(redaction)
+    if redactor.off:
+        redactor = None
+    kind = detect_format(path)
+    max_frame = max_frame or DEFAULT_MAX_FRAME
+    if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
+        extras.need("proxy", f"importing {os.path.basename(path)} (a {CAPTURE_NAMES.get(kind, kind)})")
+        from mcptap.readers.http_capture import import_capture
+
+        found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
+                               redactor=redactor, max_frame=max_frame)
+        if progress is not None:
+            progress(sum(s.frames for s in found), os.path.getsize(path))
+        return found
+    default_session = os.path.splitext(os.path.basename(path))[0]
+    source = os.path.abspath(path)
+    targets: dict[str, _Target] = {}  # the open sessions
+    active: list[_Target] = []  # ... that have rows in this batch
+    aside = None if locate else importstate.SetAside()  # the finished ones (locate: none are)
+    pending_rows = pending_bytes = frames = 0
+    batch, opened = 1, 0
+    SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
+    writer = store.import_writer(conn)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
+        for items, warnings, end in _prepared(path, default_session, redactor):
+            for message in warnings:
+                warn(message)
+            for item in items:
+                if item.__class__ is tuple:  # a frame, redacted: see _prepare
+                    session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated = item
+                    kind = None
+                else:
+                    session, kind = item.session, item.__class__
+                target = targets.get(session)
+                if target is None:
+                    state = aside.take(session) if aside is not None else None
+                    if state is not None:
+                        target = _Target.restored(state, source)
+                    else:
+                        target = _open_target(conn, item, session, path, new_id, locate, warn, source)
+                        target.ord, opened = opened, opened + 1
+                    targets[session] = target
+                if target.batch != batch:
+                    target.batch = batch
+                    active.append(target)
+                if kind is SessionIn:
+                    target.fields.update(item.fields)
+                    continue
+                if kind is StderrIn:
+                    ts = item.ts
+                if target.first_ts is None or ts < target.first_ts:
+                    target.first_ts = ts
+                if kind is None:
+                    seq = target.frame_seq(given)
+                    size = len(raw)
+                    if truncated is not None:  # its recorder stored it cut (meta.truncated): its full size
+                        size, incomplete = max(size, truncated), CUT
+                    if len(raw) > max_frame:  # stored cut and marked, with its full size
+                        raw, incomplete = raw[:max_frame], CUT
+                        text = store.stored_as_text(raw)
+                    (target.frames if text else target.blobs).append(
+                        (target.result.id, seq, ts, direction, raw, size, incomplete, paths))
+                    pending_bytes += len(raw)
+                    frames += 1
+                    if target.result.lines is not None:
+                        target.result.lines.seqs.append(seq)
+                        target.result.lines.lines.append(line)
+                    if transport and "transport" not in target.fields:
+                        target.fields["transport"] = transport
+                else:
+                    seq = target.stderr_seq(item.seq)
+                    target.stderr.append((target.result.id, seq, ts, store.stored_raw(item.raw), int(item.incomplete)))
+                    pending_bytes += len(item.raw)
+                pending_rows += 1
+                if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                    for t in active:
+                        _flush(writer, t)
+                    if aside is not None and len(targets) > MAX_OPEN:
+                        _set_aside(writer, targets, aside, batch)
+                    active, batch = [], batch + 1
+                    pending_rows = pending_bytes = 0
+            if progress is not None:
+                progress(frames, end)
+        for target in targets.values():
+            _flush(writer, target)
+            _finish(writer, target)
+        writer.execute("COMMIT")
+        for target in targets.values():
+            if target.or_ignore:
+                _count(conn, target)
+        if aside is not None:
+            aside.update_counts((sid, *_counted(conn, sid, before)) for sid, *before in aside.spooled())
+            for target in targets.values():
+                aside.put(target.state())
+            return aside.results(ImportedSession)
+    except sqlite3.IntegrityError as exc:
+        writer.execute("ROLLBACK")
+        raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
+    except BaseException:
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
+        raise
+    finally:
+        if writer is not conn:
+            writer.close()
+    return [t.result for t in targets.values()]
+
+
+def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -> tuple[list, list[str]]:
+    """A block's records, each frame as the tuple the writer stores it from (session, seq as
+    written, ts, direction, bytes to store, whether they are stored as text, incomplete, the
+    `redacted` column, line, transport): read (framelog.records) and redacted."""
+    warnings: list[str] = []
+    items: list = []
+    as_text, FrameIn = store.stored_as_text, framelog.FrameIn
+    if len(_NAMES) > 10_000:  # a log of many sessions: the cache stays small
+        _NAMES.clear()
+    for rec in framelog.records(block, path=path, default_session=default_session, warn=warnings.append,
+                                names=_NAMES):
+        if rec.__class__ is not FrameIn:
+            if redactor is not None:  # a stderr line, a session's command line: redacted as at capture
+                if rec.__class__ is framelog.StderrIn:
+                    rec.raw = redactor.text(rec.raw)[0]
+                else:
+                    rec.fields = redactor.session_fields(rec.fields)
+            items.append(rec)
+            continue
+        raw, paths = rec.raw, None
+        if redactor is not None:
+            raw, paths = redactor.frame(raw)
+        if paths or rec.redacted:
+            paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
+        items.append((rec.session, rec.seq, rec.ts, rec.direction, raw, as_text(raw, rec.utf8), int(rec.incomplete),
+                      paths, rec.line, rec.transport, rec.truncated))
+    return items, warnings
+
+
+_NAMES: dict[str, str] = {}  # session names checked
+
+
+def _prepared(path: str, default_session: str, redactor):
+    """(items, warnings, bytes read) of each block of the file, in file order."""
+    for block in framelog.blocks(path):
+        yield (*_prepare(block, path, default_session, redactor), block.end)
+
+
+SPOOL_MARKS = ("recorder", "host", "pid", "started_at")
+"""What ties a spool to the session it belongs to: the recorder that wrote both puts the session's
+own row, these columns included, at the head of its spool. A spool merges only into a stored
+session whose every one of them is known and the same."""
+
+
+def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool,
+                 warn: Callable[[str], None], source: str) -> _Target:
+    lines = FrameLines() if locate else None
+    is_spool = isinstance(rec, framelog.SessionIn) and rec.spool
+    fields: dict = {}  # filled from session records by import_file's loop
+    if new_id:
+        sid = new_session_id()
+    else:
+        sid = name
+        if store.session_exists(conn, sid):
+            if is_spool and _spool_of(conn, sid, rec.fields):  # the recorder's spool: add what the database is missing
+                target = _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False,
+                                 or_ignore=True, source=source)
+                target.stored_before = _stored_counts(conn, sid)
+                return target
+            if not is_spool:
+                raise DuplicateSession(f"{path}: session {name!r} is already in the database "
+                                       "(use --new-id to import it again under a new id)")
+            sid = new_session_id()
+            warn(f"{path}: session {name!r} says it is a spool of a session the database holds, but was not "
+                 f"written by that session's recorder ({', '.join(SPOOL_MARKS)} differ): imported as new session {sid}")
+    return _Target(ImportedSession(sid, name, lines=lines), fields, created=True, or_ignore=is_spool, source=source)
+
+
+def _spool_of(conn, sid: str, fields: dict) -> bool:
+    """Whether a spool whose session record has `fields` was written by the recorder of stored
+    session `sid` (SPOOL_MARKS)."""
+    row = conn.execute(f"SELECT {', '.join(SPOOL_MARKS)} FROM sessions WHERE id = ?", (sid,)).fetchone()
+    return row is not None and all(v is not None and fields.get(k) == v for k, v in zip(SPOOL_MARKS, row))
+
+
+def _stored_counts(conn, sid: str) -> tuple[int, int]:
+    """Frames and stderr lines the database holds of session `sid`."""
+    return (conn.execute("SELECT count(*) FROM frames WHERE session_id = ?", (sid,)).fetchone()[0],
+            conn.execute("SELECT count(*) FROM stderr_lines WHERE session_id = ?", (sid,)).fetchone()[0])
+
+
+MAX_OPEN = 1000
+"""Sessions an import keeps in memory beyond those of the current batch: past this, those that
+had no row in the last batch are finished and set aside (importstate.py)."""
+
+
+def _set_aside(writer, targets: dict[str, _Target], aside, batch: int) -> None:
+    """Finish the sessions that had no row in this batch and set their state aside."""
+    for name in [name for name, t in targets.items() if t.batch != batch]:
+        target = targets.pop(name)
+        _flush(writer, target)
+        _finish(writer, target)
+        aside.put(target.state())
+    aside.flush()
+
+
+def _counted(conn, sid: str, before) -> tuple[int, int]:
+    """A spool's frames and stderr lines as stored (a row the database had already was not
+    added), once committed."""
+    frames, stderr = _stored_counts(conn, sid)
+    return frames - before[0], stderr - before[1]
+
+
+def _count(conn, target: _Target) -> None:
+    target.result.frames, target.result.stderr_lines = _counted(conn, target.result.id, target.stored_before)
+
+
+def _flush(conn, target: _Target) -> None:
+    if not (target.frames or target.blobs or target.stderr or target.created):
+        return
+    if target.created:
+        _insert_session(conn, target)
+    store.insert_frame_bytes(conn, target.frames, target.blobs, or_ignore=target.or_ignore)
+    store.insert_rows(conn, (), target.stderr, or_ignore=target.or_ignore)
+    target.result.frames += len(target.frames) + len(target.blobs)
+    target.result.stderr_lines += len(target.stderr)
+    target.frames, target.blobs, target.stderr = [], [], []
+
+
+def _insert_session(conn, target: _Target) -> None:
+    """The session's row, from what the file said of it so far (completed in _finish)."""
+    row = {"transport": "import", "label": target.result.name, "source": target.source, **target.fields}
+    row["id"] = target.result.id
+    row.setdefault("started_at", target.first_ts if target.first_ts is not None else 0.0)
+    store.insert_session(conn, row)
+    target.created = False
+    target.inserted = (dict(target.fields), row["started_at"])
+
+
+def _finish(conn, target: _Target) -> None:
+    """Session fields that came after the first frames (a spool's closing record, for one)."""
+    sid = target.result.id
+    fields = {k: v for k, v in target.fields.items() if k in store.SESSION_COLUMNS and k != "id"}
+    if target.result.merged:
+        store.end_session(conn, sid, fields.get("ended_at"), fields.get("exit_status"))
+        return
+    if target.inserted is not None and target.inserted[0] == target.fields and (
+            "started_at" in fields or target.first_ts is None or target.first_ts == target.inserted[1]):
+        return  # the row was inserted with all of it
+    if fields:
+        conn.execute(f"UPDATE sessions SET {', '.join(c + ' = ?' for c in fields)} WHERE id = ?",
+                     [*fields.values(), sid])
+    if "started_at" not in fields and target.first_ts is not None:
+        conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (target.first_ts, sid))

@@ -1,0 +1,312 @@
+"""The analysis report in each `--format` of the contract: a readable table (per session, the
+findings, and a per-method service response time table in the manner of Wireshark's SRT),
+`json`, `jsonl` (one finding per line) and SARIF 2.1.0 (each frame a location).
+
+The table (and `mcptap show`) summarise repeats: of each code in a session only the first
+PER_CODE findings are listed, then one line says how many more there are and on which frames,
+so a session full of one systematic violation prints in moments. `json` and `jsonl` keep every
+finding and write them as they go (analyzer/report/jsonout.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from mcptap.analysis import rules
+
+from mcptap.report import columns, jsonout
+from mcptap.engine import Report
+from mcptap.wire.textsafe import printable
+
+FORMATS = ("table", "json", "jsonl", "sarif")
+SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+RANK = {"error": 0, "warning": 1, "info": 2}
+PER_CODE = 5
+"""Findings of one code listed per session in the table and the transcript before the rest are
+summed up in one line (`--max-per-code`; 0: all)."""
+
+
+def finding_object(finding: tuple) -> dict:
+    """A finding row as every machine-readable output gives it."""
+    sid, seq, idx, code, severity, message, related = finding
+    return {"code": code, "severity": severity, "session": sid, "frame": seq, "index": idx,
+            "message": message, "related_frame": related}
+
+
+def finding_objects(report: Report) -> Iterator[dict]:
+    return map(finding_object, report.findings)
+
+
+def session_objects(report: Report) -> list[dict]:
+    return [dict(s) for s in report.sessions]
+
+
+def method_objects(report: Report) -> list[dict]:
+    """The service response time table: per request method, counts and latencies in seconds."""
+    return [{"method": method, "calls": calls, "errors": errors, "unanswered": unanswered,
+             "p50_s": jsonout.seconds(p50), "p95_s": jsonout.seconds(p95), "max_s": jsonout.seconds(top)}
+            for method, calls, errors, unanswered, p50, p95, top in _method_seconds(report)]
+
+
+def write_json(report: Report, out: IO[str]) -> None:
+    """The contract's document (sessions, findings) with the service response times and whether
+    the results were stored; the findings last, one per line, written as they go."""
+    jsonout.write_document(out, [
+        ("sessions", session_objects(report)),
+        ("methods", method_objects(report)),
+        ("stored", report.stored),
+        ("not_stored_reason", report.not_stored_reason),
+        ("findings", jsonout.Stream(finding_objects(report))),
+    ])
+
+
+def write_jsonl(report: Report, out: IO[str]) -> None:
+    jsonout.write_lines(out, finding_objects(report))
+
+
+def write_sarif(report: Report, out: IO[str], *, root: str | None = None, sources=None) -> None:
+    """SARIF 2.1.0, streamed (analyzer/report/sarif.py): `sources` maps the sessions imported from files
+    to their file (sarif.Source), `root` is the folder relative URIs start from."""
+    from mcptap.report import sarif
+
+    sarif.write(report, out, root=root, sources=sources)
+
+
+def _method_seconds(report: Report) -> list[tuple]:
+    """(method, calls, errors, unanswered, p50 s, p95 s, max s) per request method."""
+    rows = []
+    for method, s in sorted(report.methods.items(), key=lambda kv: str(kv[0])):
+        sketch = s["latencies"]
+        rows.append((method, s["calls"], s["errors"], s["unanswered"],
+                     sketch.quantile(0.5), sketch.quantile(0.95), sketch.max))
+    return rows
+
+
+def method_rows(report: Report) -> list[tuple]:
+    """(method, calls, errors, unanswered, p50 ms, p95 ms, max ms) per request method."""
+    return [(*row[:4], *(None if v is None else v * 1e3 for v in row[4:])) for row in _method_seconds(report)]
+
+
+@dataclass
+class More:
+    """The findings of one code in one session past the first few: how many, the worst
+    severity among them, and the first and last frame they are on."""
+
+    session: str
+    code: str
+    severity: str
+    count: int = 0
+    first: int | None = None
+    last: int | None = None
+
+    def add(self, finding: tuple) -> None:
+        self.count += 1
+        seq = finding[1]
+        if seq is not None:
+            self.first = seq if self.first is None else min(self.first, seq)
+            self.last = seq if self.last is None else max(self.last, seq)
+        if RANK[finding[4]] < RANK[self.severity]:
+            self.severity = finding[4]
+
+    def text(self) -> str:
+        frames = ("" if self.first is None else f", frame {self.first:,}" if self.first == self.last
+                  else f", frames {self.first:,} to {self.last:,}")
+        return f"and {self.count:,} more{frames}"
+
+
+def _order(finding: tuple) -> tuple:
+    return finding[0], -1 if finding[1] is None else finding[1], RANK[finding[4]]
+
+
+def first_of_each_code(findings: Iterable[tuple], per_code: int = PER_CODE) -> list:
+    """The findings in session, frame and severity order, keeping of each code in a session only
+    the first `per_code` (0: all); the rest of that code is one More, placed right after the
+    last one kept."""
+    ordered = sorted(findings, key=_order)
+    if per_code <= 0:
+        return ordered
+    out: list = []
+    kept: dict[tuple, int] = {}
+    slots: dict[tuple, int] = {}  # (session, code) -> where its More goes in `out`
+    for f in ordered:
+        key = (f[0], f[3])
+        n = kept.get(key, 0)
+        if n < per_code:
+            out.append(f)
+            kept[key] = n + 1
+            if n + 1 == per_code:
+                slots[key] = len(out)
+                out.append(None)
+        else:
+            more = out[slots[key]]
+            if more is None:
+                more = out[slots[key]] = More(f[0], f[3], f[4])
+            more.add(f)
+    return [item for item in out if item is not None]
+
+
+SCREEN_ROWS = 50
+"""Sessions (and methods) the table lists one line each; past this it lists this many, the
+sessions with the most severe findings first, and sums up the rest in one line, and the findings
+are summed up per code (`--format json` and `jsonl` keep everything)."""
+
+
+def _worst_first(session: dict) -> tuple:
+    counts = session["findings"]
+    return -counts["error"], -counts["warning"], -counts["info"]
+
+
+def _session_rows(sessions: list[dict]) -> list[tuple]:
+    rows = []
+    for s in sessions:
+        kinds = ", ".join(f"{printable(str(k))} {v}" for k, v in sorted(s["kinds"].items(), key=lambda kv: -kv[1]))
+        counts = s["findings"]
+        rows.append((printable(s["id"]), printable(s["revision"] or "unknown"), s["revision_source"], str(s["frames"]),
+                     str(counts["error"]), str(counts["warning"]), str(counts["info"]), kinds))
+    return rows
+
+
+def _rest_of_sessions(rest: list[dict]) -> str:
+    """One line for the sessions not listed: how many, and how many of them have findings of
+    each severity at worst, and none."""
+    worst = {"error": 0, "warning": 0, "info": 0, "clean": 0}
+    for s in rest:
+        counts = s["findings"]
+        worst[next((k for k in ("error", "warning", "info") if counts[k]), "clean")] += 1
+    return (f"and {len(rest):,} more sessions: {worst['error']:,} with errors, {worst['warning']:,} with warnings "
+            f"at worst, {worst['info']:,} with infos only, {worst['clean']:,} clean\n")
+
+
+def _code_rows(findings: list[tuple]) -> list[tuple]:
+    """Per code (the most severe and most frequent first): severity, code, findings, sessions,
+    and the first finding's session, frame and message as the example."""
+    by_code: dict[str, list] = {}
+    for f in findings:
+        entry = by_code.get(f[3])
+        if entry is None:
+            by_code[f[3]] = [f[4], 1, {f[0]}, f]
+            continue
+        entry[1] += 1
+        entry[2].add(f[0])
+        if RANK[f[4]] < RANK[entry[0]]:
+            entry[0] = f[4]
+    rows = sorted(by_code.items(), key=lambda kv: (RANK[kv[1][0]], -kv[1][1], kv[0]))
+    return [(severity, printable(code), f"{count:,}", f"{len(sids):,}",
+             printable(first[0][:13]) + ("" if first[1] is None else f" #{first[1]}"), printable(first[5]))
+            for code, (severity, count, sids, first) in rows]
+
+
+def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
+    """Sessions, findings (the first `per_code` of each code per session, then one line for the
+    rest), service response time per method, and the totals. More than SCREEN_ROWS sessions: the
+    SCREEN_ROWS with the most severe findings and one line for the rest, and the findings per code."""
+    width = _terminal_width(out)
+    many = len(report.sessions) > SCREEN_ROWS
+    sessions = sorted(report.sessions, key=_worst_first)[:SCREEN_ROWS] if many else report.sessions
+    out.write("sessions" + (f" (the {SCREEN_ROWS} with the most severe findings of {len(report.sessions):,}; "
+                            "--format json lists every one)" if many else "") + "\n")
+    columns.write(out, ("session", "revision", "source", "frames", "errors", "warnings", "infos", "kinds"),
+                  _session_rows(sessions), right={3, 4, 5, 6}, width=width)
+    if many:
+        listed = {id(s) for s in sessions}
+        out.write(_rest_of_sessions([s for s in report.sessions if id(s) not in listed]))
+    out.write("\n")
+    if report.findings and many:
+        out.write(f"findings per code (over {len(report.sessions):,} sessions; --format json and jsonl list every "
+                  "finding)\n")
+        columns.write(out, ("severity", "code", "findings", "sessions", "first", "message"),
+                      _code_rows(report.findings), right={2, 3}, width=width, colour=color)
+    elif report.findings:
+        items = first_of_each_code(report.findings, per_code)
+        cut = any(isinstance(i, More) for i in items)
+        out.write("findings" + (f" (the first {per_code} of each code in a session; --max-per-code 0 lists every "
+                                "one, as --format json and jsonl do)" if cut else "") + "\n")
+        columns.write(out, ("severity", "code", "session", "frame", "message"), [_finding_cells(i) for i in items],
+                      width=width, colour=color)
+    else:
+        out.write("no findings\n")
+    out.write("\nservice response time per method\n")
+    methods = method_rows(report)
+    if len(methods) > SCREEN_ROWS:  # most called first; the rest in one line
+        methods.sort(key=lambda row: -row[1])
+        rest, methods = methods[SCREEN_ROWS:], methods[:SCREEN_ROWS]
+    else:
+        rest = []
+    rows = [(printable(str(method)), str(calls), str(errors), str(unanswered), *(_ms(v) for v in (p50, p95, top)))
+            for method, calls, errors, unanswered, p50, p95, top in methods]
+    columns.write(out, ("method", "calls", "errors", "unanswered", "p50 ms", "p95 ms", "max ms"),
+                  rows, right={1, 2, 3, 4, 5, 6})
+    if rest:
+        out.write(f"and {len(rest):,} more methods: {sum(r[1] for r in rest):,} calls\n")
+    totals = {"error": 0, "warning": 0, "info": 0}
+    for s in report.sessions:
+        for k, v in s["findings"].items():
+            totals[k] += v
+    frames = sum(s["frames"] for s in report.sessions)
+    out.write(f"\n{len(report.sessions)} sessions, {frames} frames: {totals['error']} errors, "
+              f"{totals['warning']} warnings, {totals['info']} infos"
+              + ("" if report.stored else f" (results not stored: {report.not_stored_reason})") + "\n")
+
+
+def _finding_cells(item) -> tuple:
+    if isinstance(item, More):
+        return item.severity, printable(item.code), printable(item.session[:13]), "…", item.text()
+    sid, seq, idx, code, severity, message, _related = item
+    where = "" if seq is None else str(seq) + (f"[{idx}]" if idx is not None else "")
+    return severity, printable(code), printable(sid[:13]), where, printable(message)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _terminal_width(out: IO[str]) -> int | None:
+    """The width of the terminal `out` writes to; None when it is not one."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns if out.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+WRITERS = {"json": write_json, "jsonl": write_jsonl, "sarif": write_sarif}
+
+
+def write(report: Report, fmt: str, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
+    if fmt == "table":
+        write_table(report, out, color=color, per_code=per_code)
+    else:
+        WRITERS[fmt](report, out)
+
+
+def reaches(report: Report, fail_on: str) -> bool:
+    """Whether any finding is at or above `fail_on` (error > warning > info); never for 'never'."""
+    if fail_on == "never":
+        return False
+    limit = RANK[fail_on]
+    return any(RANK[f[4]] <= limit for f in report.findings)
+
+
+def _registered() -> list:
+    return sorted(rules.load().items(), key=lambda kv: (rules.GROUPS.index(kv[1].group), kv[0]))
+
+
+def rule_objects() -> list[dict]:
+    """The finding codes: code, group, severity (one, or by profile), summary, spec reference."""
+    return [{"code": code, "group": r.group, "severity": r.severity if isinstance(r.severity, str) else dict(r.severity),
+             "summary": r.summary, "ref": r.ref} for code, r in _registered()]
+
+
+def write_rules(out: IO[str], fmt: str = "table") -> None:
+    """The finding codes, one block each: code, group, severity by profile, summary, reference
+    (`json`: {"rules": [...]}; `jsonl`: one rule per line)."""
+    if fmt == "json":
+        jsonout.write_document(out, [("rules", rule_objects())])
+        return
+    if fmt == "jsonl":
+        jsonout.write_lines(out, rule_objects())
+        return
+    for code, r in _registered():
+        sev = r.severity if isinstance(r.severity, str) else ", ".join(f"{k}: {v}" for k, v in r.severity.items())
+        out.write(f"{code}  [{r.group}; {sev}]\n    {r.summary}\n    {r.ref}\n")

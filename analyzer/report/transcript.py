@@ -1,0 +1,312 @@
+"""What `mcptap show` and `mcptap sessions` print: a session's frames (and its server's stderr)
+as a readable transcript or as records (`--format json|jsonl`), and the session list as rows
+or as objects (analyzer/report/jsonout.py). The CLI decides where it goes.
+
+The transcript analyses the session in memory (analyzer/engine.py; nothing is stored): each
+frame's line has its kind, method and id, the frame it pairs with and the latency, and its
+findings follow it, indented; of each code only the first few are printed, then one line says
+how many more (analyzer/report/__init__.py, first_of_each_code). A frame's record is its frame-log
+record (analyzer/wire/framelog.py: session, seq, ts, direction, raw or raw_b64, meta) with its time,
+kind, method, id, pair, latency, size and every finding."""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mcptap import report, store
+
+from mcptap.report import jsonout
+
+from mcptap.store import cells
+
+from mcptap.wire import framelog
+from mcptap.wire.textsafe import printable
+
+ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
+
+
+def clock(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):  # a time no calendar holds (an imported log's)
+        return f"{ts!r}"
+
+
+def preview(raw: bytes, width: int) -> str:
+    text = raw[: width * 4 + 16].decode("utf-8", "replace")
+    text = text.replace("\r", "\\r").replace("\t", " ")
+    text = "".join(ch if ch.isprintable() else "\uFFFD" for ch in text)
+    return text if len(text) <= width and len(raw) <= width * 4 + 16 else text[: max(width - 1, 0)] + "…"
+
+
+def describe(row: list | None, elements: int = 0) -> str:
+    """`request tools/call id=3`, `response id=3`, `batch of 2`, `unparseable`..."""
+    if row is None:
+        return ""
+    kind, ident, method = row[4], row[5], row[6]
+    if kind == "batch":
+        return f"batch of {elements}"
+    parts = [kind]
+    if method and kind in ("request", "notification", "invalid"):
+        parts.append(method)
+    if ident is not None:
+        parts.append(f"id={ident}")
+    return printable(" ".join(parts))
+
+
+def pairing(row: list | None) -> str:
+    if row is None or row[7] is None:
+        return ""
+    return f"#{row[7]} {row[8] * 1e3:.1f}ms" if row[8] is not None else f"#{row[7]}"
+
+
+@dataclass
+class _Analysed:
+    session: dict  # the sessions row
+    summary: dict  # the analysis summary (engine: revision, revision_source, frames, kinds, findings)
+    rows: dict  # frame seq -> its message row (idx NULL)
+    elements: dict  # frame seq -> its batch elements' message rows
+    findings: list  # finding rows
+
+
+def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
+    from mcptap.engine import analyze_session
+
+    cells.check_cheap(conn, [session_id])
+    s = store.get_session(conn, session_id)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        summary, rows, findings = analyze_session(conn, session_id, policy=policy)
+    frame_rows: dict[int, list] = {}
+    elements: dict[int, list] = {}
+    for row in rows:
+        if row[2] is None:
+            frame_rows[row[1]] = row
+        else:
+            elements.setdefault(row[1], []).append(row)
+    return _Analysed(s, summary, frame_rows, elements, findings)
+
+
+def _timeline(conn: sqlite3.Connection, session_id: str, stderr: bool) -> Iterator[tuple]:
+    """(ts, is_stderr, seq, direction, raw, incomplete, redacted): frames and stderr lines in
+    time order."""
+    frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
+              for f in store.iter_frames(conn, session_id))
+    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None) for e in store.iter_stderr(conn, session_id)) \
+        if stderr else iter(())
+    return heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2]))
+
+
+def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, full: bool = False,
+               stderr: bool = True, policy=None, per_code: int = report.PER_CODE) -> Iterator[str]:
+    """The session header, then one line per frame (and stderr line) in time order, each frame
+    followed by its findings (of each code the first `per_code`, then one line for the rest;
+    0: all)."""
+    a = _analyse(conn, session_id, policy)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
+        yield from _lines(conn, session_id, a, width, full, stderr, per_code)
+
+
+def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
+           per_code: int) -> Iterator[str]:
+    s, summary = a.session, a.summary
+    by_frame: dict[int | None, list] = {}
+    previous = None
+    for item in report.first_of_each_code(a.findings, per_code):
+        at = previous[1] if isinstance(item, report.More) else item[1]
+        by_frame.setdefault(at, []).append(item)
+        previous = item
+    what = s.get("command") or s.get("upstream") or s.get("source") or ""
+    if s.get("command"):
+        try:
+            what = " ".join(json.loads(s["command"]))
+        except (ValueError, TypeError, RecursionError):
+            pass
+    yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
+    yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
+           f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
+    for item in by_frame.pop(None, []):
+        yield "        " + _finding_line(item)
+    yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
+    t0 = s["started_at"]
+    for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
+        number = "" if is_err else str(seq)
+        row = None if is_err else a.rows.get(seq)
+        what = describe(row, len(a.elements.get(seq, ()))) + (" (no newline)" if incomplete else "")
+        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
+        if full:
+            yield head + printable(raw.decode("utf-8", "backslashreplace"))
+        else:
+            yield head + preview(raw, max(width - len(head), 20))
+        if redacted:
+            yield f"{'':>6}  {'':>10}  redacted: {printable(', '.join(_paths(redacted)))}"
+        if not is_err:
+            for item in by_frame.get(seq, ()):
+                yield f"{'':>6}  {'':>10}  " + _finding_line(item)
+
+
+def _finding_line(item) -> str:
+    if isinstance(item, report.More):
+        return (f"{item.severity}: {printable(item.code)}: {item.text()} in this session, not shown "
+                "(--max-per-code 0 shows every one)")
+    where = f"[{item[2]}] " if item[2] is not None else ""
+    related = f" (see #{item[6]})" if item[6] is not None else ""
+    return f"{where}{item[4]}: {item[3]}: {printable(item[5])}{related}"
+
+
+def _id_value(text: str | None):
+    """A message's id as the JSON value it was, exactly as written (`1e400`, 400 digits, an
+    array nested 5,000 deep): the analysis wrote it as JSON text (jsonwire.to_json)."""
+    return None if text is None else jsonout.Raw(text)
+
+
+def _message_fields(row: list | None) -> dict:
+    if row is None:
+        return {"kind": None, "method": None, "id": None, "paired_frame": None, "latency_s": None}
+    return {"kind": row[4], "method": row[6], "id": _id_value(row[5]), "paired_frame": row[7],
+            "latency_s": jsonout.seconds(row[8])}
+
+
+def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
+            policy=None) -> tuple[dict, list[dict], Iterator[dict]]:
+    """The session as records: (its session object with this analysis, the findings on no
+    frame, each frame's and stderr line's record in time order). A frame's record:
+    {"record": "frame", "session", "seq", "ts", "time", "offset_s", "direction", "size", "kind",
+    "method", "id", "paired_frame", "latency_s", ["elements": [...] for a batch], "findings":
+    [...], "raw" | "raw_b64", ["meta": {"incomplete", "redacted"}]}; a stderr line's:
+    {"record": "stderr", "session", "seq", "ts", "time", "offset_s", "size", "raw" | "raw_b64",
+    ["meta"]}."""
+    a = _analyse(conn, session_id, policy)
+    counts = a.summary["findings"]
+    (row,) = store.list_sessions(conn, session_id)
+    with cells.diagnosed(conn, [session_id], cells.RECORDED):
+        head = session_object(row, {"revision": a.summary["revision"],
+                                    "revision_source": a.summary["revision_source"],
+                                    "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
+                                    "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
+                                    "analyzed_at": time.time()})
+    by_frame: dict[int | None, list] = {}
+    for f in a.findings:
+        by_frame.setdefault(f[1], []).append(report.finding_object(f))
+    t0 = a.session["started_at"]
+
+    def each() -> Iterator[dict]:
+        with cells.diagnosed(conn, [session_id], cells.RECORDED):
+            yield from frames()
+
+    def frames() -> Iterator[dict]:
+        for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
+            if is_err:
+                rec = framelog.stderr_record(session_id, seq, ts, raw, bool(incomplete))
+                yield {"record": "stderr", "session": session_id, "seq": seq, "ts": ts, "time": jsonout.iso(ts),
+                       "offset_s": _offset(ts, t0), "size": len(raw), **_tail(rec)}
+                continue
+            rec = framelog.frame_record(session_id, seq, ts, direction, raw, bool(incomplete), redacted)
+            obj = {"record": "frame", "session": session_id, "seq": seq, "ts": ts, "time": jsonout.iso(ts),
+                   "offset_s": _offset(ts, t0), "direction": direction, "size": len(raw),
+                   **_message_fields(a.rows.get(seq))}
+            if seq in a.elements:
+                obj["elements"] = [{"index": e[2], **_message_fields(e)} for e in sorted(a.elements[seq],
+                                                                                      key=lambda e: e[2])]
+            obj["findings"] = by_frame.get(seq, [])
+            obj.update(_tail(rec))
+            yield obj
+
+    return head, by_frame.get(None, []), each()
+
+
+def _tail(rec: dict) -> dict:
+    """The frame-log record's text and meta members."""
+    return {k: rec[k] for k in ("raw", "raw_b64", "meta") if k in rec}
+
+
+def _offset(ts: float, t0: float | None) -> float | None:
+    return None if t0 is None else jsonout.seconds(ts - t0)
+
+
+def _paths(redacted: str) -> list[str]:
+    try:
+        paths = json.loads(redacted)
+    except (ValueError, TypeError, RecursionError):
+        return [redacted]
+    return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
+
+
+def _blank(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _command(text: str | None):
+    """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return text
+    return value if isinstance(value, list) else text
+
+
+def session_object(s: dict, analysis: dict | None) -> dict:
+    """One session as `mcptap sessions --format json` gives it: its row with typed values, the
+    times twice (Unix seconds, ISO 8601), its duration in seconds (to its end, or while it has
+    none to its last frame), its frame counts, and what the last analysis said (null until one
+    ran)."""
+    end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
+    start = s["started_at"]
+    a = analysis or {}
+    return {
+        "id": s["id"], "label": s["label"], "transport": s["transport"],
+        "started_at": start, "started": jsonout.iso(start),
+        "ended_at": s["ended_at"], "ended": jsonout.iso(s["ended_at"]),
+        "duration_s": None if end is None or start is None else jsonout.seconds(max(end - start, 0.0)),
+        "frames": s["c2s"] + s["s2c"], "c2s": s["c2s"], "s2c": s["s2c"],
+        "exit_status": s["exit_status"], "command": _command(s.get("command")), "upstream": s.get("upstream"),
+        "source": s.get("source"), "replay_of": s.get("replay_of"), "recorder": s.get("recorder"),
+        "host": s.get("host"), "pid": s.get("pid"),
+        "analyzed_at": a.get("analyzed_at"), "analyzed": jsonout.iso(a.get("analyzed_at")),
+        "revision": a.get("revision"), "revision_source": a.get("revision_source"), "kinds": a.get("kinds"),
+        "errors": a.get("errors"), "warnings": a.get("warnings"), "infos": a.get("infos"),
+    }
+
+
+def session_objects(conn: sqlite3.Connection) -> list[dict]:
+    """Every session as an object (session_object), oldest first."""
+    cells.check_cheap(conn)
+    with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
+        analysed = store.analysis_summaries(conn)
+        out = []
+        for s in store.list_sessions(conn):
+            a = analysed.get(s["id"])
+            if a is not None:
+                a = {**a, "kinds": _kinds(a.get("kinds"))}
+            out.append(session_object(s, a))
+    return out
+
+
+def _kinds(text):
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+SESSION_COLUMNS = ("id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
+                   "exit")
+
+
+def session_cells(obj: dict) -> tuple[str, ...]:
+    """A session object as the cells of the `mcptap sessions` table ("-" for what is not known)."""
+    analysed = obj["analyzed_at"] is not None
+    duration = "-" if obj["duration_s"] is None else f"{obj['duration_s']:.3f}s" + ("" if obj["ended_at"] else "+")
+    return (printable(obj["id"]), printable(obj["label"] or ""), printable(obj["transport"] or ""),
+            printable(obj["revision"] or "unknown") if analysed else "-", clock(obj["started_at"]), duration,
+            str(obj["frames"]), _blank(obj["errors"]), _blank(obj["warnings"]), _blank(obj["exit_status"]))

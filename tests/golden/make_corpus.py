@@ -1,0 +1,78 @@
+"""Writes the golden corpus (tests/golden/corpus/), frame-log files that tests/test_golden.py
+analyzes, comparing the JSON report with tests/golden/expected/. The corpus is data: it is made
+once and committed, and changes only when this script is run again on purpose.
+
+    python tests/golden/make_corpus.py            # rules.jsonl from tests/test_rules.py CASES
+    python tests/golden/make_corpus.py --demo     # and demo.jsonl, a live `mcptap demo` recording
+
+rules.jsonl: for every stdio case of tests/test_rules.py, a session named CODE that fires it and
+one named CODE~near that must not, 1 ms between frames (the cases over HTTP need exchanges, which
+a frame log does not carry). demo.jsonl: the two demo sessions (stdio and HTTP frames), with the
+recording machine's command line, host and pid replaced."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+START = 1764460800.0  # 2025-11-30, the time of the first session; each later one starts an hour on
+
+
+def line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def rules_corpus() -> str:
+    from test_rules import CASES
+
+    out, n = [], 0
+    for code in sorted(CASES):
+        for name, frames in zip((code, f"{code}~near"), CASES[code]):
+            if hasattr(frames, "exchanges"):
+                continue  # over HTTP (analysis.Http)
+            t0 = START + 3600 * n
+            n += 1
+            out.append(line({"record": "session", "session": name, "transport": "stdio", "label": name,
+                             "started_at": t0, "ended_at": t0 + 0.001 * (len(frames) + 1), "exit_status": 0}))
+            for seq, frame in enumerate(frames, 1):
+                record = {"session": name, "seq": seq, "ts": round(t0 + 0.001 * seq, 6), "direction": frame[0],
+                          "raw": frame[1]}
+                if len(frame) == 3:
+                    record["meta"] = {"truncated": frame[2]}
+                out.append(line(record))
+    return "".join(out)
+
+
+def demo_corpus() -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        db, log = Path(tmp) / "demo.db", Path(tmp) / "demo.jsonl"
+        subprocess.run([sys.executable, "-m", "mcptap", "demo", "--db", str(db)], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "mcptap", "export", "--db", str(db), "-o", str(log)], check=True)
+        records = [json.loads(text) for text in log.read_text(encoding="utf-8").splitlines()]
+    for record in records:
+        if record.get("record") == "session":
+            record.update({"command": json.dumps(["python", "-m", "mcptap.demo.server"]), "host": "golden",
+                           "pid": 1})
+    return "".join(line(r) for r in records)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--demo", action="store_true", help="also record demo.jsonl live")
+    args = parser.parse_args()
+    (HERE / "corpus" / "rules.jsonl").write_text(rules_corpus(), encoding="utf-8")
+    if args.demo:
+        (HERE / "corpus" / "demo.jsonl").write_text(demo_corpus(), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
