@@ -350,7 +350,7 @@ def test_analysis_rows_wait_while_another_writer_holds_the_database_and_are_all_
 def test_the_method_tables_read_from_the_cache_are_mcp_types_own(tmp_path):
     code = (
         "import json, sys\n"
-        "from analyzer import mcp\n"
+        "from mcptap.analysis import mcp\n"
         "from mcp_types import methods, version\n"
         "assert mcp._TABLES == json.loads(json.dumps(mcp._from_mcp_types()))\n"
         "for name in ('CLIENT_REQUESTS', 'CLIENT_NOTIFICATIONS', 'SERVER_REQUESTS', 'SERVER_NOTIFICATIONS'):\n"
