@@ -220,7 +220,7 @@ def test_gzip_bombs_and_a_huge_answer_through_the_proxy_pass_untouched_and_are_s
 def test_an_sse_event_that_never_ends_is_stored_cut_holds_back_no_other_client_and_sigint_stops_within_5_s(
         tmp_path, method):
     """On a GET the stream's session is not known until its first event or endpoint: held at
-    most http_tap.SCOUT_BYTES on the event loop."""
+    most tap.SCOUT_BYTES (addons/http/tap.py) on the event loop."""
     db = tmp_path / "proxy.db"
     call = b'{"jsonrpc":"2.0","id":1,"method":"stream/endless"}'
     streamed = 4 << 20
@@ -412,7 +412,7 @@ class HalvesUpstream:
 @pytest.mark.serial
 def test_a_body_above_a_mib_passes_the_proxy_as_it_comes_and_is_stored_whole(tmp_path):
     """mitmproxy holds a body whole before it sends any of it on (and a copy on its way out);
-    `mcptap proxy` streams one above http_tap.STREAM_AT, keeping what it stores as it passes:
+    `mcptap proxy` streams one above tap.STREAM_AT (addons/http/tap.py), keeping what it stores as it passes:
     the upstream has half a 4 MiB request before the client sends the rest, the client half a
     4 MiB answer before the upstream sends the rest, and both frames are stored whole."""
     call = padded(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"pad":"', 4 << 20)

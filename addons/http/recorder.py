@@ -207,7 +207,7 @@ class Streams:
         if stream.parser is None:
             return
         stream.last_ts = ts
-        if data.__class__ is int:  # the count of bytes continuing a line past the limit (http_tap)
+        if data.__class__ is int:  # the count of bytes continuing a line past the limit (addons/http/tap.py)
             stream.parser.skip(data)
             return
         try:
