@@ -2,10 +2,9 @@
 of `mcptap analyze`; everything else is in pyproject.toml.
 - the one import name is `mcptap`: analyzer/ is the package `mcptap`, addons/ (the capture) is
   `mcptap.addons`; every package under either folder goes into the wheel, found, never listed;
-- analyzer/_wirescan.c: the envelope scanner and the session core's fast path;
-- analyzer/_rowio.c: SQLite connections that read frames and write analysis rows (links SQLite).
-Both are `optional=True`: without a C compiler, or without SQLite's headers, the install goes on
-and the analyzer takes its pure-Python path for what is missing (the same results, slower)."""
+- analyzer/_wirescan.c: the envelope scanner (bytes in, a frame's envelope out), `optional=True`:
+  without a C compiler the install goes on and every frame takes the exact parser (the same
+  results, slower)."""
 
 from setuptools import Extension, find_packages, setup
 
@@ -22,6 +21,4 @@ def packages() -> list[str]:
 
 setup(packages=packages(), package_dir=PACKAGE_DIR, ext_modules=[
     Extension("mcptap._wirescan", ["analyzer/_wirescan.c"], optional=True, extra_compile_args=["-O2"]),
-    Extension("mcptap._rowio", ["analyzer/_rowio.c"], optional=True, libraries=["sqlite3"],
-              extra_compile_args=["-O2"]),
 ])

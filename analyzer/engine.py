@@ -7,9 +7,9 @@ Sessions are independent, so a large database is analysed by worker processes
 messages index dropped first and built once at the end. Rows are written in transactions of
 about FLUSH_FRAMES frames, so other writers (a recorder, the other worker) wait milliseconds, not
 the length of an analysis; a worker that finds the database busy goes on analysing and writes
-later (`_Job._write`). Frames are read, scanned and paired natively where the C extensions were
-built (analyzer/_rowio.c, analyzer/_wirescan.c; SessionAnalysis.feed), with the same results as
-the pure-Python path. A database that cannot be written still gets its
+later (`_Job._write`). A frame's envelope is read by the native scanner where it was built
+(analyzer/_wirescan.c), with the same results as the exact parser. A database that cannot be
+written still gets its
 report: `Report.stored` says whether results were stored, and why not. A session that cannot be
 analysed (a wrong-typed cell, a bug, its worker killed) never passes for one with findings: the
 others are analysed and stored, then AnalysisFailed says which. Workers die with the process
@@ -292,7 +292,7 @@ class _Job:
         self.clears: list[str] = []  # sessions whose earlier results are still to be deleted
         self.summaries: list[dict] = []  # analyses rows still to be stored
         self.reader = store.open_existing(db_path)
-        self.frames = store.frames_reader(db_path)  # the million rows: natively where built
+        self.frames = store.frames_reader(db_path)  # the million rows, on a connection of their own
         self.writer: sqlite3.Connection | None = None
         self.reason: str | None = None
         if store_it:

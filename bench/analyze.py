@@ -51,7 +51,8 @@ Measured in one run, each database first read through once so both sides find it
 Targets: (b) at least 2x (a) and at least 200,000 frames/s on the large database; peak RSS
 under 300 MB; at most +25% peak RSS from the small to the large database. Then, in this process,
 where (b)'s CPU goes: reading, the native envelope scan, the analysis (SessionAnalysis.feed),
-and the exact path alone for scale (`stages`).
+and the exact path alone for scale (`stages`). Printed first: which paths (b) takes (the native
+envelope scanner, or none: the exact parser for every frame) and where its mcptap comes from.
 
 Usage:  python bench/analyze.py [--quick] [--regenerate] [--seed S]   (--quick: 100,000 frames only)
 """
@@ -798,7 +799,7 @@ def stages(db: str) -> dict:
     """Per-frame CPU of the product's own stages, in this process, one after the other: reading
     the frames as the analysis does (store.frames_reader, FLUSH_FRAMES at a time), reading and
     scanning their envelopes (the native scanner, when built), reading and analysing them
-    (SessionAnalysis.feed: the native fast path, the exact path for the rest; nothing stored),
+    (SessionAnalysis.feed: the fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
     timed over every session of the database; the differences are the cost of each stage."""
     from mcptap import engine
@@ -826,7 +827,7 @@ def stages(db: str) -> dict:
     def analysed(sid, exact_only=False):
         analysis = engine.new_analysis(conn, sid)
         if exact_only:
-            analysis._scan = analysis._feed = None
+            analysis._scan = None
         for chunk in chunks(sid):
             analysis.feed(chunk)
         analysis.end()
@@ -937,6 +938,24 @@ def cli_startup() -> float:
                        stderr=subprocess.DEVNULL, check=False)
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+PATHS_CODE = """\
+import mcptap
+from mcptap.analysis import session
+scanner = session._wirescan
+print(("the native envelope scanner (%s)" % scanner.__file__) if scanner is not None
+      else "no native scanner: every frame through the exact parser")
+print("mcptap from %s" % mcptap.__file__.rsplit("/", 1)[0])
+"""
+
+
+def paths_measured() -> list[str]:
+    """What (b) runs, asked of the same interpreter from the same folder: where mcptap comes
+    from, and whether its frames take the native envelope scanner (analyzer/_wirescan.c)."""
+    done = subprocess.run([sys.executable, "-c", PATHS_CODE], capture_output=True, text=True, check=False,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return done.stdout.splitlines() if done.returncode == 0 else [f"mcptap does not import: {done.stderr.strip()}"]
 
 
 def analyze_argv(db: str) -> list[str]:
@@ -1112,6 +1131,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mcptap analyze benchmark{' (quick)' if args.quick else ''}: Python {platform.python_version()} "
           f"on {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
           f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    paths = paths_measured()
+    print("paths measured: " + "; ".join(paths))
     rows: list[tuple[str, str, str, str]] = []
     dbs: dict[int, tuple[str, dict]] = {}
     for n in sizes:
@@ -1173,6 +1194,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"peak RSS growth {sizes[0] // 1000}k -> {big // 1000:,}k", f"{growth:+.0%}",
                      f"<= +{TARGET_RSS_GROWTH:.0%}", verdict(growth <= TARGET_RSS_GROWTH)))
     rows.append(("CLI start-up (--version)", f"{startup * 1e3:.0f} ms", "(info)", ""))
+    rows.append(("envelope scanner", "native" if paths[0].startswith("the native") else "none (exact parser)",
+                 "(info)", ""))
     driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows.append(("driver peak RSS", f"{driver_mb:.1f} MB", "(info)", ""))
 

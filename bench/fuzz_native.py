@@ -1,34 +1,26 @@
-"""Differential fuzz target for the native scanners (analyzer/_wirescan.c, analyzer/_rowio.c) with
-atheris, run by .ci/sanitize under AddressSanitizer and UndefinedBehaviorSanitizer. Not a test
-and not a dependency; delete it with .ci/sanitize and setup.py's MCPTAP_SANITIZE the day the C
-extensions go.
+"""Differential fuzz target for the native envelope scanner (analyzer/_wirescan.c) with atheris,
+run by .ci/sanitize under AddressSanitizer and UndefinedBehaviorSanitizer. Not a test and not a
+dependency; delete it with .ci/sanitize the day the C extension goes.
 
     pip install atheris
-    python bench/fuzz_native.py                          # 30 s, the extensions this checkout built
+    python bench/fuzz_native.py                          # 30 s, the extension this checkout built
     python bench/fuzz_native.py -max_total_time=60       # or -runs=N; any libFuzzer flag or corpus folder
     python bench/fuzz_native.py crash-<sha1>             # replay one input
-    MCPTAP_NATIVE_DIR=DIR python bench/fuzz_native.py    # the extensions in DIR/analyzer (.ci/sanitize)
+    MCPTAP_NATIVE_DIR=DIR python bench/fuzz_native.py    # the extension in DIR/analyzer (.ci/sanitize)
 
 Each input feeds one entry point, chosen by its first byte, and asks of it what the pure-Python
 definition it mirrors gives for the same input:
 - `_wirescan.scan(frame)`: None, or the envelope the exact parser (analyzer/wire/jsonwire.py) and
   `classify` read from the frame;
-- `SessionAnalysis.feed` (`_wirescan.feed` and its session core): the same rows, findings and
-  summary as the exact path and the Python fast path (tests/analysis.py `analyze`);
-- `_rowio.Writer` and `_rowio.Reader`: rows written and read as the sqlite3 module writes and
-  reads them, and the same exception class where it refuses a value.
+- a session of such frames: the same rows, findings and summary on the fast path (the scanner
+  and `SessionAnalysis._fast`) as on the exact path (tests/analysis.py `analyze`).
 The first failure stops the run; libFuzzer writes the input to crash-<sha1> in the folder it
 names (-artifact_prefix). A sanitizer report ends the process the same way."""
 
 from __future__ import annotations
 
-import atexit
-import math
 import os
-import shutil
-import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 
 try:
@@ -46,7 +38,7 @@ if os.environ.get("MCPTAP_NATIVE_DIR"):  # the sanitized build, before anything 
     mcptap.__path__.insert(0, str(Path(os.environ["MCPTAP_NATIVE_DIR"]) / "analyzer"))
 
 with atheris.instrument_imports(include=["mcptap"]):
-    from mcptap import _rowio, _wirescan
+    from mcptap import _wirescan
     from mcptap.analysis import mcp, session
     from mcptap.wire import jsonwire
     from mcptap.analysis.classify import classify
@@ -54,17 +46,16 @@ with atheris.instrument_imports(include=["mcptap"]):
 
 import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
 import fuzzing  # noqa: E402  (the command line every fuzz target shares)
-from analysis import analyze  # noqa: E402  (exact == fast == native, or AssertionError)
+from analysis import analyze  # noqa: E402  (exact == fast, or AssertionError)
 
-TARGETS = ("scan", "session", "rowio")
+TARGETS = ("scan", "session")
 REVISIONS = (None, "2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28")
 
 
 def _loaded_from_where_asked() -> None:
     where = os.environ.get("MCPTAP_NATIVE_DIR")
-    for module in (_wirescan, _rowio):
-        if where and not module.__file__.startswith(os.path.abspath(where)):
-            sys.exit(f"fuzz_native: {module.__name__} came from {module.__file__}, not from {where}")
+    if where and not _wirescan.__file__.startswith(os.path.abspath(where)):
+        sys.exit(f"fuzz_native: {_wirescan.__name__} came from {_wirescan.__file__}, not from {where}")
     if session._wirescan is not _wirescan:
         sys.exit("fuzz_native: the session analysis does not use mcptap._wirescan (built from other sources?)")
 
@@ -113,7 +104,7 @@ def check_scan(raw: bytes) -> None:
         f"resultType: {raw[:200]!r}"
 
 
-# -- SessionAnalysis.feed (the native session core) against the exact and fast paths ---------------
+# -- a session's fast path against its exact path ---------------------------------------------------
 
 def check_session(data: bytes) -> None:
     head, body = data[:1].ljust(1, b"\0"), data[1:]
@@ -129,127 +120,14 @@ def check_session(data: bytes) -> None:
     analyze(frames, revision=revision, stdio=bool(head[0] & 0x40), ended=bool(head[0] & 0x20))
 
 
-# -- _rowio against the sqlite3 module --------------------------------------------------------------
-
-_DB = _CONN = None
-STATEMENTS = (
-    "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
-    "INSERT INTO t VALUES (?, ?, CAST(? AS TEXT), ?, ?)",   # a blob cast to text: not always UTF-8
-    "INSERT INTO t VALUES (?, ?, ?, ?)",                      # a statement that cannot be prepared
-    "INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)",                # ... nor this
-    "INSERT INTO t (a, b) VALUES (?, ?)",                     # fewer parameters than each row has
-)
-
-
-def _value(fdp: atheris.FuzzedDataProvider):
-    kind = fdp.ConsumeIntInRange(0, 8)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return fdp.ConsumeInt(8)  # -2**63 .. 2**63-1
-    if kind == 2:
-        return fdp.ConsumeInt(10)  # beyond 64 bits, now and then
-    if kind == 3:
-        return fdp.ConsumeFloat()  # inf, nan, -0.0, subnormals
-    if kind == 4:
-        return fdp.ConsumeUnicodeNoSurrogates(fdp.ConsumeIntInRange(0, 40))
-    if kind == 5:
-        return fdp.ConsumeUnicode(fdp.ConsumeIntInRange(0, 40))  # lone surrogates: not UTF-8
-    if kind == 6:
-        return fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 40))
-    if kind == 7:
-        return fdp.ConsumeBool()
-    return [1] if fdp.ConsumeBool() else 1j  # a type neither binds
-
-
-def _outcome(call):
-    """('ok', value) or ('raised', exception class name)."""
-    try:
-        return "ok", call()
-    except (sqlite3.Error, OverflowError, UnicodeError, ValueError, TypeError) as exc:
-        return "raised", type(exc).__name__
-
-
-def _key(rows):
-    """Rows comparable with NaN, -0.0 and bool told apart by what they are."""
-    if rows[0] != "ok":
-        return rows[:1]  # a read that fails: the exception's class may differ (UTF-8 decoding)
-    return ["ok", [tuple(repr(v) if type(v) is float and (math.isnan(v) or v == 0) else v for v in row)
-                   for row in rows[1]]]
-
-
-def _database() -> str:
-    """One small database for the whole run (in memory-backed /dev/shm where there is one: no
-    input waits on a disk), with its sqlite3 connection."""
-    global _DB, _CONN
-    if _DB is None:
-        folder = tempfile.mkdtemp(prefix="fuzz_native-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-        atexit.register(shutil.rmtree, folder, True)
-        _DB = os.path.join(folder, "rows.db")
-        _CONN = sqlite3.connect(_DB, isolation_level=None)
-        _CONN.execute("PRAGMA journal_mode=WAL")
-        _CONN.execute("PRAGMA synchronous=OFF")
-        _CONN.execute("CREATE TABLE t (a, b, c, d, e)")
-    return _DB
-
-
-def _stored(write) -> tuple:
-    """What `write(connection)` does to an empty table: its outcome, and the rows then in it."""
-    _database()
-    _CONN.execute("DELETE FROM t")
-    outcome = _outcome(lambda: write(_CONN) and None)
-    return outcome, _key(_outcome(lambda: _CONN.execute("SELECT * FROM t ORDER BY rowid").fetchall()))
-
-
-def _natively(call):
-    def write(_conn):
-        writer = _rowio.Writer(_database(), 1000)
-        try:
-            writer.execute("PRAGMA synchronous=OFF")
-            return call(writer)
-        finally:
-            writer.close()
-    return write
-
-
-def check_rowio(data: bytes) -> None:
-    fdp = atheris.FuzzedDataProvider(data)
-    sql = STATEMENTS[fdp.ConsumeIntInRange(0, len(STATEMENTS) - 1)]
-    width = fdp.ConsumeIntInRange(4, 6)
-    rows = [tuple(_value(fdp) for _ in range(width)) for _ in range(fdp.ConsumeIntInRange(0, 6))]
-    batch = fdp.ConsumeIntInRange(1, 7)
-    theirs = _stored(lambda conn: conn.executemany(sql, rows))
-    ours = _stored(_natively(lambda writer: writer.executemany(sql, rows)))
-    assert ours == theirs, f"executemany: native {ours}, sqlite3 {theirs}: {sql} {rows!r}"[:600]
-    if rows:
-        theirs = _stored(lambda conn: conn.execute(sql, rows[0]))
-        ours = _stored(_natively(lambda writer: writer.execute(sql, rows[0])))
-        assert ours == theirs, f"execute: native {ours}, sqlite3 {theirs}: {sql} {rows[0]!r}"[:600]
-    query = "SELECT * FROM t WHERE a IS NOT ? ORDER BY rowid"
-    reader = _rowio.Reader(_database(), 1000)
-    try:
-        def fetch():
-            cursor, got = reader.execute(query, (-1,)), []
-            while some := cursor.fetchmany(batch):
-                got += some
-            return got
-        read = _key(_outcome(fetch))
-    finally:
-        reader.close()
-    wanted = _key(_outcome(lambda: _CONN.execute(query, (-1,)).fetchall()))
-    assert read == wanted, f"native reader read {read}, sqlite3 {wanted}"[:600]
-
-
 def check(data: bytes) -> None:
     if not data:
         return
     target = TARGETS[data[0] % len(TARGETS)]
     if target == "scan":
         check_scan(data[1:])
-    elif target == "session":
-        check_session(data[1:])
     else:
-        check_rowio(data[1:])
+        check_session(data[1:])
 
 
 FRAMES = [  # long ones too: the fuzzer sees no coverage of the C code (gcc), so seeds must reach its paths
@@ -271,13 +149,12 @@ FRAMES = [  # long ones too: the fuzzer sees no coverage of the C code (gcc), so
 ]
 SEEDS = ([b"\x00" + frame for frame in FRAMES] + [b"\x01\x60" + b"\n".join(FRAMES)]
          + [b"\x00" + line.lstrip(b"<>") for seed in fuzz_frames.SEEDS for line in seed[4:].split(b"\n") if line]
-         + [b"\x01" + bytes([0x20 | seed[1] << 6 & 0x40]) + seed[4:] for seed in fuzz_frames.SEEDS]
-         + [b"\x02" + bytes(range(0, 256, 7)), b"\x02\x00\x05" + b"abc\xff\xfe" * 20])
+         + [b"\x01" + bytes([0x20 | seed[1] << 6 & 0x40]) + seed[4:] for seed in fuzz_frames.SEEDS])
 
 
 def main() -> None:
     _loaded_from_where_asked()
-    print(f"fuzz_native: {_wirescan.__file__}, {_rowio.__file__}", flush=True)
+    print(f"fuzz_native: {_wirescan.__file__}", flush=True)
     fuzzing.run("fuzz_native", check, SEEDS, fuzz_frames.DICTIONARY)
 
 

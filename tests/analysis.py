@@ -107,22 +107,21 @@ def analyze(frames, *, revision: str | None = "detect", stdio: bool = True, ende
     else:
         source = "option" if revision else "unknown"
     stored = [(*row[:3], _as_bytes(row[3]), *row[4:]) for row in rows_in]  # as the store gives them
-    modes = [("exact", rows_in), ("fast", stored)] + ([] if exchanges else [("native", stored)])
+    modes = [("exact", rows_in), ("fast", stored)]
     runs = []
     for mode, rows in modes:
         analysis = SessionAnalysis("s", revision=revision, revision_source=source, stdio=stdio and exchanges is None,
                                    ended=ended, policy=policy, transport="http" if exchanges else None,
                                    exchanges=exchanges, exact_only=mode == "exact", cut=cut or None)
-        if mode == "native":
-            analysis.feed(list(rows))
-        else:
-            feed = analysis.http_frame if exchanges else analysis.frame
+        if exchanges:
             for row in rows:
-                feed(*row)
+                analysis.http_frame(*row)
+        else:
+            analysis.feed(list(rows))
         analysis.end()
         runs.append((analysis, analysis.take_rows(), analysis.take_findings()))
-    # every analysis in the tests is also a differential test of the fast paths (analyzer/_wirescan.c,
-    # SessionAnalysis._fast) against the exact path
+    # every analysis in the tests is also a differential test of the fast path (the envelope scanner,
+    # analyzer/_wirescan.c, and SessionAnalysis._fast) against the exact path
     exact, exact_rows, exact_findings = runs[0]
     for analysis, rows, findings in runs[1:]:
         assert (rows, findings, analysis.summary()) == (exact_rows, exact_findings, exact.summary())

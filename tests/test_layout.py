@@ -45,3 +45,19 @@ def test_nothing_imports_the_folders_by_their_own_names_only_mcptap():
                     for m in FOLDER_IMPORT.finditer(source))
     assert wrong == []
 
+
+
+NATIVE_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".pyx", ".rs")
+
+
+def test_the_only_native_file_is_the_envelope_scanner_a_function_of_bytes():
+    """One session core, in Python: what is native is the envelope scanner alone (bytes in, the
+    envelope out), which reads no Python object's attributes and calls back into nothing but the
+    number type it is given (analyzer/_wirescan.c, `configure`)."""
+    native = sorted(str(p.relative_to(ROOT)) for folder in ("analyzer", "addons") for p in (ROOT / folder).rglob("*")
+                    if p.suffix in NATIVE_SUFFIXES)
+    assert native == ["analyzer/_wirescan.c"]
+    assert re.findall(r'Extension\("([\w.]+)"', (ROOT / "setup.py").read_text(encoding="utf-8")) == ["mcptap._wirescan"]
+    source = (ROOT / "analyzer" / "_wirescan.c").read_text(encoding="utf-8")
+    assert not re.findall(r"\w*(?:GetAttr|SetAttr|LookupAttr|CallMethod)\w*", source)
+    assert re.findall(r"PyObject_Call\w*\((\w+)", source) == ["NUMBER_TEXT"]

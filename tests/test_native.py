@@ -1,9 +1,10 @@
-"""The native parts of `mcptap analyze` (setup.py): the envelope scanner and session fast path
-(analyzer/_wirescan.c) must agree with the exact path to the byte, and the SQLite row reader and
-writer (analyzer/_rowio.c) must behave as the sqlite3 module does for what the analysis uses.
+"""The native part of `mcptap analyze` (setup.py): the envelope scanner (analyzer/_wirescan.c), a
+pure function of a frame's bytes, must agree with the exact parser to the byte, and the session's
+fast path that reads it with the exact path.
 
-Every analysis in tests/analysis.py already runs three ways (exact, fast, native) and compares;
-here the same is asked of generated frames and sessions, including broken ones."""
+Every analysis in tests/analysis.py already runs both ways (exact, fast) and compares; here the
+same is asked of generated frames and sessions, including broken ones. Then the analysis rows
+written while other connections write."""
 
 from __future__ import annotations
 
@@ -24,10 +25,9 @@ from mcptap.wire.jsonwire import NumberText
 from mcptap.analysis.session import id_key
 
 _wirescan = pytest.importorskip("mcptap._wirescan", reason="the C extension was not built (no C compiler?)")
-_rowio = pytest.importorskip("mcptap._rowio", reason="the C extension was not built (no SQLite headers?)")
 
 
-def test_the_native_parts_are_built_and_in_use():
+def test_the_native_scanner_is_built_and_in_use():
     assert session._wirescan is _wirescan, "mcptap._wirescan was built for other _meta names"
     assert _wirescan.META_NAMES == (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)
 
@@ -133,7 +133,7 @@ def test_a_fraction_in_the_built_parts_is_kept_as_written():
     assert found[5] == {"progressToken": NumberText("1.50"), "progress": NumberText("2e0")}
 
 
-# -- whole sessions, three ways ----------------------------------------------------------------
+# -- whole sessions, both ways ----------------------------------------------------------------
 
 _requests = ["tools/call", "tools/list", "ping", "initialize", "sampling/createMessage", "x.y/custom", "nope"]
 _notes = ["notifications/progress", "notifications/cancelled", "notifications/initialized", "notifications/message",
@@ -180,99 +180,10 @@ def sessions(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames=sessions(), ended=st.booleans())
 def test_generated_sessions_give_the_same_rows_and_findings_on_every_path(frames, ended):
-    analyze(frames, ended=ended)  # asserts exact == fast == native
+    analyze(frames, ended=ended)  # asserts exact == fast
 
 
-# -- the SQLite reader and writer ----------------------------------------------------------------
-
-@pytest.fixture()
-def table(tmp_path):
-    path = tmp_path / "t.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE t (a, b, c, d, e)")
-    conn.execute("CREATE TABLE u (k TEXT PRIMARY KEY)")
-    conn.close()
-    return str(path)
-
-
-def test_rows_written_natively_read_back_the_same_both_ways(table):
-    rows = [(None, 1, 1.5, "é\u2028", b"\x00\xff"), (-2**63, 2**63 - 1, -0.0, "", b""), (True, 0, 1e300, "x" * 5000, b"y")]
-    writer = _rowio.Writer(table, 1000)
-    writer.execute("BEGIN IMMEDIATE")
-    assert writer.in_transaction
-    writer.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
-    writer.execute("COMMIT")
-    assert not writer.in_transaction
-    writer.close()
-    expected = [tuple(int(v) if type(v) is bool else v for v in row) for row in rows]
-    assert sqlite3.connect(table).execute("SELECT * FROM t ORDER BY rowid").fetchall() == expected
-    reader = _rowio.Reader(table, 1000)
-    cursor = reader.execute("SELECT * FROM t WHERE a IS NOT ? ORDER BY rowid", (7,))
-    assert cursor.fetchmany(2) + cursor.fetchmany(5) + cursor.fetchmany(5) == expected
-    assert list(reader.execute("SELECT a FROM t ORDER BY rowid")) == [(None,), (-2**63,), (1,)]
-    reader.close()
-
-
-def test_native_errors_are_the_sqlite3_modules_own(table):
-    writer = _rowio.Writer(table, 0)
-    writer.execute("INSERT INTO u VALUES (?)", ("k",))
-    with pytest.raises(sqlite3.IntegrityError) as caught:
-        writer.execute("INSERT INTO u VALUES (?)", ("k",))
-    assert caught.value.sqlite_errorcode == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-    with pytest.raises(sqlite3.OperationalError):
-        writer.execute("INSERT INTO nowhere VALUES (1)")
-    with pytest.raises(sqlite3.ProgrammingError):
-        writer.execute("INSERT INTO u VALUES (?)", ())
-    with pytest.raises(sqlite3.ProgrammingError):
-        writer.execute("INSERT INTO u VALUES (?)", (object(),))
-    other = sqlite3.connect(table, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    with pytest.raises(sqlite3.OperationalError) as busy:
-        writer.execute("BEGIN IMMEDIATE")  # busy timeout 0: at once
-    assert busy.value.sqlite_errorcode == sqlite3.SQLITE_BUSY
-    other.execute("ROLLBACK")
-    writer.execute("  -- nothing to run\n")
-    with pytest.raises(sqlite3.ProgrammingError):
-        writer.execute("SELECT 1; SELECT 2")
-    writer.close()
-    with pytest.raises(sqlite3.ProgrammingError):
-        writer.execute("SELECT 1")
-    with pytest.raises(sqlite3.Error):
-        _rowio.Reader(str(table) + ".missing", 0)
-
-
-def test_a_native_writer_waiting_on_a_lock_refuses_a_second_thread(table):
-    import threading
-    import time
-
-    other = sqlite3.connect(table, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    writer = _rowio.Writer(table, 10_000)
-    done = []
-    waiting = threading.Thread(target=lambda: done.append(writer.execute("BEGIN IMMEDIATE")))
-    waiting.start()
-    refused = None
-    deadline = time.monotonic() + 10
-    while refused is None and time.monotonic() < deadline:  # until the first thread is inside SQLite
-        try:
-            writer.executemany("SELECT ?", [])  # no row: no statement run, the lock never let go
-        except sqlite3.ProgrammingError as exc:
-            refused = exc
-    other.execute("ROLLBACK")
-    waiting.join(timeout=15)
-    assert refused is not None and "another thread" in str(refused)
-    assert done == [None] and writer.in_transaction
-    writer.execute("ROLLBACK")
-    writer.close()
-    other.close()
-
-
-def test_the_native_rows_io_links_the_sqlite_the_sqlite3_module_uses():
-    from mcptap import store
-
-    assert store._rowio() is _rowio  # the same library in this process, not a second copy
-
+# -- the analysis rows, written while others write -------------------------------------------------
 
 def _busy_database(path: str, sessions: int, per_session: int) -> None:
     from mcptap import store

@@ -10,6 +10,7 @@ RELATIVE_ERROR = 0.01
 _GAMMA = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
 LOG_GAMMA = math.log(_GAMMA)
 MIN_SECONDS = 1e-6  # latencies below a microsecond (or negative, on a skewed clock) count as this
+_isfinite, _ceil, _log = math.isfinite, math.ceil, math.log
 
 
 class LatencySketch:
@@ -21,11 +22,11 @@ class LatencySketch:
         self.max: float | None = None
 
     def add(self, seconds: float) -> None:
-        if not math.isfinite(seconds):  # a log's impossible times: no latency to count
+        if not _isfinite(seconds):  # a log's impossible times: no latency to count
             return
-        value = seconds if seconds > MIN_SECONDS else MIN_SECONDS
-        key = math.ceil(math.log(value) / LOG_GAMMA)
-        self.buckets[key] = self.buckets.get(key, 0) + 1
+        key = _ceil(_log(seconds if seconds > MIN_SECONDS else MIN_SECONDS) / LOG_GAMMA)
+        buckets = self.buckets
+        buckets[key] = buckets.get(key, 0) + 1
         self.count += 1
         if self.max is None or seconds > self.max:
             self.max = seconds

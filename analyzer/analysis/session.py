@@ -20,7 +20,7 @@ from mcptap.wire import jsonwire
 from mcptap.analysis.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
                                Signature, by_key, classify)
 from mcptap.wire.jsonwire import NumberText
-from mcptap.analysis.latency import LOG_GAMMA, MIN_SECONDS, LatencySketch
+from mcptap.analysis.latency import LatencySketch
 from mcptap.analysis.rules import Hit, Rule
 from mcptap.wire.textsafe import storable
 
@@ -100,8 +100,7 @@ Req = Msg  # a request, in its role as the record its response is paired with
 
 class WireMsg(Msg):
     """A message the fast path read from its envelope alone (analyzer/_wirescan.c): everything
-    the core needs is set, and its value is parsed, exactly, only if a rule asks for it. (The
-    native core makes requests' without this __init__, setting the same attributes: wiremsg().)"""
+    the core needs is set, and its value is parsed, exactly, only if a rule asks for it."""
 
     idx = None
     frame = None
@@ -241,7 +240,6 @@ class SessionAnalysis:
         self.session_id = session_id
         self.cut = cut or None
         self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
-        self._feed = _wirescan.feed if _wirescan is not None and not exact_only else None
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
         self.declared_revision = revision
         self.revision_source = revision_source
@@ -290,7 +288,9 @@ class SessionAnalysis:
         self.done_tokens: dict[tuple, int] = {}  # token of an answered request -> response seq
         # service response time per method (Wireshark's SRT): calls, errors, unanswered, latencies
         self.method_stats: dict[str, dict] = {}
+        self._by_method: dict[str | None, tuple[str | None, dict]] = {}  # method as written -> (name, record)
         self._dispatch = _Dispatch.for_revision(self.revision)
+        self._clean = self._dispatch.clean
         self._progress_quiet = not self._dispatch.rules("notification", ("progress:ok",))
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(
@@ -372,16 +372,21 @@ class SessionAnalysis:
                                             requests, entry)
 
     def feed(self, rows: list[tuple]) -> None:
-        """`frame()` for each (seq, ts, direction, raw) row, in order: the common frames natively
-        (analyzer/_wirescan.c, the same changes as `_fast`), the others here."""
+        """`frame()` for each (seq, ts, direction, raw) row, in order."""
         collecting = gc.isenabled()
         gc.disable()  # rows and records, not cycles: the collector would only walk them again and again
         try:
-            if self._feed is not None and self.cut is None:
-                self._feed(self, rows)
-            else:
+            if self.cut is not None or self._scan is None:
+                frame = self.frame
                 for row in rows:
-                    self.frame(*row)
+                    frame(*row)
+                return
+            self.frames += len(rows)  # `frame()`, without a call of its own per frame
+            scan, fast, exact = self._scan, self._fast, self._exact
+            for seq, ts, direction, raw in rows:
+                envelope = scan(raw)
+                if envelope is None or not fast(seq, ts, direction, raw, envelope):
+                    exact(seq, ts, direction, raw)
         finally:
             if collecting:
                 gc.enable()
@@ -468,7 +473,7 @@ class SessionAnalysis:
         changes and rows as the exact path, without building the frame's value. False, before
         anything has changed, for anything else: the exact path then takes the frame."""
         key, method, ident, id_json, meta, params, result_type = envelope
-        shape = self._dispatch.clean.get(key)
+        shape = self._clean.get(key)
         if shape is None:
             shape = self._dispatch.clean_shape(key)
         if not shape:
@@ -700,7 +705,8 @@ class SessionAnalysis:
     def _await(self, req: Req, key: tuple, meta: dict) -> None:
         """A request now awaits its response: its progress token and log level noted."""
         self.outstanding[key] = req
-        self._stats(req.method)["calls"] += 1
+        known = self._by_method.get(req.method)
+        (known or self._method_record(req.method))[1]["calls"] += 1
         if not meta:
             return
         token = meta.get("progressToken", _MISSING)
@@ -748,11 +754,10 @@ class SessionAnalysis:
         """The response (its messages `row`, `kind`, frame `seq` and time `ts`) answers `req`."""
         self.answered[key] = (req.seq, seq)
         latency = ts - req.ts
-        if not math.isfinite(latency):  # a log's impossible times
+        if not _isfinite(latency):  # a log's impossible times
             latency = None
-        method = _storable(req.method) if req.method is not None else None
-        row[6], row[7], row[8] = method, req.seq, latency  # a response row names its method
-        stats = self._stats(req.method)
+        name, stats = self._by_method.get(req.method) or self._method_record(req.method)
+        row[6], row[7], row[8] = name, req.seq, latency  # a response row names its method
         if latency is not None:
             stats["latencies"].add(latency)
         if kind == ERROR:
@@ -920,13 +925,21 @@ class SessionAnalysis:
             if ex.is_initialize and row["assigned_session"] and self.assigned_session is None:
                 self.assigned_session, self.assigned_at = row["assigned_session"], row["response_at"] or row["started_at"]
 
-    def _stats(self, method: str) -> dict:
-        if method is not None:
-            method = _storable(method)  # printed and stored: lone surrogates escaped
-        stats = self.method_stats.get(method)
+    def _stats(self, method: str | None) -> dict:
+        return (self._by_method.get(method) or self._method_record(method))[1]
+
+    def _method_record(self, method: str | None) -> tuple[str | None, dict]:
+        """A method as written: its storable name (lone surrogates escaped: it is printed and
+        stored) and its service response time record in `method_stats` (remembered in
+        `_by_method` for the next time)."""
+        name = _storable(method) if method is not None else None
+        stats = self.method_stats.get(name)
         if stats is None:
-            stats = self.method_stats[method] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()}
-        return stats
+            stats = self.method_stats[name] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()}
+        known = (name, stats)
+        if len(self._by_method) < 10_000:
+            self._by_method[method] = known
+        return known
 
     def summary(self) -> dict:
         return {"id": self.session_id, "revision": self.revision or self.declared_revision,
@@ -950,8 +963,6 @@ if _wirescan is not None and _wirescan.META_NAMES != (mcp.META_PROTOCOL_VERSION,
     _wirescan = None  # a build from other sources: the exact path alone is right, only slower
 if _wirescan is not None:
     _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)
-    _wirescan.configure_core(REQUEST, NOTIFICATION, RESPONSE, ERROR, C2S, S2C, WireMsg, LatencySketch,
-                             LOG_GAMMA, MIN_SECONDS)
 
 _STORABLE: dict[str, str] = {}
 
@@ -968,6 +979,7 @@ def _storable(text: str) -> str:
 
 
 _storable_uncached = storable
+_isfinite = math.isfinite
 
 
 class _Dispatch:

@@ -4,17 +4,25 @@ migrations, and the only SQL that writes or reads the recorded tables (see docs/
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from mcptap.store import schema
 from mcptap.errors import MCPTapError, NotADatabase, SessionNotFound
 from mcptap.store.schema import RECORDED_TABLES
+
+if sys.version_info < (3, 12):
+    # Python 3.11's sqlite3 binds None the slow way: a failed lookup for an adapter, then for
+    # `__adapt__` and `__conform__`, for each NULL of each row (about 0.7 us each here: a third of
+    # writing a notification's messages row). A registered adapter is found first; `{}.get` is a
+    # builtin that gives None back, so NULL is bound as before, the same for every user of the
+    # module in this process. 3.12 binds None directly.
+    sqlite3.register_adapter(type(None), {}.get)
 
 BUSY_TIMEOUT_S = 5.0
 """How long a writer waits for another process's lock before giving up (then the tee spools)."""
@@ -119,46 +127,15 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in rows}
 
 
-@functools.lru_cache(maxsize=None)
-def _rowio():
-    """mcptap._rowio when it was built and links the same SQLite as the sqlite3 module (the
-    same library in this process, not merely the same version: two copies of SQLite on one file
-    lose each other's POSIX locks); else None."""
-    try:
-        import ctypes
-
-        import _sqlite3
-        from mcptap import _rowio as rowio
-        theirs = ctypes.cast(ctypes.CDLL(_sqlite3.__file__).sqlite3_libversion, ctypes.c_void_p).value
-    except (ImportError, OSError, AttributeError):  # pragma: no cover - no build, or a static SQLite
-        return None
-    return rowio if theirs == rowio.LIBVERSION_ADDRESS else None
+def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """A connection for writing many rows into a database whose schema is up to date (`connect`)."""
+    return connect(path, busy_timeout=busy_timeout)
 
 
-def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
-    """A connection for writing many rows into a database whose schema is up to date: the
-    native writer where it was built (analyzer/_rowio.c: execute, executemany, in_transaction,
-    close, and sqlite3's exceptions), else `connect`."""
-    rowio = _rowio()
-    if rowio is None:  # pragma: no cover - a build without SQLite's headers
-        return connect(path, busy_timeout=busy_timeout)
-    writer = rowio.Writer(os.fspath(path), int(busy_timeout * 1000))
-    writer.execute("PRAGMA synchronous=NORMAL")
-    return writer
-
-
-def frames_reader(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S):
-    """A connection for reading a million frames (`iter_raw_frames`): the native reader where it
-    was built (analyzer/_rowio.c), else `open_existing`."""
-    rowio = _rowio()
-    if rowio is None:  # pragma: no cover - a build without SQLite's headers
-        return open_existing(path)
-    try:
-        reader = rowio.Reader(os.fspath(path), int(busy_timeout * 1000))
-        reader.execute("SELECT 1 FROM frames LIMIT 1").fetchall()
-        return reader
-    except sqlite3.Error:  # what the sqlite3 module opens differently (a read-only folder): its way
-        return open_existing(path)
+def frames_reader(path: str | os.PathLike) -> sqlite3.Connection:
+    """A connection for reading a million frames (`iter_raw_frames`), apart from the one that
+    reads everything else: a query left part read never holds up another (`open_existing`)."""
+    return open_existing(path)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -319,9 +296,8 @@ def insert_frame_bytes(conn: sqlite3.Connection, text_rows: Sequence[tuple], blo
 
 
 def import_writer(conn: sqlite3.Connection):
-    """A connection that writes a large import into `conn`'s database file: the native writer
-    (`rows_writer`) where there is one, else `conn` itself (an in-memory database). The caller
-    closes it when it is not `conn`."""
+    """A connection that writes a large import into `conn`'s database file (`rows_writer`), or
+    `conn` itself for an in-memory database. The caller closes it when it is not `conn`."""
     path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
     if not path:
         return conn
