@@ -61,3 +61,65 @@ def test_the_only_native_file_is_the_envelope_scanner_a_function_of_bytes():
     source = (ROOT / "analyzer" / "_wirescan.c").read_text(encoding="utf-8")
     assert not re.findall(r"\w*(?:GetAttr|SetAttr|LookupAttr|CallMethod)\w*", source)
     assert re.findall(r"PyObject_Call\w*\((\w+)", source) == ["NUMBER_TEXT"]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts[0] = {"analyzer": "mcptap", "addons": "mcptap.addons"}[parts[0]]
+    name = ".".join(parts)
+    return name.removesuffix(".__init__")
+
+
+def product_files() -> dict[str, Path]:
+    """Every module of the product by its import name."""
+    return {_module_name(p): p for folder in ("analyzer", "addons") for p in (ROOT / folder).rglob("*.py")
+            if "__pycache__" not in p.parts}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the product's modules it imports, at module level or inside a function (a lazy
+    import is still a dependency). `from package import module` depends on that module, not on
+    the package's __init__; importing the package itself, or a name defined in it, does."""
+    files = product_files()
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                subs = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [t for t in subs if t in files] + ([base] if any(t not in files for t in subs) else [])
+            else:
+                continue
+            graph[name].update(t for t in targets if t in files and t != name)
+    return graph
+
+
+def test_the_import_graph_has_no_cycles():
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter(import_graph()).prepare()
+    except graphlib.CycleError as exc:
+        raise AssertionError(f"an import cycle: {' -> '.join(exc.args[1])}") from None
+
+
+FACES = ("mcptap.cli", "mcptap.report", "mcptap.data", "mcptap.plots", "mcptap.replay", "mcptap.demo")
+
+
+def _under(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_capture_and_readers_never_import_the_faces_and_analysis_never_touches_sqlite():
+    graph, files = import_graph(), product_files()
+    for name, imported in graph.items():
+        if _under(name, ("mcptap.addons", "mcptap.readers")):
+            assert not [t for t in imported if _under(t, FACES)], name
+        if _under(name, ("mcptap.analysis",)):
+            assert not [t for t in imported if _under(t, ("mcptap.store", "mcptap.engine"))], name
+            assert "sqlite3" not in imported_names(files[name].read_text(encoding="utf-8")), name

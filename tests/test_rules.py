@@ -145,3 +145,33 @@ def test_each_finding_codes_near_neighbour_does_not_fire_it(code):
 def test_every_rule_names_its_spec_reference_and_summary(code):
     rule = load()[code]
     assert rule.ref and rule.summary and rule.group
+
+
+def _register(**overrides):
+    from mcptap.analysis.rules.registry import RULES, rule
+
+    fields = {"group": "pairing", "severity": "error", "ref": "test", "summary": "test", "on": ["response"],
+              "when": ["unknown"]} | overrides
+    try:
+        rule("test-only-code", **fields)(lambda msg, s: None)
+    finally:
+        RULES.pop("test-only-code", None)
+
+
+def test_a_check_on_messages_or_frames_must_name_declared_facts_and_the_others_none():
+    _register()  # a response check on a declared fact registers
+    for bad in ({"when": None}, {"when": []}, {"when": ["no-such-fact"]}, {"on": ["end"], "when": ["unknown"]},
+                {"on": ["response", "end"]}, {"on": ["envelope"], "when": ["unknown"]}):
+        with pytest.raises(ValueError):
+            _register(**bad)
+    _register(on=["exchange"], when=None)  # runs on every exchange
+
+
+def test_every_rule_subscribes_only_to_declared_facts_and_message_checks_to_some():
+    from mcptap.analysis.rules import FACTS, SUBSCRIBED_EVENTS
+
+    for code, r in load().items():
+        if set(r.on) & SUBSCRIBED_EVENTS:
+            assert r.when and r.when <= FACTS.keys(), code
+        else:
+            assert r.when is None, code

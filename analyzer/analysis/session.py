@@ -57,7 +57,7 @@ class Msg:
     fact: str | None = None
     probe: bool = False  # a 2026-07-28 request sent before initialize by a dual-era client
     # a request's own record
-    id_json: str | None = None
+    id_json: str | None = None  # its id as written (JSON text), when it has one
     cancelled: int | None = None  # seq of the notifications/cancelled naming it
     rejected: bool = False  # its batch was refused as a whole (where batches are forbidden)
     token: Any = None  # progress token key it carried
@@ -573,7 +573,7 @@ class SessionAnalysis:
             if "id" in value:
                 ident = value["id"]
                 msg.id = ident
-                ident = str(ident) if type(ident) is int else jsonwire.to_json(ident)
+                ident = msg.id_json = str(ident) if type(ident) is int else jsonwire.to_json(ident)
         found = self._dispatch.envelope(sig)
         if found:
             for rule, hit in found:
@@ -681,7 +681,6 @@ class SessionAnalysis:
     def _request(self, msg: Msg) -> None:
         key = (msg.direction, id_key(msg.id))
         req = msg.request = msg
-        msg.id_json = msg.row[5]
         if msg.idx is not None:
             msg.batch = msg.frame
         params = msg.value.get("params")
@@ -1030,16 +1029,18 @@ class _Dispatch:
         key = (event, facts)
         found = self._lists.get(key)
         if found is None:
-            found = self._lists[key] = [r for r in self._by_event[event] if _wants(r, facts)]
+            found = self._lists[key] = _subscribed(self._by_event[event], facts)
         return found
 
     def frame_rules(self, tags: tuple[str, ...]) -> list[Rule]:
         key = ("frame", tags)
         found = self._lists.get(key)
         if found is None:
-            found = self._lists[key] = [r for r in self._frame if _wants(r, tags)]
+            found = self._lists[key] = _subscribed(self._frame, tags)
         return found
 
 
-def _wants(rule: Rule, facts: tuple[str, ...]) -> bool:
-    return rule.when is None or any(f in rule.when for f in facts)
+def _subscribed(candidates: list[Rule], facts: tuple[str, ...]) -> list[Rule]:
+    """The rules that subscribe to any of `facts` (worked out once per combination of facts)."""
+    assert set(facts) <= rules.FACTS.keys(), f"facts {set(facts) - rules.FACTS.keys()} are not declared"
+    return [r for r in candidates if any(f in r.when for f in facts)]

@@ -23,7 +23,7 @@ from mcptap.addons.http.recorder import Streams
 from mcptap import __version__
 from mcptap.store import journal
 from mcptap.errors import DuplicateSession, ImportFormatError
-from mcptap.readers.importer import ImportedSession
+from mcptap.readers.importstate import ImportedSession
 from mcptap.redaction import Redactor
 
 _ID_SPACE = uuid.UUID("5b0c7c6e-6a38-4d52-9f2e-7d1a3c1f0a11")

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mcptap import extras, store
 
 from mcptap.readers import importstate
+from mcptap.readers.importstate import FrameLines, ImportedSession
 
 from mcptap.wire import framelog
 from mcptap.errors import DuplicateSession, ImportFormatError
@@ -24,34 +24,6 @@ BATCH_ROWS = 10_000
 """Rows gathered (over all the file's sessions) before they are written into the transaction..."""
 BATCH_BYTES = 16 << 20
 """... or bytes of frames: what the import holds in memory, whatever the file's size."""
-
-
-@dataclass
-class FrameLines:
-    """Where a session's frames were in the file it was imported from: the seq the import gave
-    each frame (`_Target.frame_seq`, the one rule) and its line, in file order."""
-
-    seqs: array = field(default_factory=lambda: array("q"))
-    lines: array = field(default_factory=lambda: array("q"))
-
-    def of(self, seqs: Iterable[int]) -> dict[int, int]:
-        """The line of each of these seqs that a frame of the file had (the first, if several)."""
-        wanted, found = set(seqs), {}
-        if wanted:
-            for seq, line in zip(self.seqs, self.lines):
-                if seq in wanted and seq not in found:
-                    found[seq] = line
-        return found
-
-
-@dataclass
-class ImportedSession:
-    id: str
-    name: str
-    frames: int = 0
-    stderr_lines: int = 0
-    merged: bool = False  # a spool merged into a session the database already had
-    lines: FrameLines | None = None  # with import_file(locate=True)
 
 
 @dataclass(slots=True)

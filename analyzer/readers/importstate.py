@@ -2,14 +2,46 @@
 no line has named for a while is finished (its rows written, its row completed) and its state
 set aside in a private temporary SQLite file, from which it is taken back if a later line names
 it again, and from which the import's result is read, session by session. So an import of a
-million one-frame sessions holds the sessions of the last batch or two, not a million."""
+million one-frame sessions holds the sessions of the last batch or two, not a million. And what
+an import gives back, session by session (`ImportedSession`, `FrameLines`), whichever reader
+made it (analyzer/readers/importer.py, http_capture.py)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import weakref
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+@dataclass
+class FrameLines:
+    """Where a session's frames were in the file it was imported from: the seq the import gave
+    each frame (`_Target.frame_seq`, the one rule) and its line, in file order."""
+
+    seqs: array = field(default_factory=lambda: array("q"))
+    lines: array = field(default_factory=lambda: array("q"))
+
+    def of(self, seqs: Iterable[int]) -> dict[int, int]:
+        """The line of each of these seqs that a frame of the file had (the first, if several)."""
+        wanted, found = set(seqs), {}
+        if wanted:
+            for seq, line in zip(self.seqs, self.lines):
+                if seq in wanted and seq not in found:
+                    found[seq] = line
+        return found
+
+
+@dataclass
+class ImportedSession:
+    id: str
+    name: str
+    frames: int = 0
+    stderr_lines: int = 0
+    merged: bool = False  # a spool merged into a session the database already had
+    lines: FrameLines | None = None  # with import_file(locate=True)
+
 
 FILTER_BITS = 1 << 24
 """Bits of the filter that says, without a query, that a name was never set aside (2 MiB)."""

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from mcptap.errors import MCPTapError
 from mcptap.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
 from mcptap.analysis.outstanding import Held, Outstanding
-from mcptap.replay.serve import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
+from mcptap.replay.responder import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
 
 MAX_BODY_BYTES = 1 << 30
 

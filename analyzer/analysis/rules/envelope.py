@@ -6,7 +6,7 @@ per distinct signature; `frame` checks see the whole frame (its parse, its top-l
 from __future__ import annotations
 
 from mcptap.analysis.mcp import BATCH_REVISIONS
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 JSONRPC = "JSON-RPC 2.0 §4 Request object, §5 Response object"
 MCP_MESSAGES = "MCP basic (messages) §Requests/§Responses: T/<rev> and J/<rev> JSONRPCMessage"

@@ -5,7 +5,7 @@ revision could be established at all."""
 from __future__ import annotations
 
 from mcptap.analysis.mcp import C2S, KNOWN_REVISIONS, S2C
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 LIFECYCLE = "MCP basic/lifecycle §Initialization"
 

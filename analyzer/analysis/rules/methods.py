@@ -4,7 +4,7 @@ which capability (docs/mcp-reference.md sections 5 and 10; tables in analyzer/an
 from __future__ import annotations
 
 from mcptap.analysis import mcp
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 METHODS = "MCP T/<rev> ClientRequest, ServerRequest, ClientNotification, ServerNotification (via mcp-types)"
 _DIRECTION_NAMES = {mcp.C2S: "client to server", mcp.S2C: "server to client"}

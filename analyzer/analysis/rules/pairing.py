@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mcptap.analysis.classify import ERROR, REQUEST
 from mcptap.analysis.mcp import BATCH_REVISIONS, STATELESS_REVISIONS
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 RESPONSES = "JSON-RPC 2.0 §5; MCP basic §Responses: \"Responses MUST include the same ID as the request they correspond to.\""
 
@@ -18,7 +18,7 @@ RESPONSES = "JSON-RPC 2.0 §5; MCP basic §Responses: \"Responses MUST include t
               "answer, no request that POST carried)",
       when=['unknown', 'other-exchange'])
 def unknown_response_id(msg, s):
-    shown = "null" if msg.id is None else msg.row[5]
+    shown = "null" if msg.id is None else msg.id_json
     if msg.pairing == "unknown":
         return Hit(f"answers id {shown}, which no request sent the other way in this session carried")
     if msg.pairing == "other-exchange":
@@ -31,7 +31,7 @@ def unknown_response_id(msg, s):
       when=['type-mismatch'])
 def id_type_mismatch(msg, s):
     if msg.pairing == "type-mismatch":
-        return Hit(f"answers the request at frame {msg.related} but writes its id as {msg.row[5]}, "
+        return Hit(f"answers the request at frame {msg.related} but writes its id as {msg.id_json}, "
                    f"not as the request did ({msg.request.id_json})",
                    related=msg.related)
 
@@ -50,7 +50,7 @@ def duplicate_response(msg, s):
       when=['duplicate-outstanding'])
 def duplicate_request_id(msg, s):
     if msg.pairing == "duplicate-outstanding":
-        return Hit(f"id {msg.row[5]} is still awaiting its response (request at frame {msg.related})",
+        return Hit(f"id {msg.id_json} is still awaiting its response (request at frame {msg.related})",
                    related=msg.related)
 
 
@@ -61,7 +61,7 @@ def duplicate_request_id(msg, s):
       when=['reused'])
 def request_id_reused(msg, s):
     if msg.pairing == "reused" and s.revision not in STATELESS_REVISIONS:
-        return Hit(f"id {msg.row[5]} was already used by this side at frame {msg.related}", related=msg.related)
+        return Hit(f"id {msg.id_json} was already used by this side at frame {msg.related}", related=msg.related)
 
 
 @rule("error-id-null-with-known-id", group="pairing", severity="error", on=["response"],
@@ -106,7 +106,7 @@ def missing_response(s):
       ref="MCP 2025-03-26 basic §Batching and T/2025-03-26 JSONRPCBatchResponse: a batch of requests is answered "
           "by an array of their responses",
       summary="2025-03-26: the answer to a batch is not an array of responses for its requests",
-      when=['batch', 'answers-batch', 'batch-refused'])
+      when=['batch', 'answers-batch'])
 def batch_response_shape(frame, s):
     if s.revision not in BATCH_REVISIONS:
         return None

@@ -3,7 +3,7 @@ and notifications/progress, followed per direction by the session core."""
 
 from __future__ import annotations
 
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 CANCEL = "MCP basic/utilities/cancellation §Behavior Requirements"
 PROGRESS = "MCP basic/utilities/progress §Behavior Requirements"

@@ -8,7 +8,7 @@ has no session or version headers."""
 from __future__ import annotations
 
 from mcptap.analysis.mcp import STATELESS_REVISIONS
-from mcptap.analysis.rules import Hit, rule
+from mcptap.analysis.rules.registry import Hit, rule
 
 HTTP = "MCP basic/transports §Streamable HTTP"
 ANSWERS = ("response", "error")
