@@ -32,7 +32,7 @@ import pandas as pd
 
 from mcptap import store
 
-from mcptap.store import cells
+from mcptap.store import cells, queries
 
 from mcptap.wire import jsonwire
 
@@ -88,24 +88,10 @@ def _seconds(when: Any) -> float | None:
     return stamp.timestamp()
 
 
-def _where(alias: str, ids: list[str] | None, start, end, ts: str = "ts") -> tuple[str, list]:
-    clauses, params = [], []
-    if ids is not None:
-        clauses.append(f"{alias}.session_id IN ({', '.join('?' for _ in ids)})")
-        params += ids
-    if (t := _seconds(start)) is not None:
-        clauses.append(f"{ts} >= ?")
-        params.append(t)
-    if (t := _seconds(end)) is not None:
-        clauses.append(f"{ts} < ?")
-        params.append(t)
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-
 # -- reading in chunks, typed as they come ------------------------------------------------------
 
-def _categories(conn: sqlite3.Connection, sql: str) -> pd.CategoricalDtype:
-    return pd.CategoricalDtype(sorted(r[0] for r in conn.execute(sql) if r[0] is not None))
+def _categories(values: Iterable) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(sorted(values))
 
 
 def _typed(part: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
@@ -141,16 +127,7 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     """One row per session: the recorded row, frame counts, and (once analysed) the revision
     and finding counts."""
     with _conn(db, ("sessions", "frames", "analyses")) as conn:
-        analysed = store.has_table(conn, "analyses")
-        sql = (
-            "SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
-            "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
-            "(SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts"
-            + (", a.revision, a.revision_source, a.errors, a.warnings, a.infos FROM sessions s "
-               "LEFT JOIN analyses a ON a.session_id = s.id" if analysed else
-               ", NULL AS revision, NULL AS revision_source, NULL AS errors, NULL AS warnings, NULL AS infos "
-               "FROM sessions s")
-            + " ORDER BY s.started_at, s.id")
+        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"))
         frame = pd.read_sql_query(sql, conn)
         end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
         frame["duration_s"] = (end - frame["started_at"]).astype("float64")
@@ -161,13 +138,6 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
         for column in ("frames", "exit_status", "errors", "warnings", "infos"):
             frame[column] = frame[column].astype("Int64")
     return frame
-
-
-def _coded(column: str, categories: Sequence[str]) -> str:
-    """SQL giving a categorical's code for a text column (-1: missing or not a category): small
-    integers, which Python need not allocate, instead of a string per row."""
-    cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(categories) if "'" not in c)
-    return f"CASE {column} {cases} ELSE -1 END"
 
 
 def _read_by_session(conn: sqlite3.Connection, sql: str, params: list, ids: list[str], columns: list[str],
@@ -190,17 +160,6 @@ def _read_by_session(conn: sqlite3.Connection, sql: str, params: list, ids: list
     return frame[columns]
 
 
-def _time_clause(start, end, ts: str) -> tuple[str, list]:
-    clauses, params = "", []
-    if (t := _seconds(start)) is not None:
-        clauses += f" AND {ts} >= ?"
-        params.append(t)
-    if (t := _seconds(end)) is not None:
-        clauses += f" AND {ts} < ?"
-        params.append(t)
-    return clauses, params
-
-
 def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
            columns: Iterable[str] | None = None) -> pd.DataFrame:
     """Frames in (session, seq) order, sessions by start; without their text unless `columns`
@@ -208,15 +167,12 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
     columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
     with _conn(db, ("sessions", "frames")) as conn:
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
-        have = {r[1] for r in conn.execute("PRAGMA table_info(frames)")}
-        select = ", ".join(_coded("f.direction", DIRECTIONS) + " AS direction" if c == "direction" else
-                           f"f.{c}" if c in have else f"NULL AS {c}" for c in columns if c != "session_id")
-        when, params = _time_clause(start, end, "f.ts")
-        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
+        sql, params = queries.frames_of_session(columns, queries.frame_columns(conn), DIRECTIONS, _seconds(start),
+                                                _seconds(end))
+        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "incomplete": "bool"}
         coded = [c for c in ("direction",) if c in columns]
-        return _read_by_session(conn, f"SELECT {select or 'NULL'} FROM frames f WHERE f.session_id = ?{when} "
-                                      "ORDER BY f.seq", params, ids, columns, dtypes, coded)
+        return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
 
 
 def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
@@ -227,26 +183,16 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
     with _conn(db, ("sessions", "frames", "messages")) as conn:
         if not store.has_table(conn, "messages"):
-            return _read(conn, "SELECT 1 WHERE 0", [], columns, {})
+            return _read(conn, queries.EMPTY, [], columns, {})
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
-        method_dtype = _categories(conn, "SELECT DISTINCT method FROM messages")
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS mt_methods (name TEXT PRIMARY KEY, code INTEGER)")
-        conn.execute("DELETE FROM temp.mt_methods")
-        conn.executemany("INSERT INTO temp.mt_methods VALUES (?, ?)",
-                         [(name, i) for i, name in enumerate(method_dtype.categories)])
-        expressions = {"ts": "f.ts", "direction": _coded("m.direction", DIRECTIONS), "kind": _coded("m.kind", KINDS),
-                       "method": "coalesce(mm.code, -1)"}
-        select = ", ".join(f"{expressions.get(c, 'm.' + c)} AS {c}" for c in columns if c != "session_id")
-        when, params = _time_clause(start, end, "f.ts")
-        join = " JOIN frames f ON f.session_id = m.session_id AND f.seq = m.frame_seq" if (
-            "ts" in columns or when) else ""
-        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
+        method_dtype = _categories(queries.distinct(conn, "messages", "method"))
+        queries.number_methods(conn, list(method_dtype.categories))
+        sql, params = queries.messages_of_session(columns, DIRECTIONS, KINDS, _seconds(start), _seconds(end))
+        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "kind": pd.CategoricalDtype(KINDS),
                   "method": method_dtype, "idx": "Int64", "paired_frame": "Int64", "latency_s": "float64"}
         coded = [c for c in ("direction", "kind", "method") if c in columns]
-        return _read_by_session(
-            conn, f"SELECT {select or 'NULL'} FROM messages m LEFT JOIN temp.mt_methods mm ON mm.name = m.method{join} "
-                  f"WHERE m.session_id = ?{when} ORDER BY m.frame_seq, m.idx", params, ids, columns, dtypes, coded)
+        return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
 
 
 def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
@@ -254,19 +200,13 @@ def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     """The findings of `mcptap analyze`, with the time of the frame each points at."""
     with _conn(db, ("sessions", "frames", "findings")) as conn:
         if not store.has_table(conn, "findings"):
-            return _read(conn, "SELECT 1 WHERE 0", [], FINDING_COLUMNS, {})
-        ids = _sessions_filter(conn, session)
-        where, params = _where("g", ids, start, end, "f.ts")
-        for column, wanted in (("severity", severity), ("code", code)):
-            if wanted is not None:
-                values = [wanted] if isinstance(wanted, str) else list(wanted)
-                where += (" AND " if where else " WHERE ") + f"g.{column} IN ({', '.join('?' for _ in values)})"
-                params += values
-        sql = ("SELECT g.session_id, g.frame_seq, g.idx, f.ts, g.code, g.severity, g.message, g.related_frame "
-               "FROM findings g LEFT JOIN frames f ON f.session_id = g.session_id AND f.seq = g.frame_seq"
-               f"{where} ORDER BY g.session_id, coalesce(g.frame_seq, -1), g.rowid")
-        dtypes = {"session_id": _categories(conn, "SELECT id FROM sessions"), "ts": "datetime",
-                  "code": _categories(conn, "SELECT DISTINCT code FROM findings"),
+            return _read(conn, queries.EMPTY, [], FINDING_COLUMNS, {})
+        filters = {column: [wanted] if isinstance(wanted, str) else list(wanted)
+                   for column, wanted in (("severity", severity), ("code", code)) if wanted is not None}
+        sql, params = queries.findings_with_time(_sessions_filter(conn, session), _seconds(start), _seconds(end),
+                                                 filters)
+        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
+                  "code": _categories(queries.distinct(conn, "findings", "code")),
                   "severity": pd.CategoricalDtype(SEVERITIES), "frame_seq": "Int64", "idx": "Int64",
                   "related_frame": "Int64"}
         return _read(conn, sql, params, FINDING_COLUMNS, dtypes)
@@ -279,9 +219,8 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
     with _conn(db, ("sessions", "exchanges")) as conn:
         if not store.has_table(conn, "exchanges"):
             return pd.DataFrame()
-        ids = _sessions_filter(conn, session)
-        where, params = _where("e", ids, start, end, "e.started_at")
-        frame = pd.read_sql_query(f"SELECT * FROM exchanges e{where} ORDER BY e.started_at, e.id", conn, params=params)
+        sql, params = queries.exchanges_in(_sessions_filter(conn, session), _seconds(start), _seconds(end))
+        frame = pd.read_sql_query(sql, conn, params=params)
         for column in ("started_at", "request_end", "response_at", "ended_at"):
             frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
         frame["status"] = frame["status"].astype("Int64")
@@ -310,10 +249,10 @@ def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
     """One frame's exact text (bytes when it is not UTF-8)."""
     with _conn(db) as conn:
         sid = store.resolve_session(conn, session)
-        row = conn.execute("SELECT raw FROM frames WHERE session_id = ? AND seq = ?", (sid, int(seq))).fetchone()
-    if row is None:
+        found = queries.frame_raw(conn, sid, int(seq))
+    if found is None:
         raise KeyError(f"no frame {seq} in session {sid}")
-    return row[0]
+    return found
 
 
 def value(db: str | sqlite3.Connection, session: str, seq: int) -> Any:

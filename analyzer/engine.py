@@ -298,24 +298,6 @@ class _Job:
         if store_it:
             self.writer, self.reason = _writer(db_path, rows=True)
 
-    def _begin(self, *, wait: bool) -> bool:
-        """A write transaction: False, at once, when another writer holds the database and
-        `wait` is not asked for."""
-        conn = self.writer
-        if wait:
-            conn.execute("BEGIN IMMEDIATE")
-            return True
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return True
-        except sqlite3.OperationalError as exc:
-            if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY:  # or an extended BUSY_*
-                return False
-            raise
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(store.BUSY_TIMEOUT_S * 1000)}")
-
     def close(self) -> None:
         self.reader.close()
         self.frames.close()
@@ -394,20 +376,21 @@ class _Job:
         100 ms)."""
         conn = self.writer
         try:
-            if not self._begin(wait=wait):
+            if wait:
+                store.begin_write(conn)
+            elif not store.begin_write_now(conn):
                 return
             for sid in self.clears:
                 store.clear_analysis(conn, sid)
             store.insert_analysis_rows(conn, self.unwritten, self.unwritten_findings)
             for summary in self.summaries:
                 store.insert_analysis_summary(conn, summary, time.time(), f"mcptap {__version__}")
-            conn.execute("COMMIT")
+            store.commit(conn)
             self.unwritten, self.unwritten_findings, self.clears, self.summaries = [], [], [], []
         except (sqlite3.Error, OSError) as exc:
             self.reason = _why(exc)
             try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                store.rollback(conn)
                 conn.close()
             except sqlite3.Error:
                 pass

@@ -123,3 +123,20 @@ def test_capture_and_readers_never_import_the_faces_and_analysis_never_touches_s
         if _under(name, ("mcptap.analysis",)):
             assert not [t for t in imported if _under(t, ("mcptap.store", "mcptap.engine"))], name
             assert "sqlite3" not in imported_names(files[name].read_text(encoding="utf-8")), name
+
+
+SQL = re.compile(r"^\s*(?:(?:SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN)\s+\S|(?:COMMIT|ROLLBACK|VACUUM|BEGIN)\s*$)")
+"""A string that is an SQL statement (a bare DELETE is an HTTP method)."""
+OWN_DATABASES = {"mcptap.readers.importstate"}
+"""Modules with a private SQLite file of their own (an import's state set aside), not the store's."""
+
+
+def test_every_sql_statement_is_in_the_store():
+    found = []
+    for name, path in product_files().items():
+        if _under(name, ("mcptap.store",)) or name in OWN_DATABASES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
+                found.append(f"{name}:{node.lineno}: {node.value.strip()[:60]}")
+    assert not found, "SQL outside mcptap.store:\n" + "\n".join(found)

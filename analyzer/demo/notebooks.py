@@ -70,7 +70,7 @@ def demo_recording(folder: str | os.PathLike = ".") -> str:
             made = Path(scratch) / RECORDING  # the demo also writes its HTML report beside it: left in scratch
             _run_demo(made)
             with contextlib.closing(sqlite3.connect(made)) as conn:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the one file that is copied
+                store.checkpoint(conn)  # all of it in the one file that is copied
             with _aside(db) as partial:
                 shutil.copy2(made, partial)
     return str(db)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME
 from mcptap.addons.http.tap import McpTap
 from mcptap.addons.http.recorder import Streams
-from mcptap import __version__
+from mcptap import __version__, store
 from mcptap.store import journal
 from mcptap.errors import DuplicateSession, ImportFormatError
 from mcptap.readers.importstate import ImportedSession
@@ -242,18 +242,12 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     ops = journal.redact(journal.number(Streams(max_frame=max_frame).cut(collector.ops), {}), redactor)
     sessions = [op[1] for op in ops if op[0] == "session"]
     for s in sessions:
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],)).fetchone():
+        if store.session_exists(conn, s["id"]):
             raise DuplicateSession(f"{path}: already imported (session {s['id']}); use --new-id to import it again")
     counts: dict[str, int] = {}
     for op in ops:
         if op[0] == "frame":
             counts[op[1][0]] = counts.get(op[1][0], 0) + 1
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with store.write_transaction(conn):
         journal.apply(conn, ops)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return [ImportedSession(s["id"], f"{s['transport']} session", counts.get(s["id"], 0)) for s in sessions]

@@ -164,70 +164,72 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
     writer = store.import_writer(conn)
     try:
-        writer.execute("BEGIN IMMEDIATE")  # the write lock: what `conn` reads of the file cannot change now
-        for items, warnings, end in _prepared(path, default_session, redactor):
-            for message in warnings:
-                warn(message)
-            for item in items:
-                if item.__class__ is tuple:  # a frame, redacted: see _prepare
-                    session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated = item
-                    kind = None
-                else:
-                    session, kind = item.session, item.__class__
-                target = targets.get(session)
-                if target is None:
-                    state = aside.take(session) if aside is not None else None
-                    if state is not None:
-                        target = _Target.restored(state, source)
-                    else:
-                        target = _open_target(conn, item, session, path, new_id, locate, warn, source)
-                        target.ord, opened = opened, opened + 1
-                    targets[session] = target
-                if target.batch != batch:
-                    target.batch = batch
-                    active.append(target)
-                if kind is SessionIn:
-                    target.fields.update(item.fields)
-                    continue
-                if kind is StderrIn:
-                    ts = item.ts
-                if target.first_ts is None or ts < target.first_ts:
-                    target.first_ts = ts
-                if kind is None:
-                    seq = target.frame_seq(given)
-                    size = len(raw)
-                    if truncated is not None:  # its recorder stored it cut (meta.truncated): its full size
-                        size, incomplete = max(size, truncated), CUT
-                    if len(raw) > max_frame:  # stored cut and marked, with its full size
-                        raw, incomplete = raw[:max_frame], CUT
-                        text = store.stored_as_text(raw)
-                    (target.frames if text else target.blobs).append(
-                        (target.result.id, seq, ts, direction, raw, size, incomplete, paths))
-                    pending_bytes += len(raw)
-                    frames += 1
-                    if target.result.lines is not None:
-                        target.result.lines.seqs.append(seq)
-                        target.result.lines.lines.append(line)
-                    if transport and "transport" not in target.fields:
-                        target.fields["transport"] = transport
-                else:
-                    seq = target.stderr_seq(item.seq)
-                    target.stderr.append((target.result.id, seq, ts, store.stored_raw(item.raw), int(item.incomplete)))
-                    pending_bytes += len(item.raw)
-                pending_rows += 1
-                if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
-                    for t in active:
-                        _flush(writer, t)
-                    if aside is not None and len(targets) > MAX_OPEN:
-                        _set_aside(writer, targets, aside, batch)
-                    active, batch = [], batch + 1
-                    pending_rows = pending_bytes = 0
-            if progress is not None:
-                progress(frames, end)
-        for target in targets.values():
-            _flush(writer, target)
-            _finish(writer, target)
-        writer.execute("COMMIT")
+        try:
+            with store.write_transaction(writer):  # the write lock: what `conn` reads of the file cannot change now
+                for items, warnings, end in _prepared(path, default_session, redactor):
+                    for message in warnings:
+                        warn(message)
+                    for item in items:
+                        if item.__class__ is tuple:  # a frame, redacted: see _prepare
+                            session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated = item
+                            kind = None
+                        else:
+                            session, kind = item.session, item.__class__
+                        target = targets.get(session)
+                        if target is None:
+                            state = aside.take(session) if aside is not None else None
+                            if state is not None:
+                                target = _Target.restored(state, source)
+                            else:
+                                target = _open_target(conn, item, session, path, new_id, locate, warn, source)
+                                target.ord, opened = opened, opened + 1
+                            targets[session] = target
+                        if target.batch != batch:
+                            target.batch = batch
+                            active.append(target)
+                        if kind is SessionIn:
+                            target.fields.update(item.fields)
+                            continue
+                        if kind is StderrIn:
+                            ts = item.ts
+                        if target.first_ts is None or ts < target.first_ts:
+                            target.first_ts = ts
+                        if kind is None:
+                            seq = target.frame_seq(given)
+                            size = len(raw)
+                            if truncated is not None:  # its recorder stored it cut (meta.truncated): its full size
+                                size, incomplete = max(size, truncated), CUT
+                            if len(raw) > max_frame:  # stored cut and marked, with its full size
+                                raw, incomplete = raw[:max_frame], CUT
+                                text = store.stored_as_text(raw)
+                            (target.frames if text else target.blobs).append(
+                                (target.result.id, seq, ts, direction, raw, size, incomplete, paths))
+                            pending_bytes += len(raw)
+                            frames += 1
+                            if target.result.lines is not None:
+                                target.result.lines.seqs.append(seq)
+                                target.result.lines.lines.append(line)
+                            if transport and "transport" not in target.fields:
+                                target.fields["transport"] = transport
+                        else:
+                            seq = target.stderr_seq(item.seq)
+                            target.stderr.append((target.result.id, seq, ts, store.stored_raw(item.raw), int(item.incomplete)))
+                            pending_bytes += len(item.raw)
+                        pending_rows += 1
+                        if pending_rows >= BATCH_ROWS or pending_bytes >= BATCH_BYTES:
+                            for t in active:
+                                _flush(writer, t)
+                            if aside is not None and len(targets) > MAX_OPEN:
+                                _set_aside(writer, targets, aside, batch)
+                            active, batch = [], batch + 1
+                            pending_rows = pending_bytes = 0
+                    if progress is not None:
+                        progress(frames, end)
+                for target in targets.values():
+                    _flush(writer, target)
+                    _finish(writer, target)
+        except sqlite3.IntegrityError as exc:
+            raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
         for target in targets.values():
             if target.or_ignore:
                 _count(conn, target)
@@ -236,13 +238,6 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
             for target in targets.values():
                 aside.put(target.state())
             return aside.results(ImportedSession)
-    except sqlite3.IntegrityError as exc:
-        writer.execute("ROLLBACK")
-        raise ImportFormatError(f"{path}: two frames of one session share a seq ({exc})") from None
-    except BaseException:
-        if writer.in_transaction:
-            writer.execute("ROLLBACK")
-        raise
     finally:
         if writer is not conn:
             writer.close()
@@ -306,7 +301,7 @@ def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool,
             if is_spool and _spool_of(conn, sid, rec.fields):  # the recorder's spool: add what the database is missing
                 target = _Target(ImportedSession(sid, name, merged=True, lines=lines), fields, created=False,
                                  or_ignore=True, source=source)
-                target.stored_before = _stored_counts(conn, sid)
+                target.stored_before = store.stored_counts(conn, sid)
                 return target
             if not is_spool:
                 raise DuplicateSession(f"{path}: session {name!r} is already in the database "
@@ -320,14 +315,8 @@ def _open_target(conn, rec, name: str, path: str, new_id: bool, locate: bool,
 def _spool_of(conn, sid: str, fields: dict) -> bool:
     """Whether a spool whose session record has `fields` was written by the recorder of stored
     session `sid` (SPOOL_MARKS)."""
-    row = conn.execute(f"SELECT {', '.join(SPOOL_MARKS)} FROM sessions WHERE id = ?", (sid,)).fetchone()
+    row = store.session_fields(conn, sid, SPOOL_MARKS)
     return row is not None and all(v is not None and fields.get(k) == v for k, v in zip(SPOOL_MARKS, row))
-
-
-def _stored_counts(conn, sid: str) -> tuple[int, int]:
-    """Frames and stderr lines the database holds of session `sid`."""
-    return (conn.execute("SELECT count(*) FROM frames WHERE session_id = ?", (sid,)).fetchone()[0],
-            conn.execute("SELECT count(*) FROM stderr_lines WHERE session_id = ?", (sid,)).fetchone()[0])
 
 
 MAX_OPEN = 1000
@@ -348,7 +337,7 @@ def _set_aside(writer, targets: dict[str, _Target], aside, batch: int) -> None:
 def _counted(conn, sid: str, before) -> tuple[int, int]:
     """A spool's frames and stderr lines as stored (a row the database had already was not
     added), once committed."""
-    frames, stderr = _stored_counts(conn, sid)
+    frames, stderr = store.stored_counts(conn, sid)
     return frames - before[0], stderr - before[1]
 
 
@@ -388,8 +377,6 @@ def _finish(conn, target: _Target) -> None:
     if target.inserted is not None and target.inserted[0] == target.fields and (
             "started_at" in fields or target.first_ts is None or target.first_ts == target.inserted[1]):
         return  # the row was inserted with all of it
-    if fields:
-        conn.execute(f"UPDATE sessions SET {', '.join(c + ' = ?' for c in fields)} WHERE id = ?",
-                     [*fields.values(), sid])
     if "started_at" not in fields and target.first_ts is not None:
-        conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (target.first_ts, sid))
+        fields["started_at"] = target.first_ts
+    store.replace_session_fields(conn, sid, fields)

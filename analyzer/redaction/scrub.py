@@ -43,7 +43,7 @@ def redact_database(db_path: str, *, sessions: list[str] | None = None, redactio
     conn = store.open_existing(db_path, write=True)
     out = Scrubbed()
     try:
-        conn.execute("PRAGMA secure_delete = ON")
+        store.erase_on_write(conn)
         ids = [store.resolve_session(conn, s) for s in sessions] if sessions else store.session_ids(conn)
         if stage is not None:
             stage("redacting", store.count_frames(conn, ids))

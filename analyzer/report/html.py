@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from mcptap import __version__, data, engine, outfile, plots, store
+from mcptap.store import queries
 from mcptap.wire.textsafe import printable
 
 SHOWN_BYTES = 2000
@@ -147,10 +148,8 @@ def _requests_and_errors(db: str, ids: list[str] | None) -> pd.DataFrame:
     try:
         if not store.has_table(conn, "messages"):
             return pd.DataFrame()
-        where = "" if ids is None else f" AND session_id IN ({', '.join('?' * len(ids))})"
-        return pd.read_sql_query("SELECT kind, method, paired_frame, latency_s FROM messages "
-                                 f"WHERE kind IN ('request', 'error'){where}", conn, params=ids or None,
-                                 dtype={"paired_frame": "Int64", "latency_s": "float64"})
+        sql, params = queries.requests_and_errors(ids)
+        return pd.read_sql_query(sql, conn, params=params, dtype={"paired_frame": "Int64", "latency_s": "float64"})
     finally:
         conn.close()
 
@@ -188,8 +187,7 @@ def _session(db: str, sid: str) -> str:
     conn = store.open_existing(db)
     try:
         for seq in wanted:
-            row = conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
-                               (sid, seq)).fetchone()
+            row = queries.frame_at(conn, sid, seq)
             if row is None:
                 continue
             ts, direction, raw = row

@@ -262,6 +262,36 @@ def write_transaction(conn: sqlite3.Connection):
         raise
 
 
+def begin_write_now(conn: sqlite3.Connection) -> bool:
+    """BEGIN IMMEDIATE at once, or False when another writer holds the database (the busy
+    timeout is not waited out); then `commit` or `rollback`."""
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.OperationalError as exc:
+        if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY:  # or an extended BUSY_*
+            return False
+        raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def begin_write(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, waiting out the busy timeout; then `commit` or `rollback`."""
+    conn.execute("BEGIN IMMEDIATE")
+
+
+def commit(conn: sqlite3.Connection) -> None:
+    conn.execute("COMMIT")
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Undo the transaction in progress, if one is."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 def append_rows(conn: sqlite3.Connection, frames: Sequence[FrameDbRow], stderr: Sequence[StderrDbRow]) -> None:
     """One transaction holding a batch of rows in their final form (the recorders' fast path)."""
     with write_transaction(conn):
@@ -440,11 +470,24 @@ def replace_stderr(conn: sqlite3.Connection, session_id: str, seq: int, raw: byt
 
 
 def replace_session_fields(conn: sqlite3.Connection, session_id: str, fields: dict) -> None:
-    """Redaction (`mcptap redact`) of a session's recorded fields (its command line, its upstream)."""
+    """Set fields of a session's row (those of SESSION_COLUMNS, never its id): an import's
+    fields that came after its first frames, redaction (`mcptap redact`) of its command line."""
     cols = [c for c in fields if c in SESSION_COLUMNS and c != "id"]
     if cols:
         conn.execute(f"UPDATE sessions SET {', '.join(c + ' = ?' for c in cols)} WHERE id = ?",
                      [*(fields[c] for c in cols), session_id])
+
+
+def erase_on_write(conn: sqlite3.Connection) -> None:
+    """From now on, what this connection deletes or replaces is overwritten in the file, not
+    left in free pages (redaction)."""
+    conn.execute("PRAGMA secure_delete = ON")
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Everything in the write-ahead log written into the database file, and the log emptied
+    (the file alone then holds the database: to copy it)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def compact(conn: sqlite3.Connection) -> None:
@@ -549,6 +592,20 @@ def count_frames(conn: sqlite3.Connection, session_ids: Sequence[str] | None = N
 
 
 # -- reads ------------------------------------------------------------------------------------
+
+def session_fields(conn: sqlite3.Connection, session_id: str, columns: Sequence[str]) -> tuple | None:
+    """These columns (of SESSION_COLUMNS) of a session's row, or None without one."""
+    unknown = set(columns) - set(SESSION_COLUMNS)
+    if unknown:
+        raise ValueError(f"not columns of sessions: {sorted(unknown)}")
+    return conn.execute(f"SELECT {', '.join(columns)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+
+
+def stored_counts(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """Frames and stderr lines the database holds of a session."""
+    return (conn.execute("SELECT count(*) FROM frames WHERE session_id = ?", (session_id,)).fetchone()[0],
+            conn.execute("SELECT count(*) FROM stderr_lines WHERE session_id = ?", (session_id,)).fetchone()[0])
+
 
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
