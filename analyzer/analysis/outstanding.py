@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from mcptap.analysis.session import id_key
+from mcptap.analysis.messages import id_key
 
 
 class Held:

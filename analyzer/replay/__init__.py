@@ -38,7 +38,7 @@ from mcptap.wire import jsonwire
 from mcptap.wire.textsafe import printable
 from mcptap.analysis.classify import ERROR, REQUEST, RESPONSE, classify
 from mcptap.errors import MCPTapError
-from mcptap.analysis.session import id_key
+from mcptap.analysis.messages import id_key
 
 DEFAULT_TIMEOUT_S = 10.0
 UNKNOWN_METHOD = jsonrpc.METHOD_NOT_FOUND

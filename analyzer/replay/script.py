@@ -16,7 +16,7 @@ from mcptap.store import cells
 
 from mcptap.wire import jsonwire
 from mcptap.analysis.classify import ERROR, NOTIFICATION, REQUEST, RESPONSE, classify
-from mcptap.analysis.session import id_key
+from mcptap.analysis.messages import id_key
 
 C2S, S2C = "c2s", "s2c"
 _OTHER = {C2S: S2C, S2C: C2S}
