@@ -10,6 +10,7 @@ Exit 0 when every step passed; 1, with the failing step and its output, otherwis
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -26,7 +27,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_TIMEOUT_S = 300
-PACKAGES = {"analyzer": "mcptap", "addons": "mcptap.addons"}  # folder -> package (setup.py PACKAGE_DIR)
+
+
+def _package_dir() -> dict[str, str]:
+    """setup.py's PACKAGE_DIR (package -> folder), read from its source: one place says it."""
+    for node in ast.parse((ROOT / "setup.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PACKAGE_DIR" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit("wheel smoke: setup.py has no PACKAGE_DIR")
+
+
+PACKAGES = {folder: package for package, folder in _package_dir().items()}  # folder -> package
 
 
 class Failed(Exception):

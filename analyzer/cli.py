@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import __version__, extras, options
-from mcptap.errors import MCPTapError
+from mcptap.errors import MCPTapError, say_error
 
 app = typer.Typer(
     name="mcptap",
@@ -73,9 +73,7 @@ def redaction_of(no_redact: bool, keys: list[str] | None, paths: list[str] | Non
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    from mcptap.wire.textsafe import printable
-
-    sys.stderr.write(f"mcptap: error: {printable(message)}\n")
+    say_error(message)
     return typer.Exit(code)
 
 

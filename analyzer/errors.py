@@ -1,7 +1,15 @@
 """The small named exceptions the library raises (the CLI turns each into one line and exit 2),
-and the one way a warning is said (`warn_stderr`)."""
+and the one way an error (`say_error`) and a warning (`warn_stderr`) are said."""
 
 import sys
+
+
+def say_error(message: str) -> None:
+    """`mcptap: error: MESSAGE` on stderr, the message made printable (one line, whatever it
+    quotes); the caller exits 2."""
+    from mcptap.wire.textsafe import printable
+
+    sys.stderr.write(f"mcptap: error: {printable(message)}\n")
 
 
 def warn_stderr(message: str) -> None:

@@ -11,18 +11,13 @@ import os
 import sys
 
 from mcptap import options
+from mcptap.errors import say_error
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # as every mcptap command: one line, exit status 2
-        _say(f"{message} (see: mcptap record --help)")
+        say_error(f"{message} (see: mcptap record --help)")
         sys.exit(2)
-
-
-def _say(message: str) -> None:
-    from mcptap.wire.textsafe import printable
-
-    sys.stderr.write(f"mcptap: error: {printable(message)}\n")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -82,8 +77,8 @@ def main(argv: list[str]) -> int:
 
         return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
     except SpawnError as exc:
-        _say(str(exc))
+        say_error(str(exc))
         return exc.exit_status
     except (UsageError, MCPTapError) as exc:
-        _say(str(exc))
+        say_error(str(exc))
         return 2

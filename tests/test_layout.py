@@ -140,3 +140,21 @@ def test_every_sql_statement_is_in_the_store():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
                 found.append(f"{name}:{node.lineno}: {node.value.strip()[:60]}")
     assert not found, "SQL outside mcptap.store:\n" + "\n".join(found)
+
+
+def test_the_readmes_layout_names_every_module_of_the_product():
+    """The README's Layout section is the tree: every folder and every module of analyzer/ and
+    addons/ is named there (a module added, moved or renamed changes the README with it)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    words = set(re.findall(r"[\w.]+", layout))
+    missing = []
+    for folder in ("analyzer", "addons"):
+        for path in (ROOT / folder).rglob("*"):
+            if "__pycache__" in path.parts or path.name == "__init__.py" or path.suffix not in (".py", ".c", ""):
+                continue
+            if path.is_dir() or path.suffix:
+                name = path.stem if path.suffix == ".py" else path.name
+                if name not in words:
+                    missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"not in the README's Layout: {missing}"

@@ -478,3 +478,11 @@ def test_a_frame_larger_than_fold_at_has_its_credentials_found_in_any_case_as_a_
         assert paths == ["$.result.ApiKey", "$.result.API_TOKEN"] and b"s3cret" not in stored, pad
         schema = frame.replace(b'"s3cret"', b'{"type":"string"}').replace(b":7}", b':{"type":"number"}}')
         assert redactor.frame(schema) == (schema, None), pad  # a schema's property: nothing to replace
+
+
+def test_the_default_redaction_is_no_arguments_so_record_may_leave_the_module_unimported():
+    from mcptap.record import redaction_args
+    from mcptap.redaction import Redaction
+
+    assert Redaction().to_args() == [] == redaction_args(False, [], [])
+    assert redaction_args(True, [], []) == Redaction.from_options(True, (), ()).to_args() == ["--no-redact"]
