@@ -91,7 +91,7 @@ def _seconds(when: Any) -> float | None:
 # -- reading in chunks, typed as they come ------------------------------------------------------
 
 def _categories(values: Iterable) -> pd.CategoricalDtype:
-    return pd.CategoricalDtype(sorted(values))
+    return pd.CategoricalDtype(sorted(v for v in values if v is not None))
 
 
 def _typed(part: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
@@ -169,7 +169,7 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
         sql, params = queries.frames_of_session(columns, queries.frame_columns(conn), DIRECTIONS, _seconds(start),
                                                 _seconds(end))
-        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
+        dtypes = {"session_id": _categories(store.session_ids(conn)), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "incomplete": "bool"}
         coded = [c for c in ("direction",) if c in columns]
         return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
@@ -188,7 +188,7 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
         method_dtype = _categories(queries.distinct(conn, "messages", "method"))
         queries.number_methods(conn, list(method_dtype.categories))
         sql, params = queries.messages_of_session(columns, DIRECTIONS, KINDS, _seconds(start), _seconds(end))
-        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
+        dtypes = {"session_id": _categories(store.session_ids(conn)), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "kind": pd.CategoricalDtype(KINDS),
                   "method": method_dtype, "idx": "Int64", "paired_frame": "Int64", "latency_s": "float64"}
         coded = [c for c in ("direction", "kind", "method") if c in columns]
@@ -205,7 +205,7 @@ def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
                    for column, wanted in (("severity", severity), ("code", code)) if wanted is not None}
         sql, params = queries.findings_with_time(_sessions_filter(conn, session), _seconds(start), _seconds(end),
                                                  filters)
-        dtypes = {"session_id": _categories(queries.session_ids(conn)), "ts": "datetime",
+        dtypes = {"session_id": _categories(store.session_ids(conn)), "ts": "datetime",
                   "code": _categories(queries.distinct(conn, "findings", "code")),
                   "severity": pd.CategoricalDtype(SEVERITIES), "frame_seq": "Int64", "idx": "Int64",
                   "related_frame": "Int64"}

@@ -292,11 +292,11 @@ class _Job:
         self.clears: list[str] = []  # sessions whose earlier results are still to be deleted
         self.summaries: list[dict] = []  # analyses rows still to be stored
         self.reader = store.open_existing(db_path)
-        self.frames = store.frames_reader(db_path)  # the million rows, on a connection of their own
+        self.frames = store.open_existing(db_path)  # the million rows, on a connection of their own
         self.writer: sqlite3.Connection | None = None
         self.reason: str | None = None
         if store_it:
-            self.writer, self.reason = _writer(db_path, rows=True)
+            self.writer, self.reason = _writer(db_path)
 
     def close(self) -> None:
         self.reader.close()
@@ -317,7 +317,7 @@ class _Job:
                 return self.run(sid)
         except Exception as exc:
             self.frames.close()  # its query was left part read: the next session gets a reader of its own
-            self.frames = store.frames_reader(self.db_path)
+            self.frames = store.open_existing(self.db_path)
             self.unwritten = [r for r in self.unwritten if r[0] != sid]
             self.unwritten_findings = [f for f in self.unwritten_findings if f[0] != sid]
             self.summaries = [s for s in self.summaries if s["id"] != sid]
@@ -452,11 +452,10 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     return analysis.summary(), analysis.take_rows(), analysis.take_findings()
 
 
-def _writer(db_path: str, *, rows: bool = False) -> tuple[sqlite3.Connection | None, str | None]:
-    """A connection to write with (`rows`: for the analysis rows, once the schema is known to be
-    up to date), or why there is none."""
+def _writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
+    """A connection to write with, or why there is none."""
     try:
-        return (store.rows_writer(db_path) if rows else store.connect(db_path)), None
+        return store.connect(db_path), None
     except (sqlite3.Error, OSError) as exc:
         return None, _why(exc)
 

@@ -797,7 +797,7 @@ def baseline(db: str) -> dict:
 
 def stages(db: str) -> dict:
     """Per-frame CPU of the product's own stages, in this process, one after the other: reading
-    the frames as the analysis does (store.frames_reader, FLUSH_FRAMES at a time), reading and
+    the frames as the analysis does (store.iter_raw_frames, FLUSH_FRAMES at a time), reading and
     scanning their envelopes (the native scanner, when built), reading and analysing them
     (SessionAnalysis.feed: the fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
@@ -806,7 +806,7 @@ def stages(db: str) -> dict:
     from mcptap.analysis import session
 
     conn = store.open_existing(db)
-    reader = store.frames_reader(db)
+    reader = store.open_existing(db)
     ids = store.session_ids(conn)
     scan = session._wirescan.scan if session._wirescan is not None else (lambda raw: None)
 

@@ -63,9 +63,17 @@ def test_the_only_native_file_is_the_envelope_scanner_a_function_of_bytes():
     assert re.findall(r"PyObject_Call\w*\((\w+)", source) == ["NUMBER_TEXT"]
 
 
+def _package_of_folder() -> dict[str, str]:
+    """setup.py's PACKAGE_DIR (package -> folder), as folder -> package, read from its source."""
+    for node in ast.parse((ROOT / "setup.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PACKAGE_DIR" for t in node.targets):
+            return {folder: package for package, folder in ast.literal_eval(node.value).items()}
+    raise AssertionError("setup.py has no PACKAGE_DIR")
+
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    parts[0] = {"analyzer": "mcptap", "addons": "mcptap.addons"}[parts[0]]
+    parts[0] = _package_of_folder()[parts[0]]
     name = ".".join(parts)
     return name.removesuffix(".__init__")
 

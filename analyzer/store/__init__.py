@@ -13,8 +13,8 @@ from mcptap.store.rows import (  # noqa: F401
 )
 from mcptap.store.connections import (  # noqa: F401
     BUSY_TIMEOUT_S, REQUIRED_COLUMNS, begin_write, begin_write_now, checkpoint, commit, compact, connect,
-    ensure_schema, erase_on_write, frames_reader, has_column, has_table, import_writer, open_existing, rollback,
-    rows_writer, write_transaction,
+    ensure_schema, erase_on_write, has_column, has_table, import_writer, open_existing, rollback,
+    write_transaction,
 )
 from mcptap.store.recorded import (  # noqa: F401
     _INSERT_FRAME, append_rows, count_frames, cut_frames, end_session, frames_after, frames_per_session,

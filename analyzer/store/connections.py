@@ -51,17 +51,6 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in rows}
 
 
-def rows_writer(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """A connection for writing many rows into a database whose schema is up to date (`connect`)."""
-    return connect(path, busy_timeout=busy_timeout)
-
-
-def frames_reader(path: str | os.PathLike) -> sqlite3.Connection:
-    """A connection for reading a million frames (`iter_raw_frames`), apart from the one that
-    reads everything else: a query left part read never holds up another (`open_existing`)."""
-    return open_existing(path)
-
-
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Apply pending migrations under a write lock, so concurrent recorders never race."""
     if {name for name, _ in schema.MIGRATIONS} <= _applied_migrations(conn):
@@ -186,12 +175,12 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 def import_writer(conn: sqlite3.Connection):
-    """A connection that writes a large import into `conn`'s database file (`rows_writer`), or
+    """A connection that writes a large import into `conn`'s database file (`connect`), or
     `conn` itself for an in-memory database. The caller closes it when it is not `conn`."""
     path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
     if not path:
         return conn
-    return rows_writer(path)
+    return connect(path)
 
 
 def erase_on_write(conn: sqlite3.Connection) -> None:

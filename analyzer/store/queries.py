@@ -42,10 +42,6 @@ def coded(column: str, categories: Sequence[str]) -> str:
     return f"CASE {column} {cases} ELSE -1 END"
 
 
-def session_ids(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT id FROM sessions") if r[0] is not None]
-
-
 def distinct(conn: sqlite3.Connection, table: str, column: str) -> list:
     """The values a column of an analysis table holds (`messages.method`, `findings.code`)."""
     if (table, column) not in (("messages", "method"), ("findings", "code")):
