@@ -1,6 +1,6 @@
 """The `mcptap` command (`python -m mcptap`, and the installed script). `mcptap record` goes to its
 own light parser before anything else is imported (analyzer/record.py: a host spawns every server
-through it); every other command is the typer app (analyzer/cli.py)."""
+through it); every other command is the typer app (analyzer/cli/)."""
 
 import sys
 

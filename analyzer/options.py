@@ -1,5 +1,5 @@
 """The words of options that several commands share (their help, their defaults), in one place
-for both parsers: typer's (analyzer/cli.py) and the small one of `mcptap record`
+for both parsers: typer's (analyzer/cli/) and the small one of `mcptap record`
 (analyzer/record.py), which a host's every server spawn goes through and which starts light.
 Imports nothing."""
 

@@ -2,7 +2,7 @@
 starts light: analyzer/__main__.py hands `mcptap record ...` here before it imports anything else,
 and this imports the tee (addons/stdio/tee.py) and the standard library's argparse, never typer or
 the analysis (bench/tee.py measures spawn to first byte against a bare relay). The typer command of
-the same name (analyzer/cli.py) forwards here, so there is one parser for these options."""
+the same name (analyzer/cli/capture.py) forwards here, so there is one parser for these options."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from mcptap import store
 from mcptap.readers import importer
 from mcptap.errors import MCPTapError
 from mcptap.store.journal import Sink
+from mcptap.store.ops import ExchangeOp, FrameOp, SessionOp
 from mcptap.redaction import FrameRedactor, Redactor
 from conftest import alive, mcptap, run, wait_for
 from http_helpers import mcptap_proxy
@@ -155,9 +156,9 @@ def test_a_row_the_store_refuses_is_said_in_one_line_and_the_recording_stays_in_
     said: list[str] = []
     sink = Sink(str(db), warn=said.append)
     session = {"id": "s", "transport": "http", "started_at": 1.0}
-    sink.write([("session", session), ("frame", store.http_frame_row("s", 0, 1.0, "c2s", INIT, "x1", None)),
-                ("exchange", {"id": "x1", "session_id": "s", "method": "POST", "status": 2 ** 70})])
-    sink.write([("frame", store.http_frame_row("s", 0, 2.0, "s2c", ANSWER, "x1", None))])
+    sink.write([SessionOp(session), FrameOp(store.http_frame_row("s", 0, 1.0, "c2s", INIT, "x1", None)),
+                ExchangeOp({"id": "x1", "session_id": "s", "method": "POST", "status": 2 ** 70})])
+    sink.write([FrameOp(store.http_frame_row("s", 0, 2.0, "s2c", ANSWER, "x1", None))])
     sink.close()
     assert len(said) == 1 and "exchange" in said[0] and "\n" not in said[0], said
     assert [r[0] for r in _rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")] == [INIT, ANSWER]

@@ -166,3 +166,42 @@ def test_the_readmes_layout_names_every_module_of_the_product():
                 if name not in words:
                     missing.append(str(path.relative_to(ROOT)))
     assert not missing, f"not in the README's Layout: {missing}"
+
+
+STAGES = (
+    ("base", ("mcptap.wire", "mcptap.errors", "mcptap.ids", "mcptap.options", "mcptap.extras", "mcptap.origins",
+              "mcptap.outfile")),
+    ("store", ("mcptap.store", "mcptap.redaction")),
+    ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
+    ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
+    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data",
+               "mcptap.plots", "mcptap.replay", "mcptap.demo")),
+)
+"""The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
+faces): a module imports from its own folder and from the stages below; between folders of one
+stage only the base and the faces import each other. `mcptap redact` rewrites a database
+written already: its module (redaction.scrub) is a stage above the rest of redaction."""
+
+
+def _stage_of(name: str) -> tuple[int, str]:
+    """The stage of a module and the folder (or module) of STAGES it is in: the longest that holds it."""
+    found = [(len(prefix), rank, prefix) for rank, (_, prefixes) in enumerate(STAGES) for prefix in prefixes
+             if _under(name, (prefix,))]
+    assert found, f"{name} is in no stage of STAGES"
+    return max(found)[1:]
+
+
+def test_every_module_imports_only_its_own_folder_and_the_stages_below():
+    wrong = []
+    for name, imported in import_graph().items():
+        if name == "mcptap":
+            continue  # the package's __init__: its version
+        rank, folder = _stage_of(name)
+        for target in imported:
+            if target == "mcptap":
+                continue
+            target_rank, target_folder = _stage_of(target)
+            same_stage_ok = STAGES[rank][0] in ("base", "faces")
+            if target_rank > rank or (target_rank == rank and target_folder != folder and not same_stage_ok):
+                wrong.append(f"{name} ({STAGES[rank][0]}) imports {target} ({STAGES[target_rank][0]})")
+    assert not wrong, "\n".join(wrong)

@@ -9,8 +9,8 @@ What is recorded: every JSON-RPC frame in a POST body, a JSON answer and each SS
 with its exchange (table `exchanges`: method, URL, status, the MCP headers, timings; credentials
 redacted unless `mcptap_keep_credentials`). SSE answers are tapped (`flow.response.stream`): each
 chunk is forwarded as it came the moment it came, and queued with its time; the recorder process
-(addons/http/recorder.py) decompresses and cuts the events, each stamped with the time of the chunk
-that completed it, and writes SQLite. On mitmproxy's event loop nothing but queueing and the
+(addons/http/recorder.py, with addons/http/streams.py) decompresses and cuts the events, each
+stamped with the time of the chunk that completed it, and writes SQLite. On mitmproxy's event loop nothing but queueing and the
 session bookkeeping happens: an exchange is queued as its raw header fields, and the recorder
 process decodes, redacts and serialises them (`exchange_row`).
 
@@ -29,131 +29,39 @@ Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
 id. Anything else passing the proxy (a browser's traffic in
 explicit mode, OAuth metadata) is not recorded. Under `mcptap proxy`, a request its guard refused
-(addons/http/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames."""
+(addons/http/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames.
+
+This module is mitmproxy's hooks; the bookkeeping they drive (sessions, exchanges, what is queued)
+is addons/http/book.py, which does not import mitmproxy."""
+
 
 from __future__ import annotations
 
-import logging
-import os
-import socket
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
-from urllib.parse import parse_qsl
 
 from mitmproxy import ctx, exceptions, http
 
-from mcptap.wire.bounded import DEFAULT_MAX_FRAME, Kept, cut_row, decode_body
-from mcptap.addons.http.recorder import RemoteJournal, Streams, exchange_row, url_text
+from mcptap import __version__
+from mcptap.addons.http.book import (C2S, S2C, SCOUT_BYTES, Exchange, ExchangeBook, is_json, is_sse,
+                                     content_length, header_fields, header_text, log)
 from mcptap.addons.http.origin_guard import CLIENT_HEADERS, REFUSED
-from mcptap.wire.sse import LINE_SLACK
-from mcptap import __version__, store
-from mcptap.ids import new_session_id
+from mcptap.addons.http.recorder import RemoteJournal
+from mcptap.addons.http.streams import Streams
 from mcptap.redaction import FrameRedactor, Redaction, Redactor
-from mcptap.wire.urls import split_url
+from mcptap.store.ops import StreamOp
+from mcptap.wire.bounded import DEFAULT_MAX_FRAME, Kept, decode_body
+from mcptap.wire.sse import LINE_SLACK
 
-C2S, S2C = "c2s", "s2c"
-log = logging.getLogger(__name__)
-LEGACY_KEYS = ("session_id", "sessionId")
-MODERN_ERA = b"2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
 STREAM_AT = 1 << 20
 """`mcptap proxy` streams a body of a known length above this (see McpTap): mitmproxy holds no
 larger body whole, only the frame its first max_frame bytes make."""
-SCOUT_BYTES = 1 << 20
-"""Bytes of a stream whose session is not known yet that are held and read on the event loop;
-a stream that has not told its session by then joins the sessionless group of its client."""
 
 
-@dataclass
-class Session:
-    id: str
-    key: tuple
-    transport: str
-    open: bool = True
+class McpTap(ExchangeBook):
+    """mitmproxy's hooks: options, then each flow's events, handed to the book (addons/http/book.py)."""
 
-
-class Exchange:
-    """An MCP exchange passing the proxy: what the session bookkeeping needs, and what was seen
-    of it, raw (header fields as mitmproxy holds them), until it is queued as a snapshot."""
-
-    __slots__ = ("flow_id", "method", "url", "path", "upstream", "started_at", "request_end", "request_fields", "connection",
-                 "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
-                 "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
-                 "early", "early_bytes", "scout", "legacy_stream", "finished", "kept")
-
-    def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
-                 request_end: float | None, request_fields: tuple, connection: str, client: str,
-                 user_agent: bytes | None) -> None:
-        self.flow_id, self.method, self.upstream = flow_id, method, upstream
-        self.url, self.path = url, path  # the URL as its parts (addons/http/recorder.py url_text), and the path
-        self.started_at, self.request_end, self.request_fields = started_at, request_end, request_fields
-        self.connection, self.client, self.user_agent = connection, client, user_agent  # the client connection it came on
-        self.session: Session | None = None
-        self.pending: list = []  # frames waiting for their session: (ts, direction, raw, event id, incomplete, size)
-        self.status = self.response_fields = self.response_at = None
-        self.response_type: str | None = None
-        self.content_encoding: str | None = None
-        self.endpoint: str | None = None  # what a legacy stream's `endpoint` event announced
-        self.outcome: str | None = None
-        self.ended_at: float | None = None
-        self.streaming = False  # an SSE answer, tapped
-        self.shipped = False  # its stream (and chunks) go to the journal, cut there
-        self.early: list | None = None  # chunks of a stream whose session is not known yet: (ts, bytes)
-        self.early_bytes = 0  # their length (at most SCOUT_BYTES and a chunk)
-        self.scout: Streams | None = None  # reads those chunks here, for the legacy endpoint or a first message
-        self.legacy_stream = False  # a GET stream that may announce a legacy endpoint
-        self.finished = False
-        self.kept: Kept | None = None  # an answer larger than the limit, streamed: what is stored of it
-
-    @property
-    def stateless_key(self) -> tuple:
-        """Its session when no session id ever tells."""
-        return ("stateless", self.upstream, self.client, _text(self.user_agent) or "")
-
-    def snapshot(self) -> dict:
-        """The exchange as seen so far, raw (addons/http/recorder.py `exchange_row` makes its row)."""
-        return {"id": self.flow_id, "session_id": self.session.id if self.session is not None else None,
-                "method": self.method, "url": self.url, "status": self.status,
-                "request_fields": self.request_fields, "response_fields": self.response_fields,
-                "endpoint": self.endpoint, "started_at": self.started_at, "request_end": self.request_end,
-                "response_at": self.response_at, "ended_at": self.ended_at, "outcome": self.outcome}
-
-
-def _lookup(fields: tuple) -> dict[bytes, bytes]:
-    """Raw header fields by lower-cased name, the first of repeated names (one pass, where each
-    `headers.get` of mitmproxy scans them all and decodes)."""
-    return {name.lower(): value for name, value in reversed(fields)}
-
-
-def _text(value: bytes | None) -> str | None:
-    """A header value as mitmproxy gives it (UTF-8, undecodable bytes escaped)."""
-    return None if value is None else value.decode("utf-8", "surrogateescape")
-
-
-def _length(h: dict[bytes, bytes]) -> int:
-    """The Content-Length of a message's header fields (0: none, or none that reads)."""
-    value = h.get(b"content-length", b"")
-    return int(value) if value.isdigit() and len(value) < 20 else 0
-
-
-def _is_json(content_type: str | None) -> bool:
-    return bool(content_type) and content_type.split(";")[0].strip().lower().endswith(("/json", "+json"))
-
-
-def _is_sse(content_type: str | None) -> bool:
-    return bool(content_type) and content_type.split(";")[0].strip().lower() == "text/event-stream"
-
-
-def _legacy_token(target: str) -> str | None:
-    """The legacy session key in a URL's (or a request target's) query."""
-    for key, value in parse_qsl(split_url(target).query, keep_blank_values=True):
-        if key in LEGACY_KEYS and value:
-            return value
-    return None
-
-
-class McpTap:
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
                  on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
@@ -167,23 +75,13 @@ class McpTap:
         max_frame bytes kept as they pass: mitmproxy would hold all of it, and a copy on its way
         out (`mcptap proxy` streams from STREAM_AT; a mitmdump user's other addons and saved flows
         see a body as mitmproxy holds it, so the addon alone streams only what it would cut)."""
-        self.recorder = recorder
-        self.journal = journal
-        self.redactor = redactor or Redactor(keep=True)
-        self.label = label
-        self.source = source
-        self.clock = time.time  # an import sets the time of the flow being read
-        self.new_id = lambda key: new_session_id()  # an import gives ids that a second import finds again
-        self.exchanges: dict[str, Exchange] = {}
-        self.sessions: dict[tuple, Session] = {}
-        self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
-        self.errors = 0  # faults inside a tap, each said once in the log
+        super().__init__(recorder=recorder, journal=journal, redactor=redactor or Redactor(keep=True), label=label,
+                         source=source)
         self.on_running = on_running
         self.max_frame = max_frame  # a larger frame is stored cut (analyzer/wire/bounded.py)
         self.stream_at = stream_at
         self._guard = guard
         self._kept_requests: dict[str, Kept] = {}  # streamed request bodies, by flow, until `request`
-        self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
     # -- options -------------------------------------------------------------------------------
 
@@ -245,8 +143,8 @@ class McpTap:
             self._guard.requestheaders(flow)
         if self.journal is None or REFUSED in flow.metadata:
             return
-        h = _lookup(flow.request.headers.fields)
-        if not h.get(b"content-encoding") and _length(h) > self._streams_from():
+        h = header_fields(flow.request.headers.fields)
+        if not h.get(b"content-encoding") and content_length(h) > self._streams_from():
             kept = self._kept_requests[flow.id] = Kept(self.max_frame)
             flow.request.stream = kept.passing(flow.request.stream)
 
@@ -258,7 +156,7 @@ class McpTap:
             return
         req = flow.request
         fields = flow.metadata.get(CLIENT_HEADERS) or req.headers.fields  # as the client sent them
-        h = _lookup(fields)
+        h = header_fields(fields)
         refused = flow.metadata.get(REFUSED)  # answered by the proxy: never went upstream
         kept = self._kept_requests.pop(flow.id, None)
         if kept is not None:  # streamed past mitmproxy: what was kept of it
@@ -290,14 +188,14 @@ class McpTap:
             return
         resp = flow.response
         ex.response_fields = fields = resp.headers.fields
-        h = _lookup(fields)
+        h = header_fields(fields)
         ex.status = resp.status_code
         ex.response_at = resp.timestamp_start
-        ex.response_type = _text(h.get(b"content-type"))
-        ex.content_encoding = _text(h.get(b"content-encoding"))
-        sse = _is_sse(ex.response_type)
+        ex.response_type = header_text(h.get(b"content-type"))
+        ex.content_encoding = header_text(h.get(b"content-encoding"))
+        sse = is_sse(ex.response_type)
         if ex.session is None:
-            assigned = _text(h.get(b"mcp-session-id"))
+            assigned = header_text(h.get(b"mcp-session-id"))
             if assigned:
                 self._join(ex, ("http", ex.upstream, assigned))
             elif not (ex.legacy_stream and sse):
@@ -305,7 +203,7 @@ class McpTap:
         if sse:
             self._tap(flow, ex)
             self._exchange(ex)  # a stream may last: its exchange is in the database meanwhile
-        elif not ex.content_encoding and _length(h) > self._streams_from():
+        elif not ex.content_encoding and content_length(h) > self._streams_from():
             # streamed (mitmproxy would hold all of it), its first max_frame bytes kept as they pass
             ex.kept = Kept(self.max_frame)
             flow.response.stream = ex.kept.passing(flow.response.stream)
@@ -322,7 +220,7 @@ class McpTap:
                 ex.kept = None  # its pieces went: one copy of the frame is held, not two
             else:
                 body, size = self._body(resp.raw_content, ex.content_encoding)
-            if body and (_is_json(ex.response_type) or b'"jsonrpc"' in body):
+            if body and (is_json(ex.response_type) or b'"jsonrpc"' in body):
                 self._frame(ex, end, S2C, body, None, size=size)
         self._finish(ex, end, "complete")
         if ex.method == "DELETE" and 200 <= resp.status_code < 300 and ex.session is not None:
@@ -361,14 +259,14 @@ class McpTap:
 
     def _tap(self, flow: http.HTTPFlow, ex: Exchange) -> None:
         """Forward every chunk as it came, and queue it for the journal, which cuts the events
-        (addons/http/recorder.py). Until its session is known (a GET stream that may announce a
-        legacy endpoint), the chunks are also read here."""
+        (addons/http/streams.py, in the recorder process). Until its session is known (a GET
+        stream that may announce a legacy endpoint), the chunks are also read here."""
         ex.streaming = True
         if ex.session is not None:
             self._ship_stream(ex)
         else:
             ex.scout, ex.early = Streams(max_frame=SCOUT_BYTES), []
-            ex.scout.cut([("stream", ex.flow_id, "", ex.content_encoding)])
+            ex.scout.cut([StreamOp(ex.flow_id, "", ex.content_encoding)])
         downstream = flow.response.stream
         chunk_op = self.journal.chunk
         # an identity stream's line longer than the limit: its further bytes go as their count alone
@@ -398,144 +296,3 @@ class McpTap:
             return chunk
 
         flow.response.stream = tap
-
-    def _ship_stream(self, ex: Exchange) -> None:
-        self.journal.stream(ex.flow_id, ex.session.id, ex.content_encoding)
-        for ts, chunk in ex.early or ():
-            self.journal.chunk(ex.flow_id, ts, chunk)
-        ex.early = ex.scout = None
-        ex.early_bytes = 0
-        ex.shipped = True
-
-    def _scout(self, ex: Exchange, chunk: bytes) -> None:
-        """A stream whose session is not known: its first event tells (an `endpoint` event:
-        a legacy session; a message: the sessionless group of its client)."""
-        ex.early.append((self.clock(), chunk))
-        ex.early_bytes += len(chunk)
-        for op in ex.scout.cut([("chunk", ex.flow_id, 0.0, chunk)]):
-            if op[0] == "frame":
-                self._join(ex, ex.stateless_key)
-                return
-        endpoint = ex.scout.endpoint(ex.flow_id)
-        if endpoint is not None:
-            ex.endpoint = endpoint
-            self._join(ex, ("sse", ex.upstream, _legacy_token(endpoint) or endpoint), transport="sse")
-        elif ex.early_bytes >= SCOUT_BYTES:  # no endpoint first: not a legacy stream; held no longer
-            self._join(ex, ex.stateless_key)
-
-    def _fault(self, ex: Exchange, exc: Exception) -> None:
-        self.errors += 1
-        ex.outcome = f"tap fault: {type(exc).__name__}: {exc}"
-        ex.scout = None
-        log.error(f"mcptap: cannot read the start of the stream of {url_text(ex.url)}: {type(exc).__name__}: {exc} "
-                  "(the stream itself is forwarded unchanged)")
-        self._join(ex, ex.stateless_key)
-
-    def _finish(self, ex: Exchange, ended_at: float, outcome: str) -> None:
-        if ex.finished:
-            return
-        ex.finished = True
-        self.exchanges.pop(ex.flow_id, None)
-        if ex.session is None:  # never told: it joins the sessionless group of its client
-            self._join(ex, ex.stateless_key)
-        if ex.streaming:
-            self.journal.close_stream(ex.flow_id, ended_at)
-        ex.ended_at = ended_at
-        ex.outcome = ex.outcome or outcome
-        self._exchange(ex)
-        if ex.legacy_stream and ex.session is not None and ex.session.transport == "sse":
-            self._end_session(ex.session, ended_at)
-
-    # -- sessions ------------------------------------------------------------------------------
-
-    @staticmethod
-    def _is_mcp_request(method: str, h: dict[bytes, bytes], body: bytes) -> bool:
-        if b"mcp-session-id" in h or b"mcp-protocol-version" in h:
-            return True
-        if method == "POST":
-            return b'"jsonrpc"' in body
-        if method == "GET":
-            return b"text/event-stream" in h.get(b"accept", b"")
-        return False
-
-    def _key_at_request(self, ex: Exchange, h: dict[bytes, bytes], body: bytes) -> tuple | None:
-        """The session, where the request alone tells it; None: its answer will.
-
-        A request without the session id, or with one the server never assigned, sent on a
-        client connection that carried a session's requests, belongs to that session (that is
-        how the analysis can tell a missing or wrong Mcp-Session-Id); a 2026-07-28 request
-        never does (it has no session)."""
-        sid = _text(h.get(b"mcp-session-id"))
-        held = self.by_connection.get(ex.connection)
-        if held is not None and not self.sessions[held].open:
-            held = None
-        if sid:
-            key = ("http", ex.upstream, sid)
-            if key in self.sessions or held is None:
-                return key
-            return held
-        post = ex.method == "POST"
-        token = _legacy_token(ex.path) if post and "?" in ex.path else None
-        if token is not None:
-            return ("sse", ex.upstream, token)
-        initialize = post and b'"initialize"' in body
-        modern = h.get(b"mcp-protocol-version", b"") >= MODERN_ERA  # UTF-8 sorts as its code points do
-        if held is not None and not initialize and not modern:
-            return held
-        if ex.method == "GET":
-            ex.legacy_stream = True  # a stream that may announce a legacy endpoint
-            return None
-        if initialize:
-            return None  # the answer may assign a session id
-        return ex.stateless_key
-
-    def _join(self, ex: Exchange, key: tuple, transport: str | None = None) -> None:
-        session = self.sessions.get(key)
-        if session is None or not session.open:
-            session = self._new_session(key, transport or ("sse" if key[0] == "sse" else "http"), ex)
-        ex.session = session
-        if key[0] == "http" and ex.connection:
-            self.by_connection[ex.connection] = key
-        for ts, direction, raw, event_id, incomplete, size in ex.pending:
-            self.journal.frame(self._row(session.id, ts, direction, raw, ex.flow_id, event_id, incomplete, size))
-        ex.pending.clear()
-        if ex.streaming and not ex.shipped:
-            self._ship_stream(ex)
-
-    def _new_session(self, key: tuple, transport: str, ex: Exchange) -> Session:
-        session = self.sessions[key] = Session(self.new_id(key), key, transport)
-        upstream, _ = self.redactor.url(ex.upstream)
-        text = store.text_cell  # a host, a file name: any bytes (analyzer/store/__init__.py)
-        self.journal.session({
-            "id": session.id, "transport": transport, "label": text(self.label), "started_at": ex.started_at,
-            "upstream": text(upstream), "recorder": self.recorder, "host": text(socket.gethostname()),
-            "pid": os.getpid(), **({"source": text(self.source)} if self.source else {}),
-        })
-        return session
-
-    def _end_session(self, session: Session, ended_at: float) -> None:
-        if session.open:
-            session.open = False
-            self.journal.end(session.id, ended_at)
-
-    def _exchange(self, ex: Exchange) -> None:
-        """Queue the exchange as seen so far: raw to a journal that makes its row elsewhere (the
-        recorder process), else its row (an import)."""
-        if self._raw_rows:
-            self.journal.exchange_raw(ex.snapshot())
-        else:
-            self.journal.exchange(exchange_row(ex.snapshot(), self.redactor))
-
-    def _frame(self, ex: Exchange, ts: float, direction: str, raw: bytes, event_id: str | None,
-               incomplete: int = 0, size: int | None = None) -> None:
-        if ex.session is None:
-            ex.pending.append((ts, direction, raw, event_id, incomplete, size))
-            return
-        self.journal.frame(self._row(ex.session.id, ts, direction, raw, ex.flow_id, event_id, incomplete, size))
-
-    @staticmethod
-    def _row(session_id: str, ts: float, direction: str, raw: bytes, exchange_id: str, event_id: str | None,
-             incomplete: int, size: int | None) -> tuple:
-        """A frame's row; one stored cut at the limit is marked, with its full size `size`."""
-        row = store.http_frame_row(session_id, 0, ts, direction, raw, exchange_id, event_id, incomplete)
-        return row if size is None or size <= len(raw) else cut_row(row, size)

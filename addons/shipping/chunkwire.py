@@ -10,6 +10,7 @@ import json
 import os
 import struct
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 STREAMS = ("c2s", "s2c", "stderr")
 KINDS = STREAMS + ("ops", "meta")
@@ -19,6 +20,13 @@ STREAM_INDEX = {kind: i for i, kind in enumerate(KINDS)}
 SESSION, END = 254, 255
 
 HEADER = struct.Struct("<BdI")  # kind, Unix time, payload length (little-endian, no padding)
+
+
+class Record(NamedTuple):
+    """One record as read: its kind (an index of KINDS, or SESSION, END), its time, its bytes."""
+    kind: int
+    ts: float
+    payload: bytes | bytearray
 
 READ_SIZE = 1 << 20
 
@@ -37,7 +45,7 @@ def json_record(kind: int, value: dict) -> bytes:
 
 
 class RecordReader:
-    """Iterates (kind, time, payload) for each whole record on `fd` until EOF; a torn last
+    """Iterates a Record for each whole record on `fd` until EOF; a torn last
     record (the writer died mid-way) is dropped. `before_read()`, when set, is called before
     each read from `fd` (the reader's pacing); it may be set while iterating."""
 
@@ -45,7 +53,7 @@ class RecordReader:
         self.fd = fd
         self.before_read: Callable[[], None] | None = None
 
-    def __iter__(self) -> Iterator[tuple[int, float, bytes | bytearray]]:
+    def __iter__(self) -> Iterator[Record]:
         buf = bytearray()
         start = 0
         while True:
@@ -65,13 +73,13 @@ class RecordReader:
                         return  # torn: the writer died mid-way
                     del buf[:]
                     start = end = 0
-                    yield kind, ts, held.pop()  # the consumer's alone: it may free a large one before the next
+                    yield Record(kind, ts, held.pop())  # the consumer's alone: it may free a large one before the next
                     continue
                 if stop > end:
                     break
                 with memoryview(buf) as view:  # one copy of a record, not two (a frame may be large)
                     held = [bytes(view[start + HEADER.size:stop])]
-                yield kind, ts, held.pop()
+                yield Record(kind, ts, held.pop())
                 start = stop
             if start:
                 del buf[:start]

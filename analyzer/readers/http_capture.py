@@ -19,9 +19,10 @@ from collections.abc import Callable
 
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME
 from mcptap.addons.http.tap import McpTap
-from mcptap.addons.http.recorder import Streams
+from mcptap.addons.http.streams import Streams
 from mcptap import __version__, store
 from mcptap.store import journal
+from mcptap.store.ops import FrameOp, SessionOp
 from mcptap.errors import DuplicateSession, ImportFormatError
 from mcptap.readers.importstate import ImportedSession
 from mcptap.redaction import Redactor
@@ -240,14 +241,14 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
                 else "have no body in the file (mitmproxy streamed them without keeping them)")
         warn(f"{path}: {empty} SSE answer(s) {said}: their events, if any, are not imported")
     ops = journal.redact(journal.number(Streams(max_frame=max_frame).cut(collector.ops), {}), redactor)
-    sessions = [op[1] for op in ops if op[0] == "session"]
+    sessions = [op.row for op in ops if op.__class__ is SessionOp]
     for s in sessions:
         if store.session_exists(conn, s["id"]):
             raise DuplicateSession(f"{path}: already imported (session {s['id']}); use --new-id to import it again")
     counts: dict[str, int] = {}
     for op in ops:
-        if op[0] == "frame":
-            counts[op[1][0]] = counts.get(op[1][0], 0) + 1
+        if op.__class__ is FrameOp:
+            counts[op.row[0]] = counts.get(op.row[0], 0) + 1
     with store.write_transaction(conn):
         journal.apply(conn, ops)
     return [ImportedSession(s["id"], f"{s['transport']} session", counts.get(s["id"], 0)) for s in sessions]

@@ -7,7 +7,9 @@ import json
 import re
 
 from mcptap.redaction.http import CREDENTIAL_HEADERS, Redactor
-from mcptap.redaction.freetext import Edit, PROTOCOL_MEMBERS, _ANY_QUOTE, _ANY_SPACE, _ASCII_ESCAPE, _FreeText, _JSON_CHAR, _NO_SECRET, _glob, _name_regex
+from mcptap.redaction.freetext import PROTOCOL_MEMBERS, Edit, FreeText
+from mcptap.redaction.names import (ANY_QUOTE, ANY_SPACE, ASCII_ESCAPE, JSON_CHAR, NO_SECRET, escapable, glob,
+                                    name_regex, unescaped)
 from mcptap.redaction.policy import Redaction
 
 # -- frame members ----------------------------------------------------------------------------------
@@ -60,8 +62,8 @@ class FrameRedactor:
         self._contract = not self.redaction.keep
         self._paths = Ignore(self.redaction.paths)
         names = sorted(CREDENTIAL_KEYS) if self._contract else []
-        credential = [_name_regex(n) for n in names]
-        globs = [_glob(k) for k in self.redaction.keys]
+        credential = [name_regex(n) for n in names]
+        globs = [glob(k) for k in self.redaction.keys]
         exact = self._paths.last_names()
         self._scan_all = exact is None
         alternatives = credential + globs + [re.escape(n) for n in sorted(exact or ())]
@@ -81,11 +83,11 @@ class FrameRedactor:
         # a name with letters beyond ASCII may hide behind any \u escape; an ASCII one only behind
         # an escape of an ASCII character
         ascii_only = all(a.isascii() for a in alternatives)
-        self._escape_gate = _ASCII_ESCAPE if ascii_only else re.compile(rb"\\u[0-9a-fA-F]{4}")
+        self._escape_gate = ASCII_ESCAPE if ascii_only else re.compile(rb"\\u[0-9a-fA-F]{4}")
         # a member name written with escapes ("pass\u0077ord", or inside a string "pass\\u0077ord")
         # is looked for only in the rare frame that has a \u escape at all
-        escaped = "|".join(_escapable(a) for a in alternatives) or "(?!)"
-        self._escaped_key = re.compile(rf'{_ANY_QUOTE}(?:{escaped}){_ANY_QUOTE}{_ANY_SPACE}(?::|\\+u003a)'.encode(),
+        escaped = "|".join(escapable(a) for a in alternatives) or "(?!)"
+        self._escaped_key = re.compile(rf'{ANY_QUOTE}(?:{escaped}){ANY_QUOTE}{ANY_SPACE}(?::|\\+u003a)'.encode(),
                                        re.IGNORECASE)
         self._credential = re.compile("|".join(credential) or "(?!)", re.IGNORECASE | re.ASCII)
         self._any_value = bool(self.redaction.paths)  # a user's path may name a whole object
@@ -97,7 +99,7 @@ class FrameRedactor:
         # inside a string that holds JSON only names count: a user's path is of the frame
         self._inner = self if not self.redaction.paths else FrameRedactor(
             Redaction(self.redaction.keep, self.redaction.keys), self._masker)
-        self._free = _FreeText(self, names, self.redaction.keys) if not self.off else None
+        self._free = FreeText(self, names, self.redaction.keys) if not self.off else None
 
     def might_hold(self, raw: bytes) -> bool:
         """False when `raw` certainly holds nothing to redact (one regular expression search)."""
@@ -118,7 +120,7 @@ class FrameRedactor:
         frame needs no closer look. With a user's JSON path any value may be replaced."""
         if self._any_value:
             return next(members, None) is not None
-        return any(_NO_SECRET.match(raw, m.end()) is None for m in members)
+        return any(NO_SECRET.match(raw, m.end()) is None for m in members)
 
     def candidates(self, lines: list[bytes]) -> list[int]:
         """Indexes of the lines that might hold something to redact; one search over all of
@@ -335,9 +337,9 @@ class FrameRedactor:
         edits = r._edits(inner, free)
         if not edits:
             return []
-        offsets = [c.start() for c in _JSON_CHAR.finditer(tok, 1, len(tok) - 1)] + [len(tok) - 1]
+        offsets = [c.start() for c in JSON_CHAR.finditer(tok, 1, len(tok) - 1)] + [len(tok) - 1]
         within = _format_path(path) + "|"
-        if len(offsets) != len(inner) + 1:  # cannot happen (json.loads reads a character as _JSON_CHAR)
+        if len(offsets) != len(inner) + 1:  # cannot happen (json.loads reads a character as JSON_CHAR)
             out, last = [], 0
             for start, end, replacement, _ in edits:
                 out += [inner[last:start], replacement]
@@ -361,7 +363,7 @@ class FrameRedactor:
             else:  # escaped quotes: the value's text is written q" ... q"
                 closed = len(value) >= 2 * len(q) + 2 and value.endswith(q + '"')
                 secret = value[len(q) + 1:len(value) - len(q) - 1] if closed else value[len(q) + 1:]
-                masked = self._masker.credential(_unescaped(secret, q), scheme=key.lower().endswith("authorization"))
+                masked = self._masker.credential(unescaped(secret, q), scheme=key.lower().endswith("authorization"))
                 replacement = q + '"' + masked + (q + '"' if closed else "")
                 if replacement == value:
                     continue
@@ -381,38 +383,6 @@ def _merge(first: list[Edit], second: list[Edit]) -> list[Edit]:
         if not out or edit[0] >= out[-1][1]:
             out.append(edit)
     return out
-
-
-def _unescaped(text: str, q: str) -> str:
-    """A value's text written inside `len(q)` levels of quoted strings, as the value's own string
-    says it (its text if it cannot be read: the hash then differs, the secret is still gone)."""
-    levels = (len(q) + 1).bit_length() - 1
-    for _ in range(levels + 1):
-        try:
-            text = json.loads(f'"{text}"')
-        except ValueError:
-            break
-    return text
-
-
-def _escapable(regex: str) -> str:
-    """A name's expression in which each plain letter, digit or underscore may also be written
-    as a JSON \\u escape (behind more backslashes inside a string)."""
-    out, i = [], 0
-    while i < len(regex):
-        c = regex[i]
-        if c == "\\" and i + 1 < len(regex):
-            out.append(_one(regex[i + 1]) if regex[i + 1] in "_-." else regex[i:i + 2])
-            i += 2
-            continue
-        out.append(_one(c) if c.isalnum() or c == "_" else c)
-        i += 1
-    return "".join(out)
-
-
-def _one(c: str) -> str:
-    codes = {f"{ord(x):04x}" for x in {c.lower(), c.upper()}}
-    return "(?:" + re.escape(c) + "".join(f"|\\\\+u{code}" for code in sorted(codes)) + ")"
 
 
 def _format_path(path: tuple) -> str:

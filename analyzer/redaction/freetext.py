@@ -1,10 +1,12 @@
-"""Secrets in free text: a server's stderr lines and its command line (`_FreeText`), found by
+"""Secrets in free text: a server's stderr lines and its command line (`FreeText`), found by
 the names that announce them."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from mcptap.redaction.names import glob, name_regex
 
 PROTOCOL_MEMBERS = frozenset({
     "jsonrpc", "id", "method", "params", "result", "error", "_meta", "progressToken", "cursor", "nextCursor",
@@ -18,7 +20,7 @@ Edit = tuple[int, int, str, str]
 """(start, end, replacement, JSON path of what was replaced) in a text."""
 
 
-class _FreeText:
+class FreeText:
     """The free-text rules of a FrameRedactor (see FrameRedactor.text)."""
 
     def __init__(self, owner: Any, names: list[str], keys: tuple[str, ...]):  # owner: its FrameRedactor
@@ -27,8 +29,8 @@ class _FreeText:
         contract = owner._contract
         alternatives = []
         if names:
-            alternatives.append(r"(?:[A-Za-z0-9]+[-_.])*(?:" + "|".join(_name_regex(n) for n in names) + ")")
-        alternatives += [_glob(k, r"[\w.-]") for k in keys]
+            alternatives.append(r"(?:[A-Za-z0-9]+[-_.])*(?:" + "|".join(name_regex(n) for n in names) + ")")
+        alternatives += [glob(k, r"[\w.-]") for k in keys]
         name = "|".join(alternatives) or "(?!)"
         rules = [r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+)",
                  r"(?<![\w.-])bearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"] if contract else []
@@ -138,26 +140,3 @@ _TEXT_LITERAL = re.compile(r"(?:true|false|null|none)(?![\w.-])", re.IGNORECASE)
 """A literal given as a value (`"secret": true}`, `password=None`): nothing to hide."""
 _SCHEME_WORD = re.compile(r"[A-Za-z][A-Za-z0-9._~+-]*")
 _NEXT_WORD = re.compile(r"[ \t]+([^\s'\"&,;\\]+)")
-_JSON_CHAR = re.compile(r'\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.|[^\\]',
-                        re.DOTALL)
-"""What json.loads reads as one character of a string: a surrogate pair's two escapes, one escape,
-or one character."""
-_NO_SECRET = re.compile(rb"[ \t\n\r]*(?:[{\[]|(?:true|false|null)(?=[ \t\n\r,}\]:]|\Z))")
-"""What may follow a credential's name and colon where its value is nothing to redact (as the
-frame scanner reads it: an object or array, or one of the three literals)."""
-_ASCII_ESCAPE = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
-"""A JSON escape of a printable ASCII character: what a name hidden by escapes must contain."""
-_ANY_QUOTE = r'(?:\\*"|\\+u0022)'
-_ANY_SPACE = r"(?:[ \t\n\r]|\\+[nrt]|\\+u00(?:20|09|0a|0d))*"
-"""A quote and white space as they may be written in a frame, or inside its strings (escaped)."""
-
-
-def _name_regex(name: str) -> str:
-    """A credential name's expression (lower case): its words together or apart by `_`, `-`, `.`."""
-    return r"(?:\-|_|\.)?".join(re.escape(word) for word in name.split("_"))
-
-
-def _glob(pattern: str, wildcard: str = '[^"\\\\]') -> str:
-    """A member-name glob (`*`, `?`) as a regular expression whose wildcards never cross a quote
-    (in free text: take only name characters)."""
-    return "".join(wildcard + "*" if c == "*" else wildcard if c == "?" else re.escape(c) for c in pattern)

@@ -30,7 +30,7 @@ from mcp_types import jsonrpc
 
 from mcptap import store
 
-from mcptap.replay import jsondiff, live, script
+from mcptap.replay import jsondiff, live, live_http, script
 
 from mcptap.report import jsonout
 
@@ -99,9 +99,9 @@ def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, ur
     if command is not None:
         server: live.Live = live.StdioLive(command, inbox, None)
     elif sse:
-        server = live.LegacySseLive(url, inbox, None, timeout=timeout)
+        server = live_http.LegacySseLive(url, inbox, None, timeout=timeout)
     else:
-        server = live.StreamableHttpLive(url, inbox, None, timeout=timeout)
+        server = live_http.StreamableHttpLive(url, inbox, None, timeout=timeout)
     recording = None
     if record:
         recording = live.Recording(db_path, live.session_for(server, recorded.session, label))

@@ -3,7 +3,7 @@ their frames and exchanges.
 
 The capture says what it saw as ops, appended to a `Collector` (its event loop never waits for a
 lock a database write holds): sessions, request frames, exchanges, session ends, and the chunks
-of SSE answers (which addons/http/recorder.py cuts into frames). A `Sink` writes ops in one
+of SSE answers (which addons/http/streams.py cuts into frames). A `Sink` writes ops in one
 transaction per batch, numbering each session's frames in time order; live, that happens in the
 recorder process (addons/http/recorder.py), or in a thread here (`Journal`) when that process is
 gone; an import writes its ops at once. If the database fails, the frames of each session go on
@@ -19,38 +19,41 @@ from collections.abc import Callable
 
 from mcptap import store
 from mcptap.errors import warn_stderr
+from mcptap.store.ops import (STREAM_OPS, ChunkOp, CloseOp, EndOp, ExchangeOp, FrameOp, Op, SessionOp,
+                              StreamOp)
 from mcptap.store.writer import FLUSH_INTERVAL_S, Spool
 
 
 class Collector:
-    """What a capture says, as ops kept in order: sessions, frames, exchanges, session ends, and
-    SSE answers' bytes. An import writes them in its own transaction (`number`, then `apply`)."""
+    """What a capture says, as ops kept in order (analyzer/store/ops.py): sessions, frames,
+    exchanges, session ends, and SSE answers' bytes. An import writes them in its own transaction
+    (`number`, then `apply`)."""
 
     def __init__(self) -> None:
-        self.ops: list[tuple] | deque[tuple] = []
+        self.ops: list[Op] | deque[Op] = []
         self.db_path = ""
 
     def session(self, session: dict) -> None:
-        self.ops.append(("session", session))
+        self.ops.append(SessionOp(session))
 
     def frame(self, row: tuple) -> None:
-        self.ops.append(("frame", row))
+        self.ops.append(FrameOp(row))
 
-    def exchange(self, snapshot: dict) -> None:
-        self.ops.append(("exchange", snapshot))
+    def exchange(self, row: dict) -> None:
+        self.ops.append(ExchangeOp(row))
 
     def end(self, session_id: str, ended_at: float | None) -> None:
-        self.ops.append(("end", session_id, ended_at))
+        self.ops.append(EndOp(session_id, ended_at))
 
-    # an SSE answer's bytes, as they passed (cut into frames by addons/http/recorder.py)
+    # an SSE answer's bytes, as they passed (cut into frames by addons/http/streams.py)
     def stream(self, exchange_id: str, session_id: str, encoding: str | None) -> None:
-        self.ops.append(("stream", exchange_id, session_id, encoding))
+        self.ops.append(StreamOp(exchange_id, session_id, encoding))
 
-    def chunk(self, exchange_id: str, ts: float, data: bytes) -> None:
-        self.ops.append(("chunk", exchange_id, ts, data))
+    def chunk(self, exchange_id: str, ts: float, data: bytes | int) -> None:
+        self.ops.append(ChunkOp(exchange_id, ts, data))
 
     def close_stream(self, exchange_id: str, ts: float) -> None:
-        self.ops.append(("close", exchange_id, ts))
+        self.ops.append(CloseOp(exchange_id, ts))
 
     def close(self) -> None:
         pass
@@ -71,7 +74,7 @@ class Sink:
         self.failed: str | None = None
         self.conn: sqlite3.Connection | None = store.connect(db_path)  # a bad path is an error now, not later
 
-    def write(self, ops: list[tuple]) -> None:
+    def write(self, ops: list[Op]) -> None:
         """Store `ops`; whatever goes wrong (a failing database, a row it refuses, a bug here),
         the frames go on into spool files and one line says why: recording never stops on it."""
         self._numbered: list[tuple] | None = None
@@ -81,22 +84,23 @@ class Sink:
             self._warn(f"cannot record a batch ({type(exc).__name__}: {exc}); its frames go to spool files beside "
                        f"{self.db_path} (mcptap import brings them in)")
             try:
-                numbered = self._numbered or number([op for op in ops if op[0] in ("frame", "end")], self._seq)
+                numbered = self._numbered or number([op for op in ops if isinstance(op, (FrameOp, EndOp))], self._seq)
                 self._spill(numbered)
             except Exception as again:  # noqa: BLE001
                 self._warn(f"cannot spool that batch either ({type(again).__name__}: {again}): its frames are lost")
 
-    def _write(self, ops: list[tuple]) -> None:
+    def _write(self, ops: list[Op]) -> None:
         for op in ops:
-            if op[0] == "session":
-                self._sessions[op[1]["id"]] = op[1]
-            elif op[0] == "frame" and op[1][0] not in self._seq and self.conn is not None:
+            if op.__class__ is SessionOp:
+                self._sessions[op.row["id"]] = op.row
+            elif op.__class__ is FrameOp and op.row[0] not in self._seq and self.conn is not None:
                 # a session another writer began (a recorder process that died): go on after its frames
+                session_id = op.row[0]
                 try:
-                    last = self.conn.execute("SELECT max(seq) FROM frames WHERE session_id = ?", (op[1][0],)).fetchone()[0]
+                    last = self.conn.execute("SELECT max(seq) FROM frames WHERE session_id = ?", (session_id,)).fetchone()[0]
                 except sqlite3.Error:
                     last = None  # the write below fails too, and says so
-                self._seq[op[1][0]] = last or 0
+                self._seq[session_id] = last or 0
         self._numbered = number(ops, self._seq)
         ops = redact(self._numbered, self.redactor)
         if self.conn is not None:
@@ -117,7 +121,7 @@ class Sink:
                            "(mcptap import brings them in)")
         self._spill(ops)
 
-    def _apply_each(self, ops: list[tuple]) -> bool:
+    def _apply_each(self, ops: list[Op]) -> bool:
         """A batch holding a row the store refuses (a value SQLite cannot take, a bug): each op
         alone, in one transaction; each op refused is said in one line, its frames spooled, and
         the database keeps the rest and the recording. False: the store itself failed."""
@@ -136,9 +140,9 @@ class Sink:
                 return False
             raise
         for op, exc in refused:
-            what = f"the {op[0]} row of session {_session_of(op)}"
+            what = f"the {op.kind} row of session {_session_of(op)}"
             self._warn(f"cannot store {what} ({type(exc).__name__}: {exc})"
-                       + ("; its frame goes to a spool file beside the database" if op[0] == "frame" else
+                       + ("; its frame goes to a spool file beside the database" if op.__class__ is FrameOp else
                           "; the rest is stored"))
         self._spill([op for op, _ in refused])
         return True
@@ -153,17 +157,17 @@ class Sink:
         for spool in self._spools.values():
             spool.end(spool.session.get("ended_at"), None)
 
-    def _spill(self, ops: list[tuple]) -> None:
+    def _spill(self, ops: list[Op]) -> None:
         for op in ops:
-            if op[0] == "frame":
-                row = op[1]
+            if op.__class__ is FrameOp:
+                row = op.row
                 spool = self._spool(row[0])
                 if spool is not None:
                     spool.write([row[:7] + row[9:10]], [])  # the frames row without its HTTP columns
-            elif op[0] == "end":
-                spool = self._spool(op[1])
+            elif op.__class__ is EndOp:
+                spool = self._spool(op.session_id)
                 if spool is not None:
-                    spool.session = dict(spool.session, ended_at=op[2])
+                    spool.session = dict(spool.session, ended_at=op.ended_at)
 
     def _spool(self, session_id: str) -> Spool | None:
         spool = self._spools.get(session_id)
@@ -179,9 +183,9 @@ class Journal(Collector):
     after `transform` (which turns stream chunks into frames, addons/http/recorder.py)."""
 
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr,
-                 transform: Callable[[list[tuple]], list[tuple]] | None = None, redactor=None):
+                 transform: Callable[[list[Op]], list[Op]] | None = None, redactor=None):
         self.db_path = db_path
-        self.ops: deque[tuple] = deque()  # append and popleft are atomic: no lock on the event loop
+        self.ops: deque[Op] = deque()  # append and popleft are atomic: no lock on the event loop
         self._transform = transform
         self._warn = warn
         self._wake = threading.Event()
@@ -191,7 +195,7 @@ class Journal(Collector):
         self._thread.start()
 
     def frame(self, row: tuple) -> None:
-        self.ops.append(("frame", row))
+        self.ops.append(FrameOp(row))
         if len(self.ops) > 2000:
             self._wake.set()
 
@@ -213,7 +217,7 @@ class Journal(Collector):
                 except Exception as exc:  # noqa: BLE001 - the thread must go on (the transform guards its ops)
                     self._warn(f"cannot cut a batch into frames ({type(exc).__name__}: {exc}); "
                                "its frames already cut go on")
-                    ops = [op for op in ops if op[0] not in ("stream", "chunk", "close", "xraw")]
+                    ops = [op for op in ops if not isinstance(op, STREAM_OPS)]
                 self.sink.write(ops)
             if closing:
                 break
@@ -226,40 +230,42 @@ def _store_failed(exc: BaseException) -> bool:
     return isinstance(exc, (sqlite3.OperationalError, sqlite3.InternalError, OSError)) or type(exc) is sqlite3.DatabaseError
 
 
-def _session_of(op: tuple) -> str:
-    what = op[1]
-    return ascii(what.get("session_id") or what.get("id") if isinstance(what, dict) else
-                 what[0] if isinstance(what, tuple) and what else what)
+def _session_of(op: Op) -> str:
+    if op.__class__ is EndOp:
+        return ascii(op.session_id)
+    row = op.row
+    return ascii(row.get("session_id") or row.get("id") if isinstance(row, dict) else row[0] if row else row)
 
 
-def number(ops: list[tuple], last_seq: dict[str, int]) -> list[tuple]:
+def number(ops: list[Op], last_seq: dict[str, int]) -> list[Op]:
     """Each frame gets its session's next seq, in timestamp order within `ops` (a request hook
     and a stream tap can report frames a moment out of order; equal times keep their order).
     Sessions come first, then frames, then exchanges and ends."""
-    frames = sorted((op[1] for op in ops if op[0] == "frame"), key=lambda row: row[2])
-    numbered = []
+    frames = sorted((op.row for op in ops if op.__class__ is FrameOp), key=lambda row: row[2])
+    numbered: list[Op] = []
     for row in frames:
         seq = last_seq[row[0]] = last_seq.get(row[0], 0) + 1
-        numbered.append(("frame", (row[0], seq) + row[2:]))
-    return [op for op in ops if op[0] == "session"] + numbered + [op for op in ops if op[0] in ("exchange", "end")]
+        numbered.append(FrameOp((row[0], seq) + row[2:]))
+    return ([op for op in ops if op.__class__ is SessionOp] + numbered
+            + [op for op in ops if isinstance(op, (ExchangeOp, EndOp))])
 
 
-def redact(ops: list[tuple], redactor) -> list[tuple]:
-    """Frames with their credential members replaced (analyzer/redaction/__init__.py FrameRedactor), before
+def redact(ops: list[Op], redactor) -> list[Op]:
+    """Frames with their credential members replaced (analyzer/redaction/frames.py FrameRedactor), before
     they are stored or spooled; None: nothing is redacted."""
     if redactor is None:
         return ops
-    return [("frame", store.redact_row(op[1], redactor)) if op[0] == "frame" else op for op in ops]
+    return [FrameOp(store.redact_row(op.row, redactor)) if op.__class__ is FrameOp else op for op in ops]
 
 
-def apply(conn: sqlite3.Connection, ops: list[tuple]) -> None:
+def apply(conn: sqlite3.Connection, ops: list[Op]) -> None:
     """Numbered ops as SQL, inside the caller's transaction."""
     for op in ops:
-        if op[0] == "session":
-            store.insert_session(conn, op[1], or_ignore=len(op) > 2)  # ("session", row, "again"): may be stored
-    store.insert_http_frames(conn, [op[1] for op in ops if op[0] == "frame"])
+        if op.__class__ is SessionOp:
+            store.insert_session(conn, op.row, or_ignore=op.again)
+    store.insert_http_frames(conn, [op.row for op in ops if op.__class__ is FrameOp])
     for op in ops:
-        if op[0] == "exchange":
-            store.upsert_exchange(conn, op[1])
-        elif op[0] == "end":
-            store.end_session(conn, op[1], op[2], None)
+        if op.__class__ is ExchangeOp:
+            store.upsert_exchange(conn, op.row)
+        elif op.__class__ is EndOp:
+            store.end_session(conn, op.session_id, op.ended_at, None)

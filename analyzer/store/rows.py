@@ -7,6 +7,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from mcptap.wire.sessionfields import SESSION_FIELDS
+
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -16,10 +18,7 @@ FrameRow = tuple
 # A stderr line: (seq, ts, raw bytes, incomplete flag).
 StderrRow = tuple[int, float, bytes, int]
 
-SESSION_COLUMNS = (
-    "id", "transport", "label", "started_at", "ended_at", "command", "upstream",
-    "exit_status", "recorder", "host", "pid", "source", "replay_of",
-)
+SESSION_COLUMNS = SESSION_FIELDS  # the sessions table's columns: a frame-log session record's fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import orjson
 
 from mcptap.wire.bounded import CUT
 from mcptap.errors import ImportFormatError
-from mcptap.store import SESSION_COLUMNS
+from mcptap.wire.sessionfields import FIELD_KINDS, SESSION_FIELDS
 from mcptap.wire.textsafe import json_text, storable as _text
 
 DIRECTIONS = ("c2s", "s2c")
@@ -90,7 +90,7 @@ def stderr_line(row: tuple) -> str:
 
 def session_record(row: dict, *, spool: bool = False) -> dict:
     rec = {"record": "session", "session": row["id"]}
-    rec.update({c: row[c] for c in SESSION_COLUMNS if c != "id" and row.get(c) is not None})
+    rec.update({c: row[c] for c in SESSION_FIELDS if c != "id" and row.get(c) is not None})
     if spool:
         rec["spool"] = True
     return rec
@@ -269,16 +269,13 @@ def _seq(obj: dict) -> int | None:
     return _optional_int(obj, "seq")
 
 
-_SESSION_FIELD_TYPES = {"started_at": "time", "ended_at": "time", "exit_status": "int", "pid": "int"}
-
-
 def _session_fields(obj: dict) -> dict:
     """A session record's columns, each checked: times are times, counts integers, the rest text."""
     fields = {}
-    for column in SESSION_COLUMNS:
+    for column in SESSION_FIELDS:
         if column == "id" or column not in obj or obj[column] is None:
             continue
-        kind = _SESSION_FIELD_TYPES.get(column, "text")
+        kind = FIELD_KINDS.get(column, "text")
         if kind == "time":
             fields[column] = _number(obj, column)
         elif kind == "int":

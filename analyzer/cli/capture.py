@@ -1,0 +1,90 @@
+"""The commands that record: demo (the first run), record (the stdio tee), proxy (the HTTP
+reverse proxy), addon-path (the mitmproxy addon for mitmdump -s)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Optional
+
+import typer
+
+from mcptap import extras, options
+from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT,
+                               NoRedactOption, RedactKeyOption, RedactPathOption, app, max_frame_of,
+                               one_line_errors, redaction_of)
+
+
+@app.command()
+def demo(db: DbOption = DEFAULT_DB) -> None:
+    """Record a live session with the bundled MCP server through `mcptap record`, driven by the
+    bundled client, then print the session list and the transcript.
+
+    Example:  mcptap demo --db /tmp/demo.db
+    """
+    with one_line_errors():
+        extras.need("proxy", "mcptap demo (its HTTP session goes through mcptap proxy)")
+        extras.need("notebook", "mcptap demo (it writes the HTML report)")
+        from mcptap.demo.run import run_demo
+
+        raise typer.Exit(run_demo(db))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             add_help_option=False, help=options.RECORD_HELP + "\n\n" + options.RECORD_EXAMPLE)
+def record(ctx: typer.Context) -> None:
+    """`mcptap record` has one parser, its own (analyzer/record.py): the script and `python -m mcptap`
+    go there without typer; a caller of this app comes here and is forwarded."""
+    from mcptap.record import main as record_main
+
+    raise typer.Exit(record_main(list(ctx.args)))
+
+
+@app.command()
+def proxy(
+    upstream: Annotated[str, typer.Option("--upstream", metavar="URL",
+                                          help="The MCP server's URL (http:// or https://).")],
+    db: DbOption = DEFAULT_DB,
+    listen: Annotated[Optional[str], typer.Option("--listen", metavar="[HOST:]PORT",
+                                                  help="Where to listen (default 127.0.0.1:8808; port 0: any free port).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", metavar="LABEL",
+                                                help="A label for the sessions recorded.")] = None,
+    keep_credentials: Annotated[bool, typer.Option(
+        "--keep-credentials", help="The same as --no-redact.")] = False,
+    no_redact: NoRedactOption = False,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+    allow_origin: AllowOriginOption = None,
+) -> None:
+    """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
+    legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
+    come, and every frame is recorded with its HTTP exchange. Point the host at the proxy's URL
+    (the same path as the server's). Ctrl-C stops it.
+
+    Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000/mcp --listen 8808
+    """
+    from mcptap import proxy as proxy_mod
+
+    limit = max_frame_of(max_frame)
+    with one_line_errors():
+        extras.need("proxy", "mcptap proxy")
+        status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
+                               redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
+                               insecure=insecure, allow_origins=allow_origin or (),
+                               on_ready=proxy_mod.say_listening(upstream, db))
+    raise typer.Exit(status)
+
+
+@app.command("addon-path")
+def addon_path() -> None:
+    """Print the absolute path of the mitmproxy addon script, for the mitmdump (or mitmproxy,
+    mitmweb) of this environment, in any of its modes.
+
+    Example:  mitmdump -s "$(mcptap addon-path)" --set mcptap_db=$HOME/mcp.db
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("mcptap.addons.http.mitmdump_script")  # imports `mcptap.addons` alone, not mitmproxy
+    typer.echo(os.path.abspath(spec.origin))

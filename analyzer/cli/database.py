@@ -1,0 +1,225 @@
+"""The commands that read and change a database: sessions, show, export, import, redact."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from mcptap.cli.common import (DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
+                               NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, app, fail,
+                               max_frame_of, one_line_errors, redaction_of)
+
+
+class ListFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class TranscriptFormat(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+
+@app.command()
+def sessions(
+    db: DbOption = DEFAULT_DB,
+    fmt: Annotated[ListFormat, typer.Option(
+        "--format", help="table; json: one document {\"sessions\": [...]}; jsonl: one session object per line.")
+    ] = ListFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format jsonl (one JSON object per session "
+                                                         "per line, as before --format).")] = False,
+) -> None:
+    """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
+    counts (revision and counts once `mcptap analyze` has run), exit status. As JSON each session
+    has typed values: times as Unix seconds (started_at) and ISO 8601 (started), duration_s,
+    exit_status, and null for what is not known.
+
+    Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
+    """
+    from mcptap import store
+    from mcptap.report import columns, jsonout, transcript
+
+    fmt = ListFormat(fmt)
+    if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
+        raise fail("--json is --format jsonl: give one of them")
+    if as_json:
+        fmt = ListFormat.jsonl
+    with one_line_errors():
+        objects = transcript.session_objects(store.open_existing(db))
+        if fmt is ListFormat.json:
+            jsonout.write_document(sys.stdout, [("sessions", objects)])
+        elif fmt is ListFormat.jsonl:
+            jsonout.write_lines(sys.stdout, objects)
+        elif not objects:
+            sys.stdout.write("(no sessions yet)\n")
+        else:
+            columns.write(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
+                          right={6, 7, 8})
+        sys.stdout.flush()
+
+
+@app.command()
+def show(
+    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or label (the newest).")],
+    db: DbOption = DEFAULT_DB,
+    full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
+    stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
+    fmt: Annotated[TranscriptFormat, typer.Option(
+        "--format", help="text; json: one document {\"session\", \"findings\", \"frames\"}; jsonl: the session, "
+                         "then each frame and stderr line, one object per line.")] = TranscriptFormat.text,
+    max_per_code: MaxPerCodeOption = PER_CODE,
+) -> None:
+    """Print a session's transcript: each frame in order with time, direction, size, kind,
+    method and id, the frame it pairs with and the latency, its findings beneath it (of each
+    code the first few, then one line for the rest), and the server's stderr lines in between.
+    As JSON every frame comes whole with all its findings.
+
+    Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
+    """
+    from mcptap import store
+    from mcptap.report import jsonout, transcript
+
+    with one_line_errors():
+        conn = store.open_existing(db)
+        sid = store.resolve_session(conn, session)
+        out = sys.stdout
+        fmt = TranscriptFormat(fmt)
+        if fmt is TranscriptFormat.text:
+            width = shutil.get_terminal_size((160, 24)).columns
+            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
+                out.write(line + "\n")
+        else:
+            head, findings, frames = transcript.records(conn, sid, stderr=stderr)
+            if fmt is TranscriptFormat.json:
+                jsonout.write_document(out, [("session", head), ("findings", findings),
+                                             ("frames", jsonout.Stream(frames))])
+            else:
+                jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
+                jsonout.write_lines(out, frames)
+        out.flush()
+
+
+@app.command("export")
+def export_cmd(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
+                                                         help="Session to export (repeatable); default all.")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
+                                                  help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write sessions as frame-log JSONL; `mcptap import` of it gives back identical frames.
+
+    Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+    """
+    from mcptap import outfile, store
+    from mcptap.cli import progress
+    from mcptap.readers import exporter
+
+    with one_line_errors():
+        conn = store.open_existing(db)
+        ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
+        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+            if output is None:
+                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
+                sys.stdout.flush()
+            else:
+                with outfile.private_text(output) as fh:
+                    exporter.export(conn, fh, ids, progress=shown.advance)
+
+
+@app.command("import")
+def import_cmd(
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Logs to import.")],
+    db: DbOption = DEFAULT_DB,
+    new_id: Annotated[bool, typer.Option("--new-id", help="Give imported sessions new ids, even if the "
+                                                          "database already holds them.")] = False,
+    keep_credentials: Annotated[bool, typer.Option("--keep-credentials", help="The same as --no-redact.")] = False,
+    no_redact: NoRedactOption = False,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+) -> None:
+    """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
+    flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
+    in whole or not at all. Credentials are redacted on the way in, as when recording.
+
+    Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
+    """
+    from mcptap import store
+    from mcptap.cli import progress
+    from mcptap.readers import importer
+    from mcptap.wire.textsafe import printable
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
+
+    redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
+    limit = max_frame_of(max_frame)
+    with one_line_errors():
+        for path in files:
+            importer.detect_format(path)
+        try:
+            conn = store.connect(db)
+        except (sqlite3.Error, OSError) as exc:
+            raise fail(f"cannot open {db}: {exc}") from None
+        for path in files:
+            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
+                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
+                                                keep_credentials=keep_credentials or no_redact,
+                                                redaction=redaction, max_frame=limit)
+            listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
+            rest = [0, 0]
+            for n, s in enumerate(imported):
+                if n >= listed:
+                    rest[0] += s.frames
+                    rest[1] += s.stderr_lines
+                    continue
+                verb = "merged into" if s.merged else "imported"
+                typer.echo(f"{verb} session {printable(s.id)} ({printable(s.name)}): {s.frames} frames, "
+                           f"{s.stderr_lines} stderr lines")
+            if len(imported) > listed:
+                typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
+
+
+IMPORT_LISTED = 20
+"""Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
+
+
+@app.command("redact")
+def redact_cmd(
+    db: DbOption = DEFAULT_DB,
+    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
+                                                         help="Only this session (repeatable); default all.")] = None,
+    redact_key: RedactKeyOption = None,
+    redact_path: RedactPathOption = None,
+) -> None:
+    """Apply redaction to a database already written (recorded with --no-redact, or before
+    more keys or paths were wanted): credential members of frames, credential HTTP headers and
+    the secrets of the servers' stderr lines and command lines are replaced by their keyed hash,
+    each frame records which members were, the analysis of a changed session is dropped, and the
+    file is rewritten so that no replaced byte survives.
+
+    Example:  mcptap redact --db incident.db --redact-key '*token*' --redact-path '$.params.arguments.dsn'
+    """
+    from mcptap.cli import progress
+    from mcptap.redaction import scrub
+    from mcptap.wire.textsafe import printable
+
+    redaction = redaction_of(False, redact_key, redact_path)
+    with one_line_errors(), progress.meter() as shown:
+        done = scrub.redact_database(db, sessions=session, redaction=redaction, progress=shown.advance,
+                                     stage=shown.stage)
+    typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
+               f"exchanges, {done.stderr_lines} stderr lines and {done.commands} command lines of {done.sessions} "
+               "sessions")
+    for path, count in done.members.most_common():
+        typer.echo(f"  {count:>6}  {printable(path)}")
