@@ -211,6 +211,9 @@ def serve_http(responder: Responder, host: str, port: int, on_ready: Callable[[s
             pass
     finally:
         server.stop()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        if not stop.is_set():  # stopped by an error: the caller's handlers again
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        # stopped by a signal, ours stay: a second SIGTERM or Ctrl-C while the process ends repeats
+        # the request (a service manager's, a user's), it does not kill the process with its status lost
     return 0
