@@ -13,7 +13,7 @@ definition it mirrors gives for the same input:
 - `_wirescan.scan(frame)`: None, or the envelope the exact parser (analyzer/wire/jsonwire.py) and
   `classify` read from the frame;
 - a session of such frames: the same rows, findings and summary on the fast path (the scanner
-  and `SessionAnalysis._fast`) as on the exact path (tests/analysis.py `analyze`).
+  and `SessionAnalysis._fast`) as on the exact path (tests/support/sessions.py `analyze`).
 The first failure stops the run; libFuzzer writes the input to crash-<sha1> in the folder it
 names (-artifact_prefix). A sanitizer report ends the process the same way."""
 
@@ -30,7 +30,7 @@ except ImportError:
     sys.exit(0)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the package tests, and the benches
 
 import mcptap  # noqa: E402
 
@@ -46,7 +46,7 @@ with atheris.instrument_imports(include=["mcptap"]):
 
 import fuzz_frames  # noqa: E402  (its seeds and dictionary: sessions as its inputs write them)
 import fuzzing  # noqa: E402  (the command line every fuzz target shares)
-from analysis import analyze  # noqa: E402  (exact == fast, or AssertionError)
+from tests.support.sessions import analyze  # noqa: E402  (exact == fast, or AssertionError)
 
 TARGETS = ("scan", "session")
 REVISIONS = (None, "2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28")

@@ -8,8 +8,8 @@ Each notebook's first cell makes the data it reads when it is missing (analyzer/
 bundled HTTP server through the proxy, each making one mistake on purpose), and incident.jsonl is
 its HTTP session exported as frame-log JSONL, as if someone had sent it in after an incident. All of
 it is git-ignored. The check: every cell ran without an error, and no output shows a traceback or a
-path of this machine. --save writes only when both notebooks pass it. tests/test_notebooks.py runs
-the same execution in a fresh clone."""
+path of this machine. --save writes only when both notebooks pass it.
+tests/faces/test_notebooks.py runs the same execution in a fresh clone."""
 
 from __future__ import annotations
 

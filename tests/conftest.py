@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["npm_servers"]
+pytest_plugins = ["tests.support.npm_servers"]
 
-TOOLS = Path(__file__).parent / "tools"
+TESTS = Path(__file__).parent
+TOOLS = TESTS / "tools"
 # mcp-server-git (a reference server on this same SDK, `mcp<3,>=2.3`) is one of the real servers
-# tests/test_e2e_reference_servers.py drives.
+# tests/e2e/test_e2e_reference_servers.py drives.
 SDK_PACKAGES = ("mcp==2.3.0", "mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19")
 CACHE = Path(os.environ.get("MCPTAP_TEST_CACHE", Path.home() / ".cache" / "mcptap-tests"))
 PROCESS_TIMEOUT_S = 60
@@ -135,12 +136,12 @@ def assert_no_false_findings(db: Path | str) -> dict:
 @pytest.fixture(scope="module")
 def make_client(request):
     """plan_clients.Client(sdk, mode), with what that SDK needs to run (fixtures asked for only when used)."""
-    from plan_clients import Client
+    from tests.support.plan_clients import Client
 
     def make(sdk: str, mode: str) -> Client:
         if sdk == "python":
             return Client(sdk, mode, sdk_python=request.getfixturevalue("sdk_python"))
-        from npm_servers import npm_tools
+        from tests.support.npm_servers import npm_tools
         return Client(sdk, mode, node=npm_tools()[0], ts_sdk=request.getfixturevalue("ts_sdk"))
     return make
 
@@ -155,24 +156,33 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
 
 
 FAST_TIER = frozenset({
-    "test_chunkqueue", "test_chunkwire", "test_classify", "test_framing", "test_jsondiff", "test_jsonwire",
-    "test_latency", "test_rules", "test_store", "test_transport_rules", "test_writer", "test_sse",
-    "test_http_pairing", "test_docs", "test_data", "test_progress", "test_sarif", "test_importer", "test_fuzz",
-    "test_spool", "test_layout", "test_golden",
+    "wire/test_framing.py", "wire/test_jsonwire.py", "wire/test_sse.py",
+    "capture/test_chunkqueue.py", "capture/test_chunkwire.py",
+    "store/test_spool.py", "store/test_store.py", "store/test_writer.py",
+    "readers/test_importer.py",
+    "analysis/test_classify.py", "analysis/test_fuzz.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
+    "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
+    "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
+    "project/test_docs.py", "project/test_layout.py",
 })
-"""The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute): no real SDK or npm
-server, no proxy, no hostile input at scale. Every other module's tests are marked `slow`, a new
-module's too until it is listed here."""
+"""The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
+tests/: no real SDK or npm server, no proxy, no hostile input at scale. Every other module's tests
+are marked `slow`, a new module's too until it is listed here."""
 
 
 def pytest_addoption(parser):
     parser.addoption("--regenerate-golden", action="store_true",
-                     help="rewrite tests/golden/expected/ from the analyzer's output (tests/test_golden.py)")
+                     help="rewrite tests/golden/expected/ from the analyzer's output (tests/analysis/test_golden.py)")
 
 
 def pytest_collection_modifyitems(config, items):
+    tests = TESTS.resolve()
+    gone = sorted(module for module in FAST_TIER if not (tests / module).is_file())
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py FAST_TIER names modules that are not there: {gone}")
     for item in items:
-        if item.path.stem not in FAST_TIER:
+        path = item.path.resolve()
+        if not (path.is_relative_to(tests) and path.relative_to(tests).as_posix() in FAST_TIER):
             item.add_marker(pytest.mark.slow)
 
 

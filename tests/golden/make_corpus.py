@@ -1,14 +1,15 @@
-"""Writes the golden corpus (tests/golden/corpus/), frame-log files that tests/test_golden.py
-analyzes, comparing the JSON report with tests/golden/expected/. The corpus is data: it is made
-once and committed, and changes only when this script is run again on purpose.
+"""Writes the golden corpus (tests/golden/corpus/), frame-log files that
+tests/analysis/test_golden.py analyzes, comparing the JSON report with tests/golden/expected/. The
+corpus is data: it is made once and committed, and changes only when this script is run again on
+purpose.
 
-    python tests/golden/make_corpus.py            # rules.jsonl from tests/test_rules.py CASES
+    python tests/golden/make_corpus.py            # rules.jsonl from tests/analysis/test_rules.py CASES
     python tests/golden/make_corpus.py --demo     # and demo.jsonl, a live `mcptap demo` recording
 
-rules.jsonl: for every stdio case of tests/test_rules.py, a session named CODE that fires it and
-one named CODE~near that must not, 1 ms between frames (the cases over HTTP need exchanges, which
-a frame log does not carry). demo.jsonl: the two demo sessions (stdio and HTTP frames), with the
-recording machine's command line, host and pid replaced."""
+rules.jsonl: for every stdio case of tests/analysis/test_rules.py, a session named CODE that fires
+it and one named CODE~near that must not, 1 ms between frames (the cases over HTTP need exchanges,
+which a frame log does not carry). demo.jsonl: the two demo sessions (stdio and HTTP frames), with
+the recording machine's command line, host and pid replaced."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # the repository: tests is a package
 
 START = 1764460800.0  # 2025-11-30, the time of the first session; each later one starts an hour on
 
@@ -30,13 +31,13 @@ def line(record: dict) -> str:
 
 
 def rules_corpus() -> str:
-    from test_rules import CASES
+    from tests.analysis.test_rules import CASES
 
     out, n = [], 0
     for code in sorted(CASES):
         for name, frames in zip((code, f"{code}~near"), CASES[code]):
             if hasattr(frames, "exchanges"):
-                continue  # over HTTP (analysis.Http)
+                continue  # over HTTP (tests.support.sessions.Http)
             t0 = START + 3600 * n
             n += 1
             out.append(line({"record": "session", "session": name, "transport": "stdio", "label": name,

@@ -1,0 +1,234 @@
+"""Output is safe and bounded (issue 15, items 8, 11, 12, 15): terminal and bidi characters from
+the traffic are escaped in every command and in the HTML report, every file written from
+recorded frames is 0600, a spool merges only into the session its recorder wrote (and counts
+what it stored), and many tiny sessions give bounded memory and output."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import stat
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from mcptap import store
+
+from mcptap.readers import importer, importstate
+
+from mcptap.wire import framelog
+from mcptap.store.writer import Spool
+from tests.conftest import mcptap, run
+
+# A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.
+HOSTILE = "evil\x1b]0;pwned\x07\x1b[31m\u202egnp.exe\u2066\u200f"
+RAW_MARKS = ("\x1b", "\x07", "\u202e", "\u2066", "\u200f")
+
+
+def hostile_log(path: Path) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"record": "session", "session": HOSTILE, "transport": "stdio", "label": HOSTILE + "L",
+                             "started_at": 1764460800.0}) + "\n")
+        fh.write(json.dumps({"session": HOSTILE, "seq": 1, "ts": 1764460800.5, "direction": "c2s",
+                             "raw": '{"jsonrpc":"2.0","id":1,"method":"to\u202eols/\x1b[2Jlist"}'}) + "\n")
+    return path
+
+
+def assert_no_raw_marks(text: str) -> None:
+    assert not [m for m in RAW_MARKS if m in text], repr(text[:400])
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> tuple[Path, str]:
+    """A database holding the hostile session (imported once), and what the import printed."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    db = tmp / "h.db"
+    result = run(mcptap("import", "--db", str(db), str(hostile_log(tmp / "hostile.jsonl"))))
+    assert result.returncode == 0, result.stderr
+    return db, result.stdout.decode("utf-8")
+
+
+def test_import_message_escapes_terminal_and_bidi_characters_of_a_session_name(imported):
+    _, out = imported
+    assert_no_raw_marks(out)
+    assert "\\u202e" in out and "\\x1b" in out
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "jsonl"])
+def test_sessions_escapes_terminal_and_bidi_characters_in_every_format(imported, fmt):
+    db, _ = imported
+    result = run(mcptap("sessions", "--db", str(db), "--format", fmt))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode("utf-8")
+    assert_no_raw_marks(out)
+    if fmt != "table":  # the same value, written as JSON escapes
+        objects = json.loads(out)["sessions"] if fmt == "json" else [json.loads(line) for line in out.splitlines()]
+        assert [o["id"] for o in objects] == [HOSTILE]
+
+
+def test_export_writes_the_same_values_with_bidi_characters_as_json_escapes(imported):
+    db, _ = imported
+    result = run(mcptap("export", "--db", str(db)))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode("utf-8")
+    assert_no_raw_marks(out)
+    assert json.loads(out.splitlines()[0])["session"] == HOSTILE
+
+
+def test_html_report_escapes_bidi_and_escape_characters(imported, tmp_path):
+    db, _ = imported
+    report = tmp_path / "r.html"
+    result = run(mcptap("report", "--db", str(db), "-o", str(report)), timeout=120)
+    assert result.returncode == 0, result.stderr
+    html = report.read_text(encoding="utf-8")
+    assert_no_raw_marks(html)
+    assert "\\u202e" in html
+
+
+# -- file modes ----------------------------------------------------------------------------------
+
+OUTPUTS = {
+    "export": lambda db, out: mcptap("export", "--db", db, "-o", out),
+    "analyze-table": lambda db, out: mcptap("analyze", "--db", db, "--fail-on", "never", "-o", out),
+    "analyze-sarif": lambda db, out: mcptap("analyze", "--db", db, "--fail-on", "never", "--format", "sarif", "-o", out),
+    "report": lambda db, out: mcptap("report", "--db", db, "-o", out),
+}
+
+
+@pytest.mark.parametrize(("command", "existing"), [("export", False), ("report", False), ("analyze-table", True),
+                                                   ("analyze-sarif", True)])
+def test_every_output_file_written_from_frames_is_readable_by_its_owner_only(imported, tmp_path, command, existing):
+    db, _ = imported
+    out = tmp_path / "out"
+    if existing:
+        out.write_text("old", encoding="utf-8")
+        out.chmod(0o644)
+    result = run(OUTPUTS[command](str(db), str(out)), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert out.stat().st_size > 3
+
+
+def test_an_output_file_that_cannot_be_created_is_one_line_and_exit_2(imported, tmp_path):
+    db, _ = imported
+    result = run(mcptap("analyze", "--db", str(db), "-o", str(tmp_path / "no" / "such" / "dir.txt")))
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith("mcptap: error:") and b"Traceback" not in result.stderr
+
+
+# -- spools ----------------------------------------------------------------------------------------
+
+def recorded_session(db: Path, sid: str, seqs: range) -> dict:
+    """A session as a recorder writes it (recorder, host, pid, started_at), with these frames."""
+    row = {"id": sid, "transport": "stdio", "label": "rec", "started_at": 1764460800.25,
+           "recorder": "mcptap test record", "host": "hostA", "pid": 4242}
+    conn = store.connect(db)
+    with store.write_transaction(conn):
+        store.insert_session(conn, row)
+        store.insert_rows(conn, [store.frame_row(sid, s, 1764460801.0 + s, "c2s", b'{"n":%d}' % s, 0) for s in seqs],
+                          [])
+    conn.close()
+    return row
+
+
+def spool_of(db: Path, row: dict, seqs: range) -> str:
+    """The spool the recorder's own Spool writes for this session row, holding these frames."""
+    spool = Spool(str(db), row, warn=lambda m: None)
+    spool.write([store.frame_row(row["id"], s, 1764460801.0 + s, "c2s", b'{"n":%d}' % s, 0) for s in seqs], [])
+    spool.end(1764460900.0, 0)
+    return spool.path
+
+
+def stored_frames(db: Path, sid: str) -> list[int]:
+    conn = sqlite3.connect(db)
+    try:
+        return [r[0] for r in conn.execute("SELECT seq FROM frames WHERE session_id = ? ORDER BY seq", (sid,))]
+    finally:
+        conn.close()
+
+
+def test_a_spool_merge_adds_only_the_frames_its_session_is_missing_and_counts_those(tmp_path):
+    db = tmp_path / "m.db"
+    row = recorded_session(db, "0193aaaa-0000-7000-8000-000000000001", range(1, 4))
+    path = spool_of(db, row, range(2, 7))  # 2 and 3 already stored
+    result = run(mcptap("import", "--db", str(db), path))
+    assert result.returncode == 0, result.stderr
+    assert stored_frames(db, row["id"]) == [1, 2, 3, 4, 5, 6]
+    assert re.search(rb": 3 frames,", result.stdout), result.stdout
+
+
+def test_a_forged_spool_never_appends_to_a_session_another_recorder_wrote(tmp_path):
+    db = tmp_path / "f.db"
+    row = recorded_session(db, "victim", range(1, 3))
+    forged = dict(row, host="elsewhere", pid=1)
+    path = spool_of(tmp_path / "other.db", forged, range(1, 6))
+    result = run(mcptap("import", "--db", str(db), path))
+    assert result.returncode == 0, result.stderr
+    assert stored_frames(db, "victim") == [1, 2]
+    assert result.stderr.decode().startswith("mcptap: warning:")
+    conn = sqlite3.connect(db)
+    try:
+        (other,) = conn.execute("SELECT id FROM sessions WHERE id != 'victim' AND label = 'rec'").fetchone()
+    finally:
+        conn.close()
+    assert stored_frames(db, other) == [1, 2, 3, 4, 5]
+
+
+# -- many tiny sessions ------------------------------------------------------------------------------
+
+def tiny_sessions(path: Path, n: int, *, interleave: int = 0) -> Path:
+    """`n` one-frame sessions (a request nobody answers: a warning each, an error in every tenth);
+    `interleave`: session 0 also gets a frame without seq after every `interleave` sessions."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            sid = f"s{i:06d}"
+            fh.write(framelog.dumps(framelog.session_record({"id": sid, "transport": "stdio", "label": "tiny",
+                                                             "started_at": 1764460800.0 + i})) + "\n")
+            raw = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' + ("" if i % 10 else "}")
+            fh.write(framelog.dumps(framelog.frame_record(sid, 1, 1764460800.0 + i, "c2s", raw.encode())) + "\n")
+            if interleave and i and i % interleave == 0:
+                fh.write(json.dumps({"session": "s000000", "ts": 1764460800.0 + i, "direction": "s2c",
+                                     "raw": '{"n":%d}' % i}) + "\n")
+    return path
+
+
+def test_an_import_of_many_sessions_keeps_only_the_open_ones_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(importer, "BATCH_ROWS", 200)  # small batches and blocks: what is left is per session
+    monkeypatch.setattr(framelog, "BLOCK_BYTES", 32 << 10)
+    monkeypatch.setattr(importer, "MAX_OPEN", 50, raising=False)
+    monkeypatch.setattr(importstate, "FILTER_BITS", 1 << 16)
+    log = tiny_sessions(tmp_path / "many.jsonl", 6000, interleave=1000)
+    conn = store.connect(tmp_path / "many.db")
+    tracemalloc.start()
+    try:
+        found = importer.import_file(conn, str(log))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(found) == 6000 and found[0].name == "s000000" and found[5999].name == "s005999"
+    assert found[0].frames == 6  # its own and five more after it was set aside, seq continuing
+    assert stored_frames(tmp_path / "many.db", "s000000") == [1, 2, 3, 4, 5, 6]
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 6000
+    conn.close()
+    assert peak < 3 << 20, peak  # every session kept in memory: over 6 MiB
+
+
+def test_import_and_the_analysis_table_of_many_sessions_fit_a_screen(tmp_path):
+    db = tmp_path / "t.db"
+    log = tiny_sessions(tmp_path / "t.jsonl", 300)
+    result = run(mcptap("import", "--db", str(db), str(log)))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) <= 25 and re.fullmatch(r"and 280 more sessions: 280 frames, 0 stderr lines", lines[-1])
+    result = run(mcptap("analyze", "--db", str(db), "--fail-on", "never"), timeout=120)
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.decode().splitlines()
+    assert len(table) < 80, len(table)
+    assert re.fullmatch(r"and 250 more sessions: 0 with errors, 250 with warnings at worst, 0 with infos only, 0 clean",
+                        next(line for line in table if line.startswith("and ")))
+    listed = table[2:52]
+    assert all(re.match(r"s\d{6} .* 1 +0 +1 ", line) for line in listed[:30])  # the 30 with errors first
+    result = run(mcptap("analyze", "--db", str(db), "--fail-on", "never", "--format", "jsonl"), timeout=120)
+    assert len(result.stdout.splitlines()) == 600  # json and jsonl keep every finding

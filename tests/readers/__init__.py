@@ -1,0 +1,1 @@
+"""Tests of the readers (mcptap.readers): mcptap import of frame logs."""

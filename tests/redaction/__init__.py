@@ -1,0 +1,2 @@
+"""Tests of redaction (mcptap.redaction): secrets out of recordings, at capture and by mcptap
+redact."""

@@ -1,0 +1,1 @@
+"""Tests of the wire codecs (mcptap.wire): the exact JSON parser, line framing, SSE."""
