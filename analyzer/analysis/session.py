@@ -1,7 +1,7 @@
 """One session's analysis, frame by frame in observed order: parse, classify, pair requests and
 responses in both directions, follow the lifecycle, cancellation and progress, and run every
 registered rule (analyzer/rules). Pure: frames in, message rows and findings out; nothing here
-touches SQLite (analyzer/engine.py does). The core in parts, each a module: the records it keeps
+touches SQLite (analyzer/engine/ does). The core in parts, each a module: the records it keeps
 (messages), pairing, lifecycle, notifications (cancellation and progress), statistics, HTTP
 exchanges, and the rules' dispatch; here, the frames taken in, on the exact path and the fast one.
 

@@ -2,7 +2,7 @@
 as a readable transcript or as records (`--format json|jsonl`), and the session list as rows
 or as objects (analyzer/report/jsonout.py). The CLI decides where it goes.
 
-The transcript analyses the session in memory (analyzer/engine.py; nothing is stored): each
+The transcript analyses the session in memory (analyzer/engine/job.py; nothing is stored): each
 frame's line has its kind, method and id, the frame it pairs with and the latency, and its
 findings follow it, indented; of each code only the first few are printed, then one line says
 how many more (analyzer/report/__init__.py, first_of_each_code). A frame's record is its frame-log

@@ -205,3 +205,13 @@ def test_every_module_imports_only_its_own_folder_and_the_stages_below():
             if target_rank > rank or (target_rank == rank and target_folder != folder and not same_stage_ok):
                 wrong.append(f"{name} ({STAGES[rank][0]}) imports {target} ({STAGES[target_rank][0]})")
     assert not wrong, "\n".join(wrong)
+
+
+MAX_LINES = 420
+"""About 400 lines at most to a module: one concern, read in one sitting."""
+
+
+def test_no_module_of_the_product_is_over_about_400_lines():
+    long = {name: n for name, path in product_files().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"over {MAX_LINES} lines: {long}"

@@ -1,0 +1,49 @@
+"""What an analysis gives back: the Report of a database (its sessions' summaries, findings and
+method statistics, whether the results were stored), each session's result as a worker hands it
+over, and AnalysisFailed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mcptap.analysis.latency import LatencySketch
+from mcptap.errors import MCPTapError
+
+
+class AnalysisFailed(MCPTapError):
+    """Sessions could not be analysed (mcptap's bug, or a worker process killed): never a
+    finding, always an error. The sessions that were analysed keep their stored results;
+    `report` holds them."""
+
+    def __init__(self, message: str, report: "Report"):
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class Report:
+    sessions: list[dict] = field(default_factory=list)
+    findings: list[tuple] = field(default_factory=list)
+    methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, unanswered, latencies (a LatencySketch)
+    stored: bool = False
+    not_stored_reason: str | None = None
+    db_path: str = ""
+
+
+@dataclass
+class SessionResult:
+    summary: dict
+    findings: list[tuple]
+    methods: dict[str, dict]
+    frames: int
+    not_stored_reason: str | None = None
+    failed: str | None = None  # why the session could not be analysed (then it has no results)
+
+
+def merge_methods(total: dict, stats: dict) -> None:
+    for method, s in stats.items():
+        t = total.setdefault(method, {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()})
+        t["calls"] += s["calls"]
+        t["errors"] += s["errors"]
+        t["unanswered"] += s["unanswered"]
+        t["latencies"].merge(s["latencies"])
