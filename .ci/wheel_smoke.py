@@ -160,7 +160,7 @@ def smoke(work: Path) -> None:
     if said not in version.decode():
         raise Failed(f"mcptap.__version__ is {said!r}; mcptap --version printed {version!r}")
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
-                "replay", "serve", "demo", "addon-path"]
+                "replay", "serve", "diff", "demo", "addon-path"]
     for command in commands:
         if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
             raise Failed(f"mcptap {command} --help has no example")
@@ -199,6 +199,10 @@ def smoke(work: Path) -> None:
     done = run([mcptap, "record", "--db", here / "tee.db", "--name", "smoke", "--", *server], cwd=here, input=request)
     if b'"id":1' not in done.stdout.replace(b" ", b""):
         raise Failed(f"the tee passed no answer through: {done.stdout[:500]!r}")
+
+    step("mcptap diff: the demo session against its import (equal), and against the HTTP one (different)")
+    run([mcptap, "diff", "--db", db, "--db-b", here / "imported.db", "demo", "demo"], cwd=here)
+    run([mcptap, "diff", "--db", db, "demo", "demo-http", "--format", "json"], cwd=here, ok=(1,))
 
     step("mcptap replay and mcptap serve (stdio) of the demo session")
     run([mcptap, "replay", "--db", db, "demo", "--no-record", "--timeout", "20"], cwd=here, ok=(0, 1))

@@ -1,5 +1,5 @@
-"""The commands that judge: analyze (the findings, as a table, JSON, JSONL or SARIF) and report
-(the HTML report)."""
+"""The commands that judge: analyze (the findings, as a table, JSON, JSONL or SARIF), report
+(the HTML report) and diff (two recorded sessions compared)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import extras
-from mcptap.cli.common import DbOption, DEFAULT_DB, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
+from mcptap.cli.common import DbOption, DEFAULT_DB, DiffFormat, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
 
 
 class ReportFormat(str, Enum):
@@ -173,3 +173,39 @@ def report_cmd(
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")
+
+
+@app.command()
+def diff(
+    session_a: Annotated[str, typer.Argument(help="The first session: id, unique id prefix, "
+                                                                        "or label (the newest).")],
+    session_b: Annotated[str, typer.Argument(help="The second session, of --db-b if given.")],
+    db: DbOption = DEFAULT_DB,
+    db_b: Annotated[Optional[str], typer.Option("--db-b", metavar="PATH",
+                                                help="The database of SESSION_B (default: --db).")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(
+        "--ignore", metavar="PATH", help="A volatile member not to compare, as a JSON path: $.result.content[*].text, "
+                                         "$..timestamp (repeatable).")] = None,
+    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format.")] = DiffFormat.text,
+) -> None:
+    """Compare two recorded sessions message by message: the k-th request of a method in one
+    direction with the k-th of the other session, and their answers; the same for notifications
+    and frames that are not JSON. Print each difference by JSON path (ids are not compared).
+    Exit 0 when equal, 1 when different, 2 on error.
+
+    Example:  mcptap diff --db ~/mcp.db 0193a1 0193b2 --ignore '$..timestamp'
+
+    Example:  mcptap diff --db yesterday.db --db-b today.db time time
+    """
+    from mcptap.replay import sessiondiff
+
+    with one_line_errors():
+        outcome = sessiondiff.diff_sessions(db, session_a, db_b or db, session_b, ignore or ())
+        if DiffFormat(fmt) is DiffFormat.json:
+            from mcptap.report import jsonout
+
+            jsonout.write_document(sys.stdout, sessiondiff.as_json(outcome).items())
+        else:
+            sessiondiff.render(outcome, typer.echo)
+        sys.stdout.flush()
+    raise typer.Exit(outcome.exit_status)

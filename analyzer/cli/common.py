@@ -7,6 +7,7 @@ import contextlib
 import os
 import sqlite3
 import sys
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -112,3 +113,9 @@ MaxPerCodeOption = Annotated[int, typer.Option(
     "--max-per-code", metavar="N", min=0,
     help="Findings of one code listed per session before the rest are summed up in one line (0: all). "
          "json and jsonl always have every finding.")]
+
+
+class DiffFormat(str, Enum):
+    """replay's and diff's report formats."""
+    text = "text"
+    json = "json"

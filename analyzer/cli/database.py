@@ -28,7 +28,6 @@ class TranscriptFormat(str, Enum):
     jsonl = "jsonl"
 
 
-
 @app.command()
 def sessions(
     db: DbOption = DEFAULT_DB,

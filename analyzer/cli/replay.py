@@ -4,17 +4,12 @@ live server) and serve (the server, for a live client)."""
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, SessionArgument, app, fail, one_line_errors
-
-
-class DiffFormat(str, Enum):
-    text = "text"
-    json = "json"
+from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, SessionArgument, app, fail,
+                               one_line_errors)
 
 
 @app.command()

@@ -1,6 +1,10 @@
 """Test server on the real `mcp` SDK (runs in the side virtual environment): tools echo, add,
 slow (reports progress) and nap (reports progress, then takes `seconds`: a call slow enough for
-its client to cancel), over stdio."""
+its client to cancel), over stdio. `sdk_server.py --echo-description TEXT`: echo described so (a
+server with one tool changed, for `mcptap diff`; the SDK's stdio client gives a server only a
+few environment variables, so it is an argument)."""
+
+import sys
 
 import anyio
 
@@ -9,7 +13,10 @@ from mcp.server.mcpserver import Context, MCPServer
 server = MCPServer("mcptap-test-sdk-server")
 
 
-@server.tool()
+ECHO_DESCRIPTION = sys.argv[sys.argv.index("--echo-description") + 1] if "--echo-description" in sys.argv else None
+
+
+@server.tool(description=ECHO_DESCRIPTION)
 def echo(text: str) -> str:
     """Return the text."""
     return text
