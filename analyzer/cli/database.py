@@ -36,6 +36,8 @@ def sessions(
     ] = ListFormat.table,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format jsonl (one JSON object per session "
                                                          "per line, as before --format).")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Then a line as each session starts and as it "
+                                                                 "ends, until Ctrl-C.")] = False,
 ) -> None:
     """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
     counts (revision and counts once `mcptap analyze` has run), exit status. As JSON each session
@@ -43,9 +45,27 @@ def sessions(
     exit_status, and null for what is not known.
 
     Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
+
+    Example:  mcptap sessions --db ~/mcp.db --follow
     """
     from mcptap import store
     from mcptap.report import columns, jsonout, transcript
+
+    if follow:
+        if ListFormat(fmt) is not ListFormat.table or as_json:
+            raise fail("--follow prints lines of text: leave out --format and --json")
+        from mcptap.report import follow as follow_mod
+
+        def write(line: str) -> None:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+        with one_line_errors():
+            try:
+                follow_mod.follow_sessions(db, write)
+            except KeyboardInterrupt:
+                raise typer.Exit(0) from None
+        return
 
     fmt = ListFormat(fmt)
     if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
@@ -68,7 +88,8 @@ def sessions(
 
 @app.command()
 def show(
-    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or label (the newest).")],
+    session: Annotated[Optional[str], typer.Argument(
+        help="Session id, unique id prefix, or label (the newest); with --follow it may be left out.")] = None,
     db: DbOption = DEFAULT_DB,
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
@@ -76,17 +97,30 @@ def show(
         "--format", help="text; json: one document {\"session\", \"findings\", \"frames\"}; jsonl: the session, "
                          "then each frame and stderr line, one object per line.")] = TranscriptFormat.text,
     max_per_code: MaxPerCodeOption = PER_CODE,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Go on printing frames as they are recorded, until the session ends (Ctrl-C stops); "
+                               "without SESSION: the newest session, then the next one to start.")] = False,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
     code the first few, then one line for the rest), and the server's stderr lines in between.
-    As JSON every frame comes whole with all its findings.
+    As JSON every frame comes whole with all its findings. With --follow, the frames of a
+    session being recorded as they are stored.
 
     Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
+
+    Example:  mcptap show --db ~/mcp.db --follow time
     """
     from mcptap import store
     from mcptap.report import jsonout, transcript
 
+    if follow:
+        if TranscriptFormat(fmt) is not TranscriptFormat.text:
+            raise fail("--follow prints the text transcript: leave out --format")
+        _follow_session(db, session, full, stderr, max_per_code)
+        return
+    if session is None:
+        raise fail("name the SESSION to show (or --follow the newest)")
     with one_line_errors():
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
@@ -105,6 +139,21 @@ def show(
                 jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
                 jsonout.write_lines(out, frames)
         out.flush()
+
+
+def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_code: int) -> None:
+    from mcptap.report import follow
+
+    def write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    width = shutil.get_terminal_size((160, 24)).columns
+    with one_line_errors():
+        try:
+            follow.follow_session(db, session, write, width=width, full=full, stderr=stderr, per_code=per_code)
+        except KeyboardInterrupt:  # Ctrl-C: the follow is over, as the user asked
+            raise typer.Exit(0) from None
 
 
 @app.command("export")

@@ -195,12 +195,16 @@ def chunks_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnal
 
 
 def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
-                    policy=None) -> tuple[dict, list, list]:
-    """One session analysed in memory, nothing stored: (summary, message rows, finding rows)."""
+                    policy=None, finish: bool = True) -> tuple[dict, list, list]:
+    """One session analysed in memory, nothing stored: (summary, message rows, finding rows).
+    `finish=False`: the session is still being recorded, so what only its end can tell (a
+    request never answered, the end rules) is not judged yet, and a request still waiting for
+    its answer has no row."""
     analysis = new_analysis(reader, session_id, fallback_revision, policy)
     for _ in chunks_of(reader, session_id, analysis):
         pass
-    analysis.end()
+    if finish:
+        analysis.end()
     return analysis.summary(), analysis.take_rows(), analysis.take_findings()
 
 

@@ -77,13 +77,14 @@ class _Analysed:
     findings: list  # finding rows
 
 
-def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
+def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = True) -> _Analysed:
+    """The session analysed in memory (`finish=False`: while it is still being recorded)."""
     from mcptap.engine import analyze_session
 
     cells.check_cheap(conn, [session_id])
     s = store.get_session(conn, session_id)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):
-        summary, rows, findings = analyze_session(conn, session_id, policy=policy)
+        summary, rows, findings = analyze_session(conn, session_id, policy=policy, finish=finish)
     frame_rows: dict[int, list] = {}
     elements: dict[int, list] = {}
     for row in rows:
@@ -94,13 +95,13 @@ def _analyse(conn: sqlite3.Connection, session_id: str, policy) -> _Analysed:
     return _Analysed(s, summary, frame_rows, elements, findings)
 
 
-def _timeline(conn: sqlite3.Connection, session_id: str, stderr: bool) -> Iterator[tuple]:
+def timeline(conn: sqlite3.Connection, session_id: str, stderr: bool, after: tuple[int, int] = (0, 0)) -> Iterator[tuple]:
     """(ts, is_stderr, seq, direction, raw, incomplete, redacted): frames and stderr lines in
-    time order."""
+    time order; `after`: only the frames and stderr lines numbered above these seqs."""
     frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
-              for f in store.iter_frames(conn, session_id))
-    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None) for e in store.iter_stderr(conn, session_id)) \
-        if stderr else iter(())
+              for f in store.iter_frames(conn, session_id, after=after[0]))
+    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None)
+             for e in store.iter_stderr(conn, session_id, after=after[1])) if stderr else iter(())
     return heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2]))
 
 
@@ -109,20 +110,34 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     """The session header, then one line per frame (and stderr line) in time order, each frame
     followed by its findings (of each code the first `per_code`, then one line for the rest;
     0: all)."""
-    a = _analyse(conn, session_id, policy)
+    a = analyse(conn, session_id, policy)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
         yield from _lines(conn, session_id, a, width, full, stderr, per_code)
 
 
 def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
            per_code: int) -> Iterator[str]:
-    s, summary = a.session, a.summary
     by_frame: dict[int | None, list] = {}
     previous = None
     for item in report.first_of_each_code(a.findings, per_code):
         at = previous[1] if isinstance(item, report.More) else item[1]
         by_frame.setdefault(at, []).append(item)
         previous = item
+    yield from head_lines(a)
+    for item in by_frame.pop(None, []):
+        yield "        " + finding_line(item)
+    yield COLUMNS_LINE
+    for entry in timeline(conn, session_id, stderr):
+        yield from entry_lines(a, entry, width, full, by_frame.get(entry[2], ()) if not entry[1] else ())
+
+
+COLUMNS_LINE = f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
+FINDING_INDENT = f"{'':>6}  {'':>10}  "
+
+
+def head_lines(a: "_Analysed") -> Iterator[str]:
+    """The session's two header lines: what it is, and when, how it ended, its revision."""
+    s, summary = a.session, a.summary
     what = s.get("command") or s.get("upstream") or s.get("source") or ""
     if s.get("command"):
         try:
@@ -132,27 +147,31 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
            f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
-    for item in by_frame.pop(None, []):
-        yield "        " + _finding_line(item)
-    yield f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
-    t0 = s["started_at"]
-    for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
-        number = "" if is_err else str(seq)
-        row = None if is_err else a.rows.get(seq)
-        what = describe(row, len(a.elements.get(seq, ()))) + (" (no newline)" if incomplete else "")
-        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
-        if full:
-            yield head + printable(raw.decode("utf-8", "backslashreplace"))
-        else:
-            yield head + preview(raw, max(width - len(head), 20))
-        if redacted:
-            yield f"{'':>6}  {'':>10}  redacted: {printable(', '.join(_paths(redacted)))}"
-        if not is_err:
-            for item in by_frame.get(seq, ()):
-                yield f"{'':>6}  {'':>10}  " + _finding_line(item)
 
 
-def _finding_line(item) -> str:
+def entry_lines(a: "_Analysed", entry: tuple, width: int, full: bool, findings=(),
+                row: list | None = None) -> Iterator[str]:
+    """A frame's (or stderr line's) line of the transcript (`entry` as `timeline` gives it), its
+    redacted members, and `findings` under it. `row`: its message row where the analysis has none
+    yet (a request still waiting for its answer)."""
+    ts, is_err, seq, direction, raw, incomplete, redacted = entry
+    number = "" if is_err else str(seq)
+    if not is_err:
+        row = a.rows.get(seq, row)
+    what = describe(row, len(a.elements.get(seq, ()))) + (" (no newline)" if incomplete else "")
+    t0 = a.session["started_at"]
+    head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
+    if full:
+        yield head + printable(raw.decode("utf-8", "backslashreplace"))
+    else:
+        yield head + preview(raw, max(width - len(head), 20))
+    if redacted:
+        yield f"{FINDING_INDENT}redacted: {printable(', '.join(_paths(redacted)))}"
+    for item in findings:
+        yield FINDING_INDENT + finding_line(item)
+
+
+def finding_line(item) -> str:
     if isinstance(item, report.More):
         return (f"{item.severity}: {printable(item.code)}: {item.text()} in this session, not shown "
                 "(--max-per-code 0 shows every one)")
@@ -183,7 +202,7 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     [...], "raw" | "raw_b64", ["meta": {"incomplete", "redacted"}]}; a stderr line's:
     {"record": "stderr", "session", "seq", "ts", "time", "offset_s", "size", "raw" | "raw_b64",
     ["meta"]}."""
-    a = _analyse(conn, session_id, policy)
+    a = analyse(conn, session_id, policy)
     counts = a.summary["findings"]
     (row,) = store.list_sessions(conn, session_id)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):
@@ -202,7 +221,7 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
             yield from frames()
 
     def frames() -> Iterator[dict]:
-        for ts, is_err, seq, direction, raw, incomplete, redacted in _timeline(conn, session_id, stderr):
+        for ts, is_err, seq, direction, raw, incomplete, redacted in timeline(conn, session_id, stderr):
             if is_err:
                 rec = framelog.stderr_record(session_id, seq, ts, raw, bool(incomplete))
                 yield {"record": "stderr", "session": session_id, "seq": seq, "ts": ts, "time": jsonout.iso(ts),

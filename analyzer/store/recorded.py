@@ -234,11 +234,12 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
     raise SessionNotFound(f"no session {ref!r} (try `mcptap sessions`)")
 
 
-def iter_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
+def iter_frames(conn: sqlite3.Connection, session_id: str, after: int = 0) -> Iterator[Frame]:
+    """The session's frames in seq order (`after`: those numbered above it)."""
     redacted = "redacted" if has_column(conn, "frames", "redacted") else "NULL"  # a file older than 0005, read-only
     cur = conn.execute(
         f"SELECT seq, ts, direction, CAST(raw AS BLOB), incomplete, {redacted} FROM frames WHERE session_id = ? "
-        "ORDER BY seq", (session_id,),
+        "AND seq > ? ORDER BY seq", (session_id, after),
     )
     for seq, ts, direction, raw, incomplete, paths in cur:
         yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths)
@@ -254,12 +255,13 @@ def cut_frames(conn: sqlite3.Connection, session_id: str) -> dict[int, int]:
         return {}
 
 
-def iter_stderr(conn: sqlite3.Connection, session_id: str) -> Iterator[StderrLine]:
+def iter_stderr(conn: sqlite3.Connection, session_id: str, after: int = 0) -> Iterator[StderrLine]:
+    """The server's stderr lines in seq order (`after`: those numbered above it)."""
     if not has_table(conn, "stderr_lines"):
         return
     cur = conn.execute(
-        "SELECT seq, ts, CAST(raw AS BLOB), incomplete FROM stderr_lines WHERE session_id = ? ORDER BY seq",
-        (session_id,),
+        "SELECT seq, ts, CAST(raw AS BLOB), incomplete FROM stderr_lines WHERE session_id = ? AND seq > ? ORDER BY seq",
+        (session_id, after),
     )
     for seq, ts, raw, incomplete in cur:
         yield StderrLine(session_id, seq, ts, raw, bool(incomplete))

@@ -1,0 +1,179 @@
+"""`mcptap show --follow` and `mcptap sessions --follow` beside a real tee that is recording: each
+frame shows within a second of its storage, the follow never ends early, and it ends with exit 0
+when the session ends (or on Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import mcptap, run, tee, wait_for
+
+SERVER = [sys.executable, "-m", "mcptap.demo.server"]
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+class Lines:
+    """A process's stdout lines as they come, each with the moment it was read."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.got, self.all = proc, queue.Queue(), []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.got.put((time.monotonic(), line.rstrip("\n")))
+        self.got.put((time.monotonic(), None))
+
+    def until(self, needle: str, timeout: float = 20.0) -> float:
+        """When the first line holding `needle` was read (lines before it are kept in `all`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                at, line = self.got.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no line with {needle!r} within {timeout}s: {self.all[-20:]}") from None
+            if line is None:
+                raise AssertionError(f"the output ended without {needle!r}: {self.all[-20:]}")
+            self.all.append(line)
+            if needle in line:
+                return at
+
+
+def send(proc: subprocess.Popen, message: dict) -> None:
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def stored(db, needle: bytes) -> float:
+    """When a frame holding `needle` is in the database (polled every few ms)."""
+    def there():
+        conn = sqlite3.connect(db)
+        try:
+            return conn.execute("SELECT 1 FROM frames WHERE instr(CAST(raw AS BLOB), ?)", (needle,)).fetchone()
+        finally:
+            conn.close()
+    wait_for(there, 20, f"a frame holding {needle!r} in the database", interval=0.005)
+    return time.monotonic()
+
+
+def session_stored(db, label: str) -> None:
+    def there():
+        try:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return None
+        try:
+            return conn.execute("SELECT 1 FROM sessions WHERE label = ?", (label,)).fetchone()
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
+    wait_for(there, 20, f"session {label} in the database")
+
+
+@pytest.fixture
+def recording(db):
+    """A tee recording the bundled server as `slow`, initialized and its session stored; the test
+    sends the rest."""
+    proc = subprocess.Popen(tee(db, *SERVER, name="slow"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        send(proc, INIT)
+        assert b'"result"' in proc.stdout.readline()
+        session_stored(db, "slow")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        for pipe in (proc.stdin, proc.stdout):
+            if not pipe.closed:
+                pipe.close()
+
+
+def stop(follower: subprocess.Popen) -> None:
+    if follower.poll() is None:
+        follower.kill()
+    follower.wait(10)
+    follower.stdout.close()
+    follower.stderr.close()
+
+
+def test_show_follow_prints_each_frame_within_a_second_of_its_storage_and_exits_0_when_the_session_ends(
+        db, recording):
+    follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow", "slow"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        lines = Lines(follower)
+        lines.until("request initialize id=1")
+        for ident in (7, 8):
+            send(recording, {"jsonrpc": "2.0", "id": ident, "method": "ping"})
+            at = stored(db, b'"id": %d, "method": "ping"' % ident)
+            assert lines.until(f"request ping id={ident}") - at <= 1.0
+        answer = lines.until("response id=8")
+        assert "#" in lines.all[-1]  # the pair it answers, with the latency
+        while time.monotonic() < answer + 1.5:  # a quiet while: the follow does not end on its own
+            assert follower.poll() is None
+            time.sleep(0.05)
+        recording.stdin.close()  # the server's stdin ends: it exits, the tee ends the session
+        lines.until("session ended")
+        assert follower.wait(15) == 0
+        assert follower.stderr.read() == ""
+    finally:
+        stop(follower)
+
+
+def test_follow_without_a_session_follows_the_newest_then_the_next_one_and_ctrl_c_ends_it_with_0(db, recording):
+    follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        lines = Lines(follower)
+        lines.until("slow  stdio")
+        recording.stdin.close()
+        lines.until("session ended")
+        second = run(tee(db, *SERVER, name="next"), input=(json.dumps(INIT) + "\n").encode())
+        assert second.returncode == 0
+        lines.until("next  stdio")
+        lines.until("request initialize id=1")
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(15) == 0
+        assert "Traceback" not in follower.stderr.read()
+    finally:
+        stop(follower)
+
+
+def test_sessions_follow_says_when_each_session_starts_and_ends(db, recording):
+    follower = subprocess.Popen(mcptap("sessions", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        lines = Lines(follower)
+        lines.until("started")
+        recording.stdin.close()
+        assert "slow" in lines.all[-1]
+        lines.until("ended")
+        assert "frames  exit 0" in lines.all[-1]
+        follower.send_signal(signal.SIGINT)
+        assert follower.wait(15) == 0
+    finally:
+        stop(follower)
+
+
+@pytest.mark.parametrize("args, said", [
+    (("show", "--follow", "nope"), "no session 'nope'"),
+    (("show", "--follow", "--format", "json"), "--follow"),
+    (("sessions", "--follow", "--json"), "--follow"),
+])
+def test_bad_follow_input_is_one_line_and_exit_2(db, recording, args, said):
+    done = run(mcptap(*args, "--db", str(db)), timeout=20)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and err.count("\n") == 1 and said in err, err
