@@ -160,7 +160,7 @@ def smoke(work: Path) -> None:
     if said not in version.decode():
         raise Failed(f"mcptap.__version__ is {said!r}; mcptap --version printed {version!r}")
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
-                "replay", "serve", "diff", "demo", "addon-path"]
+                "replay", "serve", "diff", "wrap", "unwrap", "demo", "addon-path"]
     for command in commands:
         if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
             raise Failed(f"mcptap {command} --help has no example")
@@ -203,6 +203,23 @@ def smoke(work: Path) -> None:
     step("mcptap diff: the demo session against its import (equal), and against the HTTP one (different)")
     run([mcptap, "diff", "--db", db, "--db-b", here / "imported.db", "demo", "demo"], cwd=here)
     run([mcptap, "diff", "--db", db, "demo", "demo-http", "--format", "json"], cwd=here, ok=(1,))
+
+    step("mcptap wrap: a host config's server behind the installed mcptap record, run as the host would; unwrap")
+    config = here / "claude_desktop_config.json"
+    original = json.dumps({"mcpServers": {"demo": {"command": str(python), "args": ["-m", "mcptap.demo.server"]}}},
+                          indent=2)
+    config.write_text(original, encoding="utf-8")
+    run([mcptap, "wrap", config, "--db", here / "host.db"], cwd=here)
+    entry = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]["demo"]
+    if entry["command"] != str(mcptap):
+        raise Failed(f"mcptap wrap made the command {entry['command']!r}, not the installed {str(mcptap)!r}")
+    done = run([entry["command"], *entry["args"]], cwd=here, input=request)
+    if b'"id":1' not in done.stdout.replace(b" ", b""):
+        raise Failed(f"the wrapped server passed no answer through: {done.stdout[:500]!r}")
+    run([mcptap, "sessions", "--db", here / "host.db"], cwd=here)
+    run([mcptap, "unwrap", config], cwd=here)
+    if config.read_text(encoding="utf-8") != original:
+        raise Failed("mcptap unwrap did not give the config back as it was")
 
     step("mcptap replay and mcptap serve (stdio) of the demo session")
     run([mcptap, "replay", "--db", db, "demo", "--no-record", "--timeout", "20"], cwd=here, ok=(0, 1))

@@ -163,6 +163,7 @@ FAST_TIER = frozenset({
     "analysis/test_classify.py", "analysis/test_fuzz.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "faces/test_data.py", "faces/test_diff.py", "faces/test_jsondiff.py", "faces/test_progress.py",
+    "faces/test_wrap.py",
     "faces/test_sarif.py",
     "project/test_docs.py", "project/test_layout.py",
 })

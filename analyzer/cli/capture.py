@@ -1,16 +1,18 @@
 """The commands that record: demo (the first run), record (the stdio tee), proxy (the HTTP
-reverse proxy), addon-path (the mitmproxy addon for mitmdump -s)."""
+reverse proxy), addon-path (the mitmproxy addon for mitmdump -s), wrap and unwrap (a host's
+config put behind mcptap record, and back)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated, Optional
 
 import typer
 
 from mcptap import extras, options
 from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT,
-                               NoRedactOption, RedactKeyOption, RedactPathOption, app, max_frame_of,
+                               NoRedactOption, RedactKeyOption, RedactPathOption, app, fail, max_frame_of,
                                one_line_errors, redaction_of)
 
 
@@ -88,3 +90,88 @@ def addon_path() -> None:
 
     spec = importlib.util.find_spec("mcptap.addons.http.mitmdump_script")  # imports `mcptap.addons` alone, not mitmproxy
     typer.echo(os.path.abspath(spec.origin))
+
+
+HostOption = Annotated[Optional[str], typer.Option(
+    "--host", metavar="NAME", help="Take this host's own config file on this machine when CONFIG is left out: "
+                                   "claude-desktop, claude-code (~/.claude.json), cursor, vscode.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the change as a diff; write nothing.")]
+
+
+def _config_path(config: str | None, host: str | None) -> str:
+    from mcptap.hostconfig import hosts
+
+    if (config is None) == (host is None):
+        raise fail("name the CONFIG file, or --host NAME for that host's own (one of them)")
+    if config is not None:
+        return config
+    try:
+        return str(hosts.default_config(host))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command()
+def wrap(
+    config: Annotated[Optional[str], typer.Argument(help="The host's MCP config file (JSON, or VS Code's JSON "
+                                                         "with comments).")] = None,
+    db: DbOption = DEFAULT_DB,
+    server: Annotated[Optional[list[str]], typer.Option("--server", metavar="NAME",
+                                                        help="Only this server (repeatable); default every stdio "
+                                                             "server.")] = None,
+    host: HostOption = None,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Put every stdio server of a host's config (Claude Desktop, Claude Code, Cursor, VS Code)
+    behind `mcptap record --db DB --name NAME --`, so that the host's own sessions are recorded:
+    only `command` and `args` change, the original is kept beside the file first, and wrapping
+    twice changes nothing. HTTP servers are listed with the `mcptap proxy` command that records
+    them. Restart the host (or reload its servers) afterwards; `mcptap unwrap` undoes it.
+
+    Example:  mcptap wrap --host claude-desktop --db ~/mcp.db
+
+    Example:  mcptap wrap .vscode/mcp.json --db ~/mcp.db --server time --dry-run
+    """
+    from mcptap.hostconfig import wrap as wrap_mod
+    from mcptap.wire.textsafe import printable
+
+    with one_line_errors():
+        plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None)
+        if dry_run:
+            sys.stdout.write(plan.diff())
+        elif wrap_mod.apply(plan):
+            typer.echo(printable(f"wrapped {len(plan.changed)} server{'s' if len(plan.changed) != 1 else ''} in "
+                                 f"{plan.path}: {', '.join(plan.changed)} (recording into {os.path.abspath(db)})"))
+        for where in plan.already:
+            typer.echo(printable(f"already wrapped: {where}"))
+        if not plan.changed and not plan.already:
+            typer.echo(printable(f"no stdio server to wrap in {plan.path}"))
+        for where, url in plan.http:
+            typer.echo(printable(f"an HTTP server, left alone: {where} ({url}); to record it run "
+                                 f"`{wrap_mod.proxy_hint(db, url)}` and point the host at the proxy"))
+
+
+@app.command()
+def unwrap(
+    config: Annotated[Optional[str], typer.Argument(help="The host's MCP config file that `mcptap wrap` "
+                                                         "changed.")] = None,
+    host: HostOption = None,
+    dry_run: DryRunOption = False,
+) -> None:
+    """Undo `mcptap wrap`: the file as it was, byte for byte, when nothing else changed it since;
+    else every wrapped server's own command and args back in place, the rest as it is now.
+
+    Example:  mcptap unwrap --host claude-desktop
+    """
+    from mcptap.hostconfig import wrap as wrap_mod
+    from mcptap.wire.textsafe import printable
+
+    with one_line_errors():
+        plan = wrap_mod.plan_unwrap(_config_path(config, host))
+        if dry_run:
+            sys.stdout.write(plan.diff())
+        elif wrap_mod.apply(plan):
+            how = "restored as it was before wrap" if plan.restore else f"unwrapped {', '.join(plan.changed)}"
+            typer.echo(printable(f"{plan.path}: {how}"))
+        else:
+            typer.echo(printable(f"nothing wrapped in {plan.path}"))

@@ -1,10 +1,12 @@
 """Test client on the real `mcp` SDK (runs in the side virtual environment). Usage:
 sdk_client.py MODE SERVER {sdk|time} -- CMD [ARGS...]; MODE is 'legacy' (initialize handshake)
 or 'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON line with
-the negotiated version and what the calls returned."""
+the negotiated version and what the calls returned. $MCPTAP_TEST_SERVER_ENV (a JSON object): the
+environment the server gets, as a host's config entry gives it (`env`)."""
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import Client
@@ -14,7 +16,8 @@ from mcp.client.stdio import StdioServerParameters
 async def main() -> None:
     mode, kind, sep, command, *args = sys.argv[1:]
     assert sep == "--"
-    params = StdioServerParameters(command=command, args=args)
+    env = json.loads(os.environ["MCPTAP_TEST_SERVER_ENV"]) if "MCPTAP_TEST_SERVER_ENV" in os.environ else None
+    params = StdioServerParameters(command=command, args=args, env=env)
     out = {}
     async with Client(params, mode=mode, read_timeout_seconds=30) as client:
         out["protocol_version"] = client.protocol_version

@@ -1,0 +1,48 @@
+"""A host's config wrapped by `mcptap wrap`, then each wrapped server started as the host starts
+it (the exact `command` and `args` of the rewritten file, with its `env`) and driven by the real
+`mcp` SDK client: the real servers answer through the tee, and each session is recorded under
+the server's name."""
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from mcptap.hostconfig import hosts, jsonc
+from tests.conftest import mcptap, run, tool
+
+
+@pytest.mark.parametrize("layout", ["claude-desktop", "vscode"])
+def test_each_wrapped_server_started_as_the_host_starts_it_is_recorded_under_its_name(
+        tmp_path, sdk_python, time_server, layout):
+    servers = {
+        "sdk": {"command": sdk_python, "args": [tool("sdk_server.py")], "env": {"MCPTAP_TEST_MARK": "sdk"}},
+        "time": {"command": time_server[0], "args": ["--local-timezone", "UTC"], "env": {"TZ": "UTC"}},
+    }
+    if layout == "vscode":
+        config = tmp_path / "mcp.json"
+        text = "// the workspace's servers\n" + json.dumps({"servers": {k: {"type": "stdio", **v} for k, v in
+                                                                      servers.items()}}, indent=2)
+    else:
+        config = tmp_path / "claude_desktop_config.json"
+        text = json.dumps({"mcpServers": servers}, indent=2)
+    config.write_text(text, encoding="utf-8")
+    db = tmp_path / "host.db"
+    done = run(mcptap("wrap", str(config), "--db", str(db)))
+    assert done.returncode == 0, done.stderr.decode()
+    entries = {s.name: s.node.plain() for s in hosts.servers(jsonc.parse(config.read_text(encoding="utf-8")))}
+    for name, kind in (("sdk", "sdk"), ("time", "time")):
+        entry = entries[name]
+        env = {**os.environ, "MCPTAP_TEST_SERVER_ENV": json.dumps(entry["env"])}
+        client = run([sdk_python, tool("sdk_client.py"), "legacy", kind, "--", entry["command"], *entry["args"]],
+                     timeout=120, env=env)
+        assert client.returncode == 0, client.stderr.decode()[-2000:]
+    conn = sqlite3.connect(db)
+    labels = [r[0] for r in conn.execute("SELECT label FROM sessions ORDER BY started_at")]
+    counts = dict(conn.execute("SELECT label, count(*) FROM frames JOIN sessions ON sessions.id = session_id "
+                               "GROUP BY label"))
+    conn.close()
+    assert labels == ["sdk", "time"] and counts["sdk"] >= 6 and counts["time"] >= 4
+    assert run(mcptap("unwrap", str(config))).returncode == 0
+    assert config.read_text(encoding="utf-8") == text
