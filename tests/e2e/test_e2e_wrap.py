@@ -13,20 +13,31 @@ from mcptap.hostconfig import hosts, jsonc
 from tests.conftest import mcptap, run, tool
 
 
-@pytest.mark.parametrize("layout", ["claude-desktop", "vscode"])
+def layout(host: str, servers: dict) -> tuple[str, str]:
+    """(file name, text) of a config of `host` holding `servers`, as that host writes it."""
+    if host == "vscode":
+        typed = {k: {"type": "stdio", **v} for k, v in servers.items()}
+        return "mcp.json", "// the workspace's servers\n" + json.dumps({"servers": typed}, indent=2)[:-2] + ",\n}\n"
+    if host == "vscode-settings":
+        return "settings.json", json.dumps({"editor.fontSize": 14, "mcp": {"servers": servers}}, indent=4)
+    if host == "claude-code":  # ~/.claude.json: one server for every project, one for a project only
+        first, second = list(servers)
+        return ".claude.json", json.dumps({"numStartups": 3, "mcpServers": {first: servers[first]},
+                                           "projects": {"/home/me/app": {"mcpServers": {second: servers[second]}}}})
+    if host == "cursor":
+        return "mcp.json", json.dumps({"mcpServers": {k: {**v, "disabled": False} for k, v in servers.items()}})
+    return "claude_desktop_config.json", json.dumps({"mcpServers": servers}, indent=2)
+
+
+@pytest.mark.parametrize("host", ["claude-desktop", "claude-code", "cursor", "vscode", "vscode-settings"])
 def test_each_wrapped_server_started_as_the_host_starts_it_is_recorded_under_its_name(
-        tmp_path, sdk_python, time_server, layout):
+        tmp_path, sdk_python, time_server, host):
     servers = {
         "sdk": {"command": sdk_python, "args": [tool("sdk_server.py")], "env": {"MCPTAP_TEST_MARK": "sdk"}},
         "time": {"command": time_server[0], "args": ["--local-timezone", "UTC"], "env": {"TZ": "UTC"}},
     }
-    if layout == "vscode":
-        config = tmp_path / "mcp.json"
-        text = "// the workspace's servers\n" + json.dumps({"servers": {k: {"type": "stdio", **v} for k, v in
-                                                                      servers.items()}}, indent=2)
-    else:
-        config = tmp_path / "claude_desktop_config.json"
-        text = json.dumps({"mcpServers": servers}, indent=2)
+    name, text = layout(host, servers)
+    config = tmp_path / name
     config.write_text(text, encoding="utf-8")
     db = tmp_path / "host.db"
     done = run(mcptap("wrap", str(config), "--db", str(db)))

@@ -177,3 +177,24 @@ def test_bad_follow_input_is_one_line_and_exit_2(db, recording, args, said):
     done = run(mcptap(*args, "--db", str(db)), timeout=20)
     err = done.stderr.decode()
     assert done.returncode == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_show_follow_shows_a_session_the_proxy_is_recording_and_its_end(db, sdk_python):
+    from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+
+    with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
+        wait_for(lambda: db.exists(), 20, "the proxy's database")
+        follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        try:
+            lines = Lines(follower)
+            out = sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
+            assert out["echo"] == "héllo ✓"
+            lines.until("http")  # the session's header: its transport
+            lines.until("request tools/call")
+            assert proxy.stop() == 0  # the proxy ends its sessions as it stops
+            lines.until("session ended")
+            follower.send_signal(signal.SIGINT)
+            assert follower.wait(15) == 0
+        finally:
+            stop(follower)
