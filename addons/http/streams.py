@@ -69,7 +69,7 @@ def _decoded(fields) -> list[tuple[str, str]]:
 
 
 def exchange_row(raw: dict, redactor: Redactor) -> dict:
-    """The `exchanges` row of an exchange queued raw (addons/http/tap.py `Exchange.snapshot`):
+    """The `exchanges` row of an exchange queued raw (addons/http/book.py `Exchange.snapshot`):
     header fields decoded as mitmproxy decodes them, the MCP headers in their columns,
     credentials in headers and URL redacted (analyzer/redaction/__init__.py), headers as JSON; every text
     cell one SQLite stores, whatever bytes came (analyzer/store/__init__.py `json_cell`, `text_cell`)."""
@@ -115,7 +115,7 @@ def _ident(op: Op) -> str:
 
 class Streams:
     """The SSE answers being recorded, by exchange: chunks in, frame ops out; and exchanges
-    queued raw (`xraw`: addons/http/tap.py `Exchange.snapshot`) made into their rows with
+    queued raw (RawExchangeOp: addons/http/book.py `Exchange.snapshot`) made into their rows with
     `redactor` (the contract's redaction when none is given)."""
 
     def __init__(self, redactor: Redactor | None = None, *, max_frame: int = DEFAULT_MAX_FRAME,

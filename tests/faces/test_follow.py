@@ -4,6 +4,7 @@ when the session ends (or on Ctrl-C)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import signal
@@ -101,20 +102,30 @@ def recording(db):
                 pipe.close()
 
 
-def stop(follower: subprocess.Popen) -> None:
-    if follower.poll() is None:
-        follower.kill()
-    follower.wait(10)
-    follower.stdout.close()
-    follower.stderr.close()
+@contextlib.contextmanager
+def following(db, *args: str):
+    """`mcptap ARGS --db DB` started, with its output lines as they come; killed if still running."""
+    follower = subprocess.Popen(mcptap(*args, "--db", str(db)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    try:
+        yield follower, Lines(follower)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        follower.wait(10)
+        follower.stdout.close()
+        follower.stderr.close()
+
+
+def interrupted(follower: subprocess.Popen) -> int:
+    """Ctrl-C, and its exit status."""
+    follower.send_signal(signal.SIGINT)
+    return follower.wait(15)
 
 
 def test_show_follow_prints_each_frame_within_a_second_of_its_storage_and_exits_0_when_the_session_ends(
         db, recording):
-    follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow", "slow"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    try:
-        lines = Lines(follower)
+    with following(db, "show", "--follow", "slow") as (follower, lines):
         lines.until("request initialize id=1")
         for ident in (7, 8):
             send(recording, {"jsonrpc": "2.0", "id": ident, "method": "ping"})
@@ -129,15 +140,10 @@ def test_show_follow_prints_each_frame_within_a_second_of_its_storage_and_exits_
         lines.until("session ended")
         assert follower.wait(15) == 0
         assert follower.stderr.read() == ""
-    finally:
-        stop(follower)
 
 
 def test_follow_without_a_session_follows_the_newest_then_the_next_one_and_ctrl_c_ends_it_with_0(db, recording):
-    follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    try:
-        lines = Lines(follower)
+    with following(db, "show", "--follow") as (follower, lines):
         lines.until("slow  stdio")
         recording.stdin.close()
         lines.until("session ended")
@@ -145,27 +151,18 @@ def test_follow_without_a_session_follows_the_newest_then_the_next_one_and_ctrl_
         assert second.returncode == 0
         lines.until("next  stdio")
         lines.until("request initialize id=1")
-        follower.send_signal(signal.SIGINT)
-        assert follower.wait(15) == 0
+        assert interrupted(follower) == 0
         assert "Traceback" not in follower.stderr.read()
-    finally:
-        stop(follower)
 
 
 def test_sessions_follow_says_when_each_session_starts_and_ends(db, recording):
-    follower = subprocess.Popen(mcptap("sessions", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    try:
-        lines = Lines(follower)
+    with following(db, "sessions", "--follow") as (follower, lines):
         lines.until("started")
         recording.stdin.close()
         assert "slow" in lines.all[-1]
         lines.until("ended")
         assert "frames  exit 0" in lines.all[-1]
-        follower.send_signal(signal.SIGINT)
-        assert follower.wait(15) == 0
-    finally:
-        stop(follower)
+        assert interrupted(follower) == 0
 
 
 @pytest.mark.parametrize("args, said", [
@@ -184,17 +181,11 @@ def test_show_follow_shows_a_session_the_proxy_is_recording_and_its_end(db, sdk_
 
     with sdk_http_server(sdk_python, "streamable") as upstream, mcptap_proxy(db, upstream) as proxy:
         wait_for(lambda: db.exists(), 20, "the proxy's database")
-        follower = subprocess.Popen(mcptap("show", "--db", str(db), "--follow"), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-        try:
-            lines = Lines(follower)
+        with following(db, "show", "--follow") as (follower, lines):
             out = sdk_client(sdk_python, "legacy", "streamable", proxy.url + "/mcp")
             assert out["echo"] == "héllo ✓"
             lines.until("http")  # the session's header: its transport
             lines.until("request tools/call")
             assert proxy.stop() == 0  # the proxy ends its sessions as it stops
             lines.until("session ended")
-            follower.send_signal(signal.SIGINT)
-            assert follower.wait(15) == 0
-        finally:
-            stop(follower)
+            assert interrupted(follower) == 0
