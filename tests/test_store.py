@@ -107,16 +107,18 @@ def test_opening_a_database_keeps_the_locks_this_process_holds_on_it(db, tmp_pat
     conn.close()
 
 
-@pytest.mark.parametrize("n", [0, 1, derived.ROWS_PER_INSERT - 1, derived.ROWS_PER_INSERT, 2 * derived.ROWS_PER_INSERT + 7])
-def test_analysis_rows_are_stored_each_as_given_and_in_order_however_many(db, n):
+@pytest.mark.parametrize("n", [0, 1, derived.ROWS_PER_INSERT - 1, derived.ROWS_PER_INSERT, 2 * derived.ROWS_PER_INSERT + 7,
+                               5 * derived.ROWS_PER_INSERT])
+def test_analysis_rows_are_stored_each_as_given_however_many_and_whatever_their_cells(db, n):
     conn = store.connect(db)
-    rows = [["s", seq, None if seq % 3 else 0, "c2s" if seq % 2 else "s2c", "request", str(seq) if seq % 5 else None,
-             "tools/call", seq + 1, seq / 7 if seq % 4 else None] for seq in range(1, n + 1)]
-    findings = [("s", 1, None, "parse-error", "error", "not JSON", None)]
+    rows = [["b" if seq > n * 2 // 3 or seq == 50 else "a", seq, None if seq % 3 else 0, "c2s" if seq % 2 else "s2c",
+             "request", str(seq) if seq % 5 else None, "tools/call" if seq % 7 else None, seq + 1,
+             seq / 7 if seq % 4 else None] for seq in range(1, n + 1)]
+    findings = [("a", 1, None, "parse-error", "error", "not JSON", None)]
     with store.write_transaction(conn):
         store.insert_analysis_rows(conn, rows, findings)
     assert [list(r) for r in conn.execute("SELECT session_id, frame_seq, idx, direction, kind, id, method, paired_frame, "
-                                          "latency_s FROM messages ORDER BY rowid")] == rows
+                                          "latency_s FROM messages ORDER BY frame_seq")] == rows
     assert conn.execute("SELECT session_id, frame_seq, idx, code, severity, message, related_frame FROM findings"
                         ).fetchall() == findings
     conn.close()
