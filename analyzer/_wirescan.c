@@ -21,7 +21,9 @@
      params "absent"|"object"|"array", has result, error "absent"|"ok");
    - method is a str or None; id an int, a str or the MISSING object; id_text its wire text
      (None without an id);
-   - meta is params._meta as a dict when both are objects, else None;
+   - meta: when params and params._meta are objects, a dict of the members of _meta the session
+     core reads (progressToken and the META_NAMES, those present, in that order; the rest of
+     _meta is validated, never built), else None;
    - params is the params object when the method is in PARAMS_FOR, else None;
    - result_type is result.resultType when result is an object that has it, else MISSING.
    configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
@@ -644,6 +646,32 @@ static int build_id(Envelope *env, PyObject **ident, PyObject **id_text) {
     return 0;
 }
 
+/* The members of params._meta the session core reads (META_MEMBERS: progressToken and the three
+   META_NAMES), those present, in that order, each value as the exact parser gives it; NULL
+   without an exception when a value is not here (as `build`). The rest of _meta is validated,
+   never built. */
+static PyObject *META_KEYS[4];
+static const int META_SLOTS[4] = {TOKEN, META_VERSION, META_CAPABILITIES, META_LOG_LEVEL};
+
+static PyObject *build_meta(Span *m) {
+    PyObject *meta = PyDict_New();
+    if (meta == NULL)
+        return NULL;
+    for (int i = 0; i < 4; i++) {
+        Span s = m[META_SLOTS[i]];
+        if (s.start == NULL)
+            continue;
+        PyObject *item = build(s.start, s.end);
+        if (item == NULL || PyDict_SetItem(meta, META_KEYS[i], item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(meta);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return meta;
+}
+
 /* -- scan ------------------------------------------------------------------------------- */
 
 static PyObject *scan(PyObject *self, PyObject *raw) {
@@ -667,7 +695,7 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     }
     if (env.params_shape == S_OBJECT) {
         if (m[META].start != NULL && *m[META].start == '{') {
-            meta = build(m[META].start, m[META].end);
+            meta = build_meta(m);
             if (meta == NULL)
                 goto built;
         }
@@ -753,6 +781,12 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
+        return NULL;
+    META_KEYS[0] = PyUnicode_InternFromString("progressToken");
+    META_KEYS[1] = PyUnicode_InternFromString(PROTOCOL_VERSION);
+    META_KEYS[2] = PyUnicode_InternFromString(CLIENT_CAPABILITIES);
+    META_KEYS[3] = PyUnicode_InternFromString(LOG_LEVEL);
+    if (!META_KEYS[0] || !META_KEYS[1] || !META_KEYS[2] || !META_KEYS[3])
         return NULL;
     PyObject *names = Py_BuildValue("(sss)", PROTOCOL_VERSION, CLIENT_CAPABILITIES, LOG_LEVEL);
     if (names == NULL || PyModule_AddObjectRef(mod, "META_NAMES", names) < 0) {
