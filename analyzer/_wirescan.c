@@ -620,9 +620,26 @@ static int envelope(PyObject *raw, Envelope *env) {
     return 1;
 }
 
+/* classify's key of the envelope's shape: one tuple per shape (3 * 3 * 3 * 2 * 2 of them), made
+   the first time and given out again after (the same immutable tuple for the same bytes: the
+   session core's dictionary lookup of it then compares by identity). A new reference. */
+static PyObject *SHAPE_KEYS[3][3][3][2][2];
+
+static int shape_index(PyObject *shape) {
+    return shape == S_ABSENT ? 0 : (shape == S_STR || shape == S_OBJECT || shape == S_OK) ? 1 : 2;
+}
+
 static PyObject *shape_key(Envelope *env) {
-    return PyTuple_Pack(6, S_OK, env->method_shape, env->id_shape, env->params_shape,
-                        env->m[RESULT].start != NULL ? Py_True : Py_False, env->error_shape);
+    int result = env->m[RESULT].start != NULL;
+    PyObject **cached = &SHAPE_KEYS[shape_index(env->method_shape)][shape_index(env->id_shape)]
+                                   [shape_index(env->params_shape)][result][shape_index(env->error_shape)];
+    if (*cached == NULL) {
+        *cached = PyTuple_Pack(6, S_OK, env->method_shape, env->id_shape, env->params_shape,
+                               result ? Py_True : Py_False, env->error_shape);
+        if (*cached == NULL)
+            return NULL;
+    }
+    return Py_NewRef(*cached);
 }
 
 static PyObject *span_text(Span s, int inner) {
