@@ -16,7 +16,7 @@
    NumberText. The
    caller then takes the exact path (analyzer/jsonwire.py); this module never decides a finding.
 
-   The tuple: (key, method, id, id_text, meta, params, result_type) where
+   The tuple: (key, method, id, id_text, meta, params, result_type, id_key) where
    - key is classify's signature key: ("ok", method "absent"|"str", id "absent"|"str"|"int",
      params "absent"|"object"|"array", has result, error "absent"|"ok");
    - method is a str or None; id an int, a str or the MISSING object; id_text its wire text
@@ -25,7 +25,9 @@
      core reads (progressToken and the META_NAMES, those present, in that order; the rest of
      _meta is validated, never built), else None;
    - params is the params object when the method is in PARAMS_FOR, else None;
-   - result_type is result.resultType when result is an object that has it, else MISSING.
+   - result_type is result.resultType when result is an object that has it, else MISSING;
+   - id_key is the id's key for pairing, as analyzer/analysis/messages.py `id_key` makes it
+     (("n", id) or ("s", id)), None without an id.
    configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
 
 #define PY_SSIZE_T_CLEAN
@@ -83,7 +85,7 @@ static unsigned char PLAIN[256];
 static PyObject *MISSING = NULL;
 static PyObject *PARAMS_FOR = NULL;
 static PyObject *NUMBER_TEXT = NULL;
-static PyObject *S_OK, *S_ABSENT, *S_STR, *S_INT, *S_OBJECT, *S_ARRAY;
+static PyObject *S_OK, *S_ABSENT, *S_STR, *S_INT, *S_OBJECT, *S_ARRAY, *S_N, *S_S;
 
 /* -- validation ------------------------------------------------------------------------- */
 
@@ -695,7 +697,7 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     Envelope env;
     Span *m = env.m;
     PyObject *method = NULL, *ident = NULL, *id_text = NULL, *meta = NULL, *params = NULL, *rtype = NULL;
-    PyObject *key = NULL;
+    PyObject *key = NULL, *id_key = NULL;
     if (MISSING == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_wirescan.configure() was not called");
         return NULL;
@@ -737,9 +739,18 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     key = shape_key(&env);
     if (key == NULL)
         goto fail;
-    PyObject *out = PyTuple_Pack(7, key, method != NULL ? method : Py_None, ident, id_text,
-                                 meta != NULL ? meta : Py_None, params != NULL ? params : Py_None, rtype);
+    if (env.id_shape != S_ABSENT) {
+        id_key = PyTuple_Pack(2, env.id_shape == S_INT ? S_N : S_S, ident);
+        if (id_key == NULL) {
+            Py_DECREF(key);
+            goto fail;
+        }
+    }
+    PyObject *out = PyTuple_Pack(8, key, method != NULL ? method : Py_None, ident, id_text,
+                                 meta != NULL ? meta : Py_None, params != NULL ? params : Py_None, rtype,
+                                 id_key != NULL ? id_key : Py_None);
     Py_DECREF(key);
+    Py_XDECREF(id_key);
     Py_XDECREF(method);
     Py_DECREF(ident);
     Py_DECREF(id_text);
@@ -794,7 +805,9 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
     S_INT = PyUnicode_InternFromString("int");
     S_OBJECT = PyUnicode_InternFromString("object");
     S_ARRAY = PyUnicode_InternFromString("array");
-    if (!S_OK || !S_ABSENT || !S_STR || !S_INT || !S_OBJECT || !S_ARRAY)
+    S_N = PyUnicode_InternFromString("n");
+    S_S = PyUnicode_InternFromString("s");
+    if (!S_OK || !S_ABSENT || !S_STR || !S_INT || !S_OBJECT || !S_ARRAY || !S_N || !S_S)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)

@@ -98,15 +98,16 @@ def test_the_scanner_reads_what_the_exact_parser_reads_or_leaves_the_frame_to_it
         return
     assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, raw
     value = parsed.value
-    key, method, ident, id_text, meta, params, result_type = found
+    key, method, ident, id_text, meta, params, result_type, ident_key = found
     sig, _ = classify(value)
     assert key == tuple(sig)[1:], raw
     assert method == value.get("method", None), raw
     if "id" in value:
         assert type(ident) is type(value["id"]) and ident == value["id"], raw
         assert id_text == (str(ident) if type(ident) is int else jsonwire.to_json(ident)), raw
+        assert ident_key == id_key(value["id"]) and type(ident_key[1]) is type(value["id"]), raw
     else:
-        assert ident is mcp.ABSENT and id_text is None
+        assert ident is mcp.ABSENT and id_text is None and ident_key is None
     p = value.get("params")
     exact_meta = p.get("_meta") if type(p) is dict else None
     assert _same(meta, _read_of(exact_meta)), raw
