@@ -16,14 +16,18 @@
    NumberText. The
    caller then takes the exact path (analyzer/jsonwire.py); this module never decides a finding.
 
-   The tuple: (key, method, id, id_text, meta, params, result_type) where
+   The tuple: (key, method, id, id_text, meta, params, result_type, id_key) where
    - key is classify's signature key: ("ok", method "absent"|"str", id "absent"|"str"|"int",
      params "absent"|"object"|"array", has result, error "absent"|"ok");
    - method is a str or None; id an int, a str or the MISSING object; id_text its wire text
      (None without an id);
-   - meta is params._meta as a dict when both are objects, else None;
+   - meta: when params and params._meta are objects, a dict of the members of _meta the session
+     core reads (progressToken and the META_NAMES, those present, in that order; the rest of
+     _meta is validated, never built), else None;
    - params is the params object when the method is in PARAMS_FOR, else None;
-   - result_type is result.resultType when result is an object that has it, else MISSING.
+   - result_type is result.resultType when result is an object that has it, else MISSING;
+   - id_key is the id's key for pairing, as analyzer/analysis/messages.py `id_key` makes it
+     (("n", id) or ("s", id)), None without an id.
    configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
 
 #define PY_SSIZE_T_CLEAN
@@ -81,7 +85,7 @@ static unsigned char PLAIN[256];
 static PyObject *MISSING = NULL;
 static PyObject *PARAMS_FOR = NULL;
 static PyObject *NUMBER_TEXT = NULL;
-static PyObject *S_OK, *S_ABSENT, *S_STR, *S_INT, *S_OBJECT, *S_ARRAY;
+static PyObject *S_OK, *S_ABSENT, *S_STR, *S_INT, *S_OBJECT, *S_ARRAY, *S_N, *S_S;
 
 /* -- validation ------------------------------------------------------------------------- */
 
@@ -618,9 +622,26 @@ static int envelope(PyObject *raw, Envelope *env) {
     return 1;
 }
 
+/* classify's key of the envelope's shape: one tuple per shape (3 * 3 * 3 * 2 * 2 of them), made
+   the first time and given out again after (the same immutable tuple for the same bytes: the
+   session core's dictionary lookup of it then compares by identity). A new reference. */
+static PyObject *SHAPE_KEYS[3][3][3][2][2];
+
+static int shape_index(PyObject *shape) {
+    return shape == S_ABSENT ? 0 : (shape == S_STR || shape == S_OBJECT || shape == S_OK) ? 1 : 2;
+}
+
 static PyObject *shape_key(Envelope *env) {
-    return PyTuple_Pack(6, S_OK, env->method_shape, env->id_shape, env->params_shape,
-                        env->m[RESULT].start != NULL ? Py_True : Py_False, env->error_shape);
+    int result = env->m[RESULT].start != NULL;
+    PyObject **cached = &SHAPE_KEYS[shape_index(env->method_shape)][shape_index(env->id_shape)]
+                                   [shape_index(env->params_shape)][result][shape_index(env->error_shape)];
+    if (*cached == NULL) {
+        *cached = PyTuple_Pack(6, S_OK, env->method_shape, env->id_shape, env->params_shape,
+                               result ? Py_True : Py_False, env->error_shape);
+        if (*cached == NULL)
+            return NULL;
+    }
+    return Py_NewRef(*cached);
 }
 
 static PyObject *span_text(Span s, int inner) {
@@ -644,13 +665,39 @@ static int build_id(Envelope *env, PyObject **ident, PyObject **id_text) {
     return 0;
 }
 
+/* The members of params._meta the session core reads (META_MEMBERS: progressToken and the three
+   META_NAMES), those present, in that order, each value as the exact parser gives it; NULL
+   without an exception when a value is not here (as `build`). The rest of _meta is validated,
+   never built. */
+static PyObject *META_KEYS[4];
+static const int META_SLOTS[4] = {TOKEN, META_VERSION, META_CAPABILITIES, META_LOG_LEVEL};
+
+static PyObject *build_meta(Span *m) {
+    PyObject *meta = PyDict_New();
+    if (meta == NULL)
+        return NULL;
+    for (int i = 0; i < 4; i++) {
+        Span s = m[META_SLOTS[i]];
+        if (s.start == NULL)
+            continue;
+        PyObject *item = build(s.start, s.end);
+        if (item == NULL || PyDict_SetItem(meta, META_KEYS[i], item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(meta);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return meta;
+}
+
 /* -- scan ------------------------------------------------------------------------------- */
 
 static PyObject *scan(PyObject *self, PyObject *raw) {
     Envelope env;
     Span *m = env.m;
     PyObject *method = NULL, *ident = NULL, *id_text = NULL, *meta = NULL, *params = NULL, *rtype = NULL;
-    PyObject *key = NULL;
+    PyObject *key = NULL, *id_key = NULL;
     if (MISSING == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_wirescan.configure() was not called");
         return NULL;
@@ -667,7 +714,7 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     }
     if (env.params_shape == S_OBJECT) {
         if (m[META].start != NULL && *m[META].start == '{') {
-            meta = build(m[META].start, m[META].end);
+            meta = build_meta(m);
             if (meta == NULL)
                 goto built;
         }
@@ -692,9 +739,18 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     key = shape_key(&env);
     if (key == NULL)
         goto fail;
-    PyObject *out = PyTuple_Pack(7, key, method != NULL ? method : Py_None, ident, id_text,
-                                 meta != NULL ? meta : Py_None, params != NULL ? params : Py_None, rtype);
+    if (env.id_shape != S_ABSENT) {
+        id_key = PyTuple_Pack(2, env.id_shape == S_INT ? S_N : S_S, ident);
+        if (id_key == NULL) {
+            Py_DECREF(key);
+            goto fail;
+        }
+    }
+    PyObject *out = PyTuple_Pack(8, key, method != NULL ? method : Py_None, ident, id_text,
+                                 meta != NULL ? meta : Py_None, params != NULL ? params : Py_None, rtype,
+                                 id_key != NULL ? id_key : Py_None);
     Py_DECREF(key);
+    Py_XDECREF(id_key);
     Py_XDECREF(method);
     Py_DECREF(ident);
     Py_DECREF(id_text);
@@ -749,10 +805,18 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
     S_INT = PyUnicode_InternFromString("int");
     S_OBJECT = PyUnicode_InternFromString("object");
     S_ARRAY = PyUnicode_InternFromString("array");
-    if (!S_OK || !S_ABSENT || !S_STR || !S_INT || !S_OBJECT || !S_ARRAY)
+    S_N = PyUnicode_InternFromString("n");
+    S_S = PyUnicode_InternFromString("s");
+    if (!S_OK || !S_ABSENT || !S_STR || !S_INT || !S_OBJECT || !S_ARRAY || !S_N || !S_S)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL)
+        return NULL;
+    META_KEYS[0] = PyUnicode_InternFromString("progressToken");
+    META_KEYS[1] = PyUnicode_InternFromString(PROTOCOL_VERSION);
+    META_KEYS[2] = PyUnicode_InternFromString(CLIENT_CAPABILITIES);
+    META_KEYS[3] = PyUnicode_InternFromString(LOG_LEVEL);
+    if (!META_KEYS[0] || !META_KEYS[1] || !META_KEYS[2] || !META_KEYS[3])
         return NULL;
     PyObject *names = Py_BuildValue("(sss)", PROTOCOL_VERSION, CLIENT_CAPABILITIES, LOG_LEVEL);
     if (names == NULL || PyModule_AddObjectRef(mod, "META_NAMES", names) < 0) {

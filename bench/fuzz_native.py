@@ -62,6 +62,15 @@ def _loaded_from_where_asked() -> None:
 
 # -- _wirescan.scan against the exact parser ------------------------------------------------------
 
+META_MEMBERS = ("progressToken", mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)
+
+
+def _read_of(meta):
+    """What the scanner gives of params._meta: the members the session core reads, those present,
+    in META_MEMBERS order (None when _meta is not an object)."""
+    return {k: meta[k] for k in META_MEMBERS if k in meta} if type(meta) is dict else None
+
+
 def _same(a, b) -> bool:
     """Equal as the session core reads them: numbers with a fraction by their id_key."""
     if type(a) in (float, NumberText) or type(b) in (float, NumberText):
@@ -83,17 +92,19 @@ def check_scan(raw: bytes) -> None:
     parsed = jsonwire.parse(raw)
     assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, f"scanned {raw[:200]!r}"
     value = parsed.value
-    key, method, ident, id_text, meta, params, result_type = found
+    key, method, ident, id_text, meta, params, result_type, ident_key = found
     assert key == tuple(classify(value)[0])[1:], f"key {key}: {raw[:200]!r}"
     assert method == value.get("method", None), f"method {method!r}: {raw[:200]!r}"
     if "id" in value:
         assert type(ident) is type(value["id"]) and ident == value["id"], f"id {ident!r}: {raw[:200]!r}"
         assert id_text == (str(ident) if type(ident) is int else jsonwire.to_json(ident)), f"id text: {raw[:200]!r}"
+        assert ident_key == session.id_key(value["id"]) and type(ident_key[1]) is type(value["id"]), \
+            f"id key: {raw[:200]!r}"
     else:
-        assert ident is mcp.ABSENT and id_text is None, f"an id where there is none: {raw[:200]!r}"
+        assert ident is mcp.ABSENT and id_text is None and ident_key is None, f"an id where there is none: {raw[:200]!r}"
     p = value.get("params")
     exact_meta = p.get("_meta") if type(p) is dict else None
-    assert _same(meta, exact_meta if type(exact_meta) is dict else None), f"_meta: {raw[:200]!r}"
+    assert _same(meta, _read_of(exact_meta)), f"_meta: {raw[:200]!r}"
     if method in ("notifications/progress", "notifications/cancelled") and type(p) is dict:
         assert _same(params, p), f"params: {raw[:200]!r}"
     else:

@@ -71,6 +71,7 @@ META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 MODERN_REQUIRED_META = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
+_MODERN_REQUIRED = frozenset(MODERN_REQUIRED_META)
 """2026-07-28: fields every request's params._meta must carry (S/2026-07-28/basic/index §_meta)."""
 
 RESULT_TYPES = frozenset({"complete", "input_required"})
@@ -82,7 +83,10 @@ ABSENT = object()
 
 def missing_meta(meta: dict | None) -> list[str]:
     """The 2026-07-28 per-request `_meta` fields a request's params._meta lacks."""
-    meta = meta if type(meta) is dict else {}
+    if type(meta) is not dict:
+        return list(MODERN_REQUIRED_META)
+    if meta.keys() >= _MODERN_REQUIRED:  # the common case, told without building a list
+        return []
     return [key for key in MODERN_REQUIRED_META if key not in meta]
 
 

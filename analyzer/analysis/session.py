@@ -232,7 +232,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         request, notification, response or error that no rule needs to see. The same state
         changes and rows as the exact path, without building the frame's value. False, before
         anything has changed, for anything else: the exact path then takes the frame."""
-        key, method, ident, id_json, meta, params, result_type = envelope
+        key, method, ident, id_json, meta, params, result_type, ident_key = envelope
         shape = self._clean.get(key)
         if shape is None:
             shape = self._dispatch.clean_shape(key)
@@ -240,7 +240,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             return False
         sig, kind = shape
         if kind is REQUEST:
-            key = (direction, ("n", ident) if type(ident) is int else ("s", ident))
+            key = (direction, ident_key)
             if key in self.outstanding or key in self.answered or method == "initialize":
                 return False
             if meta is None:
@@ -275,7 +275,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             self._rows.append([self.session_id, seq, None, direction, NOTIFICATION, None, method, None, None])
             self.last_sent[direction] = (seq, ts, direction, raw, sig, NOTIFICATION, method, ident, id_json)
         elif kind is RESPONSE or kind is ERROR:
-            key = (OTHER[direction], ("n", ident) if type(ident) is int else ("s", ident))
+            key = (OTHER[direction], ident_key)
             req = self.outstanding.get(key)
             if (req is None or req is self.init_request or req.batch is not None
                     or (self._scope is not None and self._scope.requests.get(key) is not req)

@@ -7,12 +7,25 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from itertools import chain
 
 from mcptap.store import schema
 from mcptap.store.connections import has_table, write_transaction
 
 _INSERT_MESSAGE = ("INSERT INTO messages (session_id, frame_seq, idx, direction, kind, id, method, paired_frame, "
                    "latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+ROWS_PER_INSERT = 100
+"""Messages rows written by one statement (`INSERT ... VALUES (...), (...), ...`): SQLite's work
+per statement, and the sqlite3 module's per step, shared by that many rows."""
+_INSERT_MESSAGES = _INSERT_MESSAGE + ", (?, ?, ?, ?, ?, ?, ?, ?, ?)" * (ROWS_PER_INSERT - 1)
+# The common case, a hundred rows of one session for whole frames (idx NULL): the session id bound
+# once (?1) and idx not bound at all (its NULL is the column's default). Binding a text copies it,
+# and the sqlite3 module of Python 3.11 binds a None through its adapter registry (about 1,200
+# instructions each): two of a row's nine cells cost a fifth of writing it.
+_INSERT_FRAME_MESSAGES = (
+    "INSERT INTO messages (session_id, frame_seq, direction, kind, id, method, paired_frame, latency_s) VALUES "
+    + ", ".join("(?1, " + ", ".join(f"?{2 + 7 * row + cell}" for cell in range(7)) + ")"
+                for row in range(ROWS_PER_INSERT)))
 _INSERT_FINDING = ("INSERT INTO findings (session_id, frame_seq, idx, code, severity, message, related_frame) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)")
 
@@ -33,8 +46,34 @@ def clear_analyses(conn: sqlite3.Connection, session_ids: Sequence[str]) -> None
 
 
 def insert_analysis_rows(conn: sqlite3.Connection, messages: Sequence[Sequence], findings: Sequence[Sequence]) -> None:
-    if messages:
-        conn.executemany(_INSERT_MESSAGE, messages)
+    """`messages` rows of 9 cells each (MessageRow), `findings` rows of 7 (FindingRow). The order
+    of the messages rows within one call is not kept (a row is found by its session, frame and
+    element): whole frames' rows go first, a hundred of one session at a time."""
+    framed = [row for row in messages if row[2] is None]
+    others = [row for row in messages if row[2] is not None] if len(framed) < len(messages) else []
+    whole = len(framed) - len(framed) % ROWS_PER_INSERT
+    flat = chain.from_iterable
+    one_session = []
+    for i in range(0, whole, ROWS_PER_INSERT):
+        rows = framed[i:i + ROWS_PER_INSERT]
+        cells = list(flat(rows))
+        session_ids = cells[::9]
+        if session_ids.count(session_ids[0]) == ROWS_PER_INSERT:  # all one session's
+            del cells[::9]  # bound once, as ?1
+            del cells[1::8]  # the idx cells (NULL)
+            cells.insert(0, session_ids[0])
+            one_session.append(cells)
+        else:
+            others += rows
+    if one_session:
+        conn.executemany(_INSERT_FRAME_MESSAGES, one_session)
+    others += framed[whole:]
+    whole = len(others) - len(others) % ROWS_PER_INSERT
+    if whole:
+        conn.executemany(_INSERT_MESSAGES, (tuple(flat(others[i:i + ROWS_PER_INSERT]))
+                                            for i in range(0, whole, ROWS_PER_INSERT)))
+    if whole < len(others):
+        conn.executemany(_INSERT_MESSAGE, others[whole:])
     if findings:
         conn.executemany(_INSERT_FINDING, findings)
 

@@ -63,6 +63,15 @@ def _mutate(raw: bytes, edits) -> bytes:
     return raw
 
 
+META_MEMBERS = ("progressToken", mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)
+
+
+def _read_of(meta):
+    """What the scanner gives of params._meta: the members the session core reads, those present,
+    in META_MEMBERS order (None when _meta is not an object)."""
+    return {k: meta[k] for k in META_MEMBERS if k in meta} if type(meta) is dict else None
+
+
 def _same(a, b) -> bool:
     """Equal as the session core reads them: numbers with a fraction by their id_key."""
     if type(a) in (float, NumberText) or type(b) in (float, NumberText):
@@ -89,18 +98,19 @@ def test_the_scanner_reads_what_the_exact_parser_reads_or_leaves_the_frame_to_it
         return
     assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, raw
     value = parsed.value
-    key, method, ident, id_text, meta, params, result_type = found
+    key, method, ident, id_text, meta, params, result_type, ident_key = found
     sig, _ = classify(value)
     assert key == tuple(sig)[1:], raw
     assert method == value.get("method", None), raw
     if "id" in value:
         assert type(ident) is type(value["id"]) and ident == value["id"], raw
         assert id_text == (str(ident) if type(ident) is int else jsonwire.to_json(ident)), raw
+        assert ident_key == id_key(value["id"]) and type(ident_key[1]) is type(value["id"]), raw
     else:
-        assert ident is mcp.ABSENT and id_text is None
+        assert ident is mcp.ABSENT and id_text is None and ident_key is None
     p = value.get("params")
     exact_meta = p.get("_meta") if type(p) is dict else None
-    assert _same(meta, exact_meta if type(exact_meta) is dict else None), raw
+    assert _same(meta, _read_of(exact_meta)), raw
     if method in ("notifications/progress", "notifications/cancelled") and type(p) is dict:
         assert _same(params, p), raw
     else:
@@ -131,6 +141,14 @@ def test_frames_only_the_exact_parser_can_judge_are_left_to_it(raw):
 def test_a_fraction_in_the_built_parts_is_kept_as_written():
     found = _wirescan.scan(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.50,"progress":2e0}}')
     assert found[5] == {"progressToken": NumberText("1.50"), "progress": NumberText("2e0")}
+
+
+def test_of_params_meta_only_the_members_the_session_core_reads_are_built():
+    raw = (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"clientInfo":{"n":123456789012345678901234},'
+           b'"io.modelcontextprotocol/logLevel":"info","progressToken":"t","other":[1,2]}}}')
+    found = _wirescan.scan(raw)
+    assert found is not None and found[4] == {"progressToken": "t", mcp.META_LOG_LEVEL: "info"}
+    assert _wirescan.scan(raw.replace(b'"t"', b'12345678901234567890123')) is None  # a value only the exact parser keeps
 
 
 # -- whole sessions, both ways ----------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from mcptap import store
 
-from mcptap.store import schema
+from mcptap.store import derived, schema
 from mcptap.errors import NotADatabase, SessionNotFound
 from mcptap.ids import new_session_id
 
@@ -104,4 +104,21 @@ def test_opening_a_database_keeps_the_locks_this_process_holds_on_it(db, tmp_pat
     subprocess.run([sys.executable, "-c", code, path], check=True, timeout=30)
     assert os.path.exists(path + "-wal"), "another process deleted the WAL of a database still open here"
     assert conn.execute("SELECT count(*) FROM t").fetchone() == (2,)
+    conn.close()
+
+
+@pytest.mark.parametrize("n", [0, 1, derived.ROWS_PER_INSERT - 1, derived.ROWS_PER_INSERT, 2 * derived.ROWS_PER_INSERT + 7,
+                               5 * derived.ROWS_PER_INSERT])
+def test_analysis_rows_are_stored_each_as_given_however_many_and_whatever_their_cells(db, n):
+    conn = store.connect(db)
+    rows = [["b" if seq > n * 2 // 3 or seq == 50 else "a", seq, None if seq % 3 else 0, "c2s" if seq % 2 else "s2c",
+             "request", str(seq) if seq % 5 else None, "tools/call" if seq % 7 else None, seq + 1,
+             seq / 7 if seq % 4 else None] for seq in range(1, n + 1)]
+    findings = [("a", 1, None, "parse-error", "error", "not JSON", None)]
+    with store.write_transaction(conn):
+        store.insert_analysis_rows(conn, rows, findings)
+    assert [list(r) for r in conn.execute("SELECT session_id, frame_seq, idx, direction, kind, id, method, paired_frame, "
+                                          "latency_s FROM messages ORDER BY frame_seq")] == rows
+    assert conn.execute("SELECT session_id, frame_seq, idx, code, severity, message, related_frame FROM findings"
+                        ).fetchall() == findings
     conn.close()
