@@ -825,5 +825,11 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
         return NULL;
     }
     Py_DECREF(names);
+    /* the items of the envelope tuple scan() gives: a build from other sources gives another count,
+       and the session core then takes the exact path (analyzer/analysis/session.py) */
+    if (PyModule_AddIntConstant(mod, "ENVELOPE_ITEMS", 8) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
     return mod;
 }

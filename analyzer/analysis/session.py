@@ -405,9 +405,10 @@ def _result_type(value: Any) -> Any:
     return result.get("resultType", _MISSING) if type(result) is dict else _MISSING
 
 
-
-if _wirescan is not None and _wirescan.META_NAMES != (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES,
-                                                      mcp.META_LOG_LEVEL):
+ENVELOPE_ITEMS = 8
+"""The items of the scanner's envelope tuple that `_fast` reads."""
+if _wirescan is not None and (getattr(_wirescan, "ENVELOPE_ITEMS", None) != ENVELOPE_ITEMS or _wirescan.META_NAMES != (
+        mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)):
     _wirescan = None  # a build from other sources: the exact path alone is right, only slower
 if _wirescan is not None:
     _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)

@@ -77,6 +77,7 @@ def test_the_http_capture_tests_pass_under_python_3_12_with_mitmproxy_12():
     version = subprocess.run([str(venv / "bin" / "python"), "-c", "import mitmproxy.version as v; print(v.VERSION)"],
                              capture_output=True, timeout=60)
     assert version.stdout.decode().startswith("12."), version.stdout + version.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # a pytest of its own, not a worker's
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *HTTP_TESTS],
-                          cwd=ROOT, capture_output=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+                          cwd=ROOT, capture_output=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL, env=env)
     assert done.returncode == 0, done.stdout.decode(errors="replace")[-4000:] + done.stderr.decode(errors="replace")[-2000:]
