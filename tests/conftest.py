@@ -162,13 +162,13 @@ FAST_TIER = frozenset({
     "readers/test_importer.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
-    "faces/test_data.py", "faces/test_diff.py", "faces/test_jsondiff.py", "faces/test_progress.py",
-    "faces/test_sarif.py", "faces/test_wrap.py",
+    "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "project/test_docs.py", "project/test_layout.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
 tests/: no real SDK or npm server, no proxy, no hostile input at scale, no wait for a timeout (the
-spool tests hold a database locked past the busy timeout), no fuzzing (analysis/test_fuzz.py).
+spool tests hold a database locked past the busy timeout), no fuzzing (analysis/test_fuzz.py), no
+command driven file by file as a subprocess many times over (faces/test_diff.py, test_wrap.py).
 Every other module's tests are marked `slow`, a new module's too until it is listed here."""
 
 
