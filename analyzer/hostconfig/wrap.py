@@ -39,6 +39,7 @@ class Plan:
     already: list[str] = field(default_factory=list)  # wrap: wrapped before; unwrap: not wrapped
     http: list[tuple[str, str]] = field(default_factory=list)  # (where, url): left alone
     restore: bool = False  # unwrap: the backup, byte for byte
+    unwrapping: bool = False
 
     def diff(self) -> str:
         a = self.before.decode("utf-8", "replace").splitlines(keepends=True)
@@ -129,7 +130,7 @@ def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) 
 def plan_unwrap(path: str | os.PathLike) -> Plan:
     path = Path(path)
     data, root, text = _read(path)
-    plan = Plan(path, data, data)
+    plan = Plan(path, data, data, unwrapping=True)
     backup, state = _backup_paths(path)
     wrote = _wrote(state)
     found = hosts.servers(root)
@@ -205,6 +206,8 @@ def apply(plan: Plan, *, before_replace: Callable[[], None] | None = None) -> bo
     _write_beside(path, plan.after, st.st_mode, replace=True)
     if plan.restore:
         backup.unlink(missing_ok=True)
+        state.unlink(missing_ok=True)
+    elif plan.unwrapping:  # unwrapped in place: what wrap wrote is gone, the original stays kept
         state.unlink(missing_ok=True)
     else:
         wrapped_now = hashlib.sha256(plan.after).hexdigest()

@@ -156,6 +156,9 @@ def test_unwrap_after_the_host_changed_the_file_unwraps_the_wrapped_entries_and_
     done = run(mcptap("unwrap", str(path)))
     assert done.returncode == 0, done.stderr
     assert path.read_text(encoding="utf-8") == CLAUDE_DESKTOP.replace('"Ctrl+Space"', '"Alt+Space"')
+    again = run(mcptap("unwrap", str(path)))  # nothing wrapped: the host's change is not undone by the backup
+    assert again.returncode == 0 and "nothing wrapped" in again.stdout.decode()
+    assert path.read_text(encoding="utf-8") == CLAUDE_DESKTOP.replace('"Ctrl+Space"', '"Alt+Space"')
 
 
 def test_dry_run_prints_the_change_as_a_diff_and_writes_nothing(tmp_path):
