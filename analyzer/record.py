@@ -54,6 +54,43 @@ class UsageError(Exception):
     pass
 
 
+_VALUES = {"--db": "db", "--name": "name", "--max-frame": "max_frame", "--redact-key": "redact_key",
+           "--redact-path": "redact_path"}
+"""The options that take a value, and their attribute."""
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """`mcptap record ARGV` parsed. The options that take a value are taken before argparse sees
+    them, as `--name=VALUE` or `--name VALUE`, so that any value reads back unchanged (argparse
+    drops a value `--` and refuses one that starts with `-`): up to the first `--` that is not
+    such a value, or the first word that is not an option (the server's command)."""
+    taken: list[tuple[str, str]] = []
+    rest: list[str] = []
+    at = 0
+    while at < len(argv):
+        word = argv[at]
+        option, equals, value = word.partition("=")
+        if word == "--" or not word.startswith("-"):
+            rest += argv[at:]
+            break
+        if option in _VALUES and equals:
+            taken.append((option, value))
+        elif word in _VALUES and at + 1 < len(argv):
+            taken.append((word, argv[at + 1]))
+            at += 1
+        else:
+            rest.append(word)
+        at += 1
+    args = parser().parse_args(rest)
+    for option, value in taken:
+        attr = _VALUES[option]
+        if isinstance(getattr(args, attr), list):
+            getattr(args, attr).append(value)
+        else:
+            setattr(args, attr, value)
+    return args
+
+
 def main(argv: list[str]) -> int:
     """Run `mcptap record ARGV`; the exit status: the server's, 2 for bad input, 126 or 127 when
     the server cannot be started (as a shell says)."""
@@ -61,7 +98,7 @@ def main(argv: list[str]) -> int:
     from mcptap.addons.stdio.server import SpawnError, spawn
     from mcptap.errors import MCPTapError
 
-    args = parser().parse_args(argv)
+    args = parse(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
         try:

@@ -123,9 +123,9 @@ def wrap(
     dry_run: DryRunOption = False,
 ) -> None:
     """Put every stdio server of a host's config (Claude Desktop, Claude Code, Cursor, VS Code)
-    behind `mcptap record --db DB --name NAME --`, so that the host's own sessions are recorded:
-    only `command` and `args` change, the original is kept beside the file first, and wrapping
-    twice changes nothing. HTTP servers are listed with the `mcptap proxy` command that records
+    behind `mcptap record --db=DB --name=NAME --`, so that the host's own sessions are recorded:
+    only `command` changes and mcptap's words go at the head of `args`, the host's file is kept
+    beside it (CONFIG.mcptap-backup), and wrapping twice changes nothing. HTTP servers are listed with the `mcptap proxy` command that records
     them. Restart the host (or reload its servers) afterwards; `mcptap unwrap` undoes it.
 
     Example:  mcptap wrap --host claude-desktop --db ~/mcp.db
@@ -139,7 +139,7 @@ def wrap(
         plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None)
         if dry_run:
             sys.stdout.write(plan.diff())
-        elif wrap_mod.apply(plan):
+        elif wrap_mod.apply(plan) and plan.changed:
             typer.echo(printable(f"wrapped {len(plan.changed)} server{'s' if len(plan.changed) != 1 else ''} in "
                                  f"{plan.path}: {', '.join(plan.changed)} (recording into {os.path.abspath(db)})"))
         for where in plan.already:

@@ -57,6 +57,14 @@ class Server:
     name: str  # its key: the label its sessions get
     where: str  # where it is in the file, for messages: mcpServers.time, projects./home/me/app.mcpServers.time
     node: Node  # its object
+    key: Node | None = None  # its key's string token
+    path: tuple[str, ...] = ()  # the member names from the root to it
+
+    @property
+    def command_key(self) -> Node | None:
+        """The key token of the member `command` is the value of."""
+        command = self.command
+        return next((k for _, k, v in self.node.members if v is command), None)
 
     @property
     def command(self) -> Node | None:
@@ -93,9 +101,9 @@ def servers(root: Node) -> list[Server]:
         for where, node in _at(root, path, ()):
             if node.kind != "object":
                 continue
-            for name, _, entry in node.members:
+            for name, key, entry in node.members:
                 if entry.kind == "object":
-                    found.append(Server(name, ".".join(where + (name,)), entry))
+                    found.append(Server(name, ".".join(where + (name,)), entry, key, where + (name,)))
     return sorted(found, key=lambda s: s.node.start)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 _TOKEN = re.compile(r"""
@@ -63,7 +64,27 @@ def _tokens(text: str):
         pos = m.end()
         if m.lastgroup not in ("ws", "comment"):
             yield m.lastgroup, m.group(), m.start(), m.end()
-    yield "end", "", len(text), len(text)
+    while True:  # a truncated document asks past its end: it gets the end again, and the parser says so
+        yield "end", "", len(text), len(text)
+
+
+def _string(text: str, tok: str, start: int) -> str:
+    """A string token's value: escapes as JSON has them (a lone surrogate kept as it is), raw
+    control characters such as a tab accepted as VS Code's reader does; any other escape is an error."""
+    try:
+        return json.loads(tok, strict=False)
+    except ValueError:
+        line = text.count("\n", 0, start) + 1
+        raise JsoncError(f"not JSON at line {line}: a string with an escape JSON does not have: {tok[:40]!r}") from None
+
+
+def _number(tok: str) -> Any:
+    """A number token's value: int or float as json.loads gives it; a number past Python's digit
+    limit for int (4300 digits) as a Decimal, exactly as written."""
+    try:
+        return json.loads(tok)
+    except ValueError:
+        return Decimal(tok)
 
 
 def parse(text: str) -> Node:
@@ -84,9 +105,9 @@ def parse(text: str) -> Node:
             raise JsoncError("nested too deep")
         kind, tok, start, end = take()
         if kind == "string":
-            return Node("string", start, end, json.loads(tok))
+            return Node("string", start, end, _string(text, tok, start))
         if kind == "number":
-            return Node("number", start, end, json.loads(tok))
+            return Node("number", start, end, _number(tok))
         if kind == "literal":
             return Node("literal", start, end, json.loads(tok))
         if tok == "{":
@@ -97,8 +118,8 @@ def parse(text: str) -> Node:
                     raise fail(key, "a member name")
                 if take()[1] != ":":
                     raise fail(current[0], "':'")
-                node.members.append((json.loads(key[1]), Node("string", key[2], key[3], json.loads(key[1])),
-                                     value(depth + 1)))
+                name = _string(text, key[1], key[2])
+                node.members.append((name, Node("string", key[2], key[3], name), value(depth + 1)))
                 if current[0][1] == ",":
                     take()
                 elif current[0][1] != "}":
@@ -117,6 +138,8 @@ def parse(text: str) -> Node:
             return node
         raise fail((kind, tok, start, end), "a value")
 
+    if current[0][0] == "end":
+        raise JsoncError("empty: no JSON value in it")
     root = value(0)
     if current[0][0] != "end":
         raise fail(current[0], "the end of the document")
@@ -139,3 +162,16 @@ def indent_before(text: str, at: int) -> str:
     line_start = text.rfind("\n", 0, at) + 1
     lead = text[line_start:at]
     return lead if not lead.strip() else ""
+
+
+def next_token(text: str, at: int) -> tuple[str, str, int] | None:
+    """The first token from `at` on, past white space and comments: (kind, text, start); None at
+    the end of the text or where no token is."""
+    while at < len(text):
+        m = _TOKEN.match(text, at)
+        if m is None:
+            return None
+        if m.lastgroup not in ("ws", "comment"):
+            return m.lastgroup, m.group(), m.start()
+        at = m.end()
+    return None

@@ -1,14 +1,17 @@
 """`mcptap wrap` and `mcptap unwrap`: a host's MCP config rewritten so that every stdio server (or
-those named) starts behind `mcptap record --db DB --name NAME -- COMMAND ARGS...`, and back.
+those named) starts behind `mcptap record --db=DB --name=NAME -- COMMAND ARGS...`, and back.
 
-Only the `command` and `args` of those entries change (`env`, `cwd`, `type`, comments, order and
-every other byte stay); HTTP servers are left alone and listed with the `mcptap proxy` command
-that would record them. Wrapping twice changes nothing. Before the first write the file is kept
-as it was beside it (CONFIG.mcptap-backup, with CONFIG.mcptap-backup.json saying what wrap last
-wrote); a file is replaced whole, atomically, with its mode. `unwrap` gives the backup back byte
-for byte when the file is still what wrap wrote; otherwise (the host or the user changed it
-since) it unwraps only the wrapped entries, in place. A file that does not parse, that is
-read-only, or that changes between the read and the write is left untouched, with one line."""
+Only the `command` of those entries changes and mcptap's arguments are put at the head of their
+`args` (hostconfig/entry.py: `env`, `cwd`, `type`, comments, order and every other byte stay);
+HTTP servers are left alone and listed with the `mcptap proxy` command that would record them.
+Wrapping twice changes nothing. Beside the file wrap keeps it as the host last wrote it, unwrapped
+(CONFIG.mcptap-backup), and CONFIG.mcptap-backup.json says what wrap last wrote, the backup's hash
+and which entries wrap gave an `args`; a wrap after the host changed the file brings both up to
+date. `unwrap` gives the backup back byte for byte when the file is still what wrap wrote;
+otherwise it unwraps the wrapped entries in place, which gives back every byte wrap changed.
+A symlinked config stays a link (its target is rewritten). A file is replaced whole, atomically,
+with its mode (hostconfig/replace.py). A file that does not parse, that is read-only, or that
+changes between the read and the rename is left untouched, with one line."""
 
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcptap.errors import MCPTapError
-from mcptap.hostconfig import hosts, jsonc
+from mcptap.hostconfig import entry, hosts, jsonc
+from mcptap.hostconfig.replace import Staged, unchanged
 
 BACKUP_SUFFIX = ".mcptap-backup"
 STATE_SUFFIX = ".mcptap-backup.json"
@@ -40,6 +44,8 @@ class Plan:
     http: list[tuple[str, str]] = field(default_factory=list)  # (where, url): left alone
     restore: bool = False  # unwrap: the backup, byte for byte
     unwrapping: bool = False
+    backup: bytes | None = None  # wrap: the backup's new content (None: it stays as it is)
+    state: dict | None = None  # wrap: the state's new content
 
     def diff(self) -> str:
         a = self.before.decode("utf-8", "replace").splitlines(keepends=True)
@@ -71,29 +77,52 @@ def _read(path: Path) -> tuple[bytes, jsonc.Node, str]:
         raise MCPTapError(f"{path} is not a JSON config: {exc}") from None
 
 
-def inner_command(command: str, args: list) -> list | None:
-    """The server's own command line in a wrapped entry (`mcptap record ... -- CMD ARGS`), None
-    when the entry is not wrapped."""
-    name = os.path.basename(command).lower()
-    if name in ("mcptap", "mcptap.exe"):
-        rest = args
-    elif args[:2] == ["-m", "mcptap"]:
-        rest = args[2:]
-    else:
-        return None
-    if not rest or rest[0] != "record" or "--" not in rest or not all(isinstance(a, str) for a in rest):
-        return None
-    inner = rest[rest.index("--") + 1:]
-    return inner or None
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def _entry_line(server: hosts.Server) -> list | None:
-    command = server.command
-    args_node = server.args
-    args = args_node.plain() if args_node is not None else []
-    if command is None or not isinstance(args, list):
+def _backup_paths(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + BACKUP_SUFFIX), path.with_name(path.name + STATE_SUFFIX)
+
+
+def _state(path: Path) -> dict:
+    """What wrap last wrote: {"wrote_sha256", "backup_sha256", "added_args": [[member names]...]}
+    (a missing or unreadable state: {})."""
+    try:
+        state = json.loads(_backup_paths(path)[1].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _added(state: dict) -> set[tuple]:
+    added = state.get("added_args")
+    if not isinstance(added, list):
+        return set()
+    return {tuple(p) for p in added if isinstance(p, list) and all(isinstance(n, str) for n in p)}
+
+
+def _kept(path: Path, state: dict, data: bytes) -> bytes | None:
+    """The backup when it describes the file (`data` is what wrap last wrote, and the backup is
+    the one wrap kept then); else None."""
+    try:
+        kept = _backup_paths(path)[0].read_bytes()
+    except OSError:
         return None
-    return [command.value, *args]
+    if state.get("wrote_sha256") != _sha(data) or state.get("backup_sha256", _sha(kept)) != _sha(kept):
+        return None
+    return kept
+
+
+def _unwrapped(text: str, found: list[hosts.Server], added: set[tuple]) -> tuple[str, list[str]]:
+    """The text with every wrapped entry unwrapped in place, and those entries (by where)."""
+    edits, changed = [], []
+    for server in found:
+        inner = entry.wrapped(server) if server.kind == "stdio" else None
+        if inner is not None:
+            edits += entry.unwrap_edits(text, server, inner, server.path in added)
+            changed.append(server.where)
+    return jsonc.edit(text, edits), changed
 
 
 def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) -> Plan:
@@ -106,6 +135,8 @@ def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) 
         if unknown:
             raise MCPTapError(f"no server {', '.join(map(repr, unknown))} in {path} (it has: "
                               f"{', '.join(s.name for s in found) or 'none'})")
+    state = _state(path)
+    added = _added(state)
     edits = []
     launcher = mcptap_command()
     for server in found:
@@ -114,16 +145,26 @@ def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) 
         if server.kind == "http":
             plan.http.append((server.where, server.url or ""))
             continue
-        line = _entry_line(server) if server.kind == "stdio" else None
-        if line is None:
+        if server.kind != "stdio" or (server.args is not None and server.args.kind != "array"):
             continue
-        if inner_command(line[0], line[1:]) is not None:
+        if entry.wrapped(server) is not None:
             plan.already.append(server.where)
             continue
-        wrapped = [*launcher, "record", "--db", os.path.abspath(db), "--name", server.name, "--", *line]
-        edits += _set_command(text, server, wrapped[0], wrapped[1:])
+        more, adds = entry.wrap_edits(text, server, launcher, os.path.abspath(db))
+        edits += more
+        if adds:
+            added.add(server.path)
         plan.changed.append(server.where)
     plan.after = jsonc.edit(text, edits).encode("utf-8")
+    kept = _kept(path, state, data)
+    if kept is None:  # the first wrap, or the host wrote the file since wrap did: keep the host's own
+        kept = plan.backup = _unwrapped(text, found, added)[0].encode("utf-8")
+    if plan.after != plan.before or plan.backup is not None:
+        live = {s.path for s in hosts.servers(jsonc.parse(plan.after.decode("utf-8")))}
+        plan.state = {"wrote_sha256": _sha(plan.after), "backup_sha256": _sha(kept),
+                      "added_args": sorted(list(p) for p in added & live)}
+    if plan.after == plan.before and not plan.already:
+        plan.backup = plan.state = None  # nothing of wrap's in the file: nothing to keep
     return plan
 
 
@@ -131,111 +172,61 @@ def plan_unwrap(path: str | os.PathLike) -> Plan:
     path = Path(path)
     data, root, text = _read(path)
     plan = Plan(path, data, data, unwrapping=True)
-    backup, state = _backup_paths(path)
-    wrote = _wrote(state)
+    state = _state(path)
     found = hosts.servers(root)
-    edits = []
-    for server in found:
-        line = _entry_line(server) if server.kind == "stdio" else None
-        inner = inner_command(line[0], line[1:]) if line is not None else None
-        if inner is None:
-            if server.kind == "stdio":
-                plan.already.append(server.where)
-            continue
-        edits += _set_command(text, server, inner[0], inner[1:])
-        plan.changed.append(server.where)
-    if wrote is not None and wrote == hashlib.sha256(data).hexdigest() and backup.is_file():
-        plan.after, plan.restore = backup.read_bytes(), True
+    after, plan.changed = _unwrapped(text, found, _added(state))
+    plan.already = [s.where for s in found if s.kind == "stdio" and s.where not in plan.changed]
+    kept = _kept(path, state, data)
+    if kept is not None:
+        plan.after, plan.restore = kept, True
     else:
-        plan.after = jsonc.edit(text, edits).encode("utf-8")
+        plan.after = after.encode("utf-8")
     return plan
 
 
-def _set_command(text: str, server: hosts.Server, command: str, args: list) -> list[tuple[int, int, str]]:
-    """The edits that make the entry's command and args these."""
-    edits = [(server.command.start, server.command.end, json.dumps(command, ensure_ascii=False))]
-    args_node = server.args
-    if args_node is not None:
-        edits.append((args_node.start, args_node.end, _array(text, args_node, args)))
-        return edits
-    key = next(k for name, k, v in server.node.members if v is server.command)
-    indent = jsonc.indent_before(text, key.start)
-    rendered = json.dumps(args, ensure_ascii=False)
-    edits.append((server.command.end, server.command.end,
-                  f',\n{indent}"args": {rendered}' if indent else f', "args": {rendered}'))
-    return edits
-
-
-def _array(text: str, node: jsonc.Node, items: list) -> str:
-    """`items` as a JSON array written the way `node` was: one line, or an item a line."""
-    written = text[node.start:node.end]
-    if "\n" not in written or not node.items:
-        return json.dumps(items, ensure_ascii=False)
-    inner = jsonc.indent_before(text, node.items[0].start)
-    closing = jsonc.indent_before(text, node.end - 1)
-    return "[\n" + ",\n".join(inner + json.dumps(i, ensure_ascii=False) for i in items) + "\n" + closing + "]"
-
-
-def _backup_paths(path: Path) -> tuple[Path, Path]:
-    return path.with_name(path.name + BACKUP_SUFFIX), path.with_name(path.name + STATE_SUFFIX)
-
-
-def _wrote(state: Path) -> str | None:
-    try:
-        return json.loads(state.read_text(encoding="utf-8")).get("wrote_sha256")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def apply(plan: Plan, *, before_replace: Callable[[], None] | None = None) -> bool:
-    """Write the plan (False: nothing to change). The file must still hold what the plan read."""
-    if plan.after == plan.before:
+    """Write the plan (False: nothing to change). The file must hold what the plan read until it
+    is renamed over; else nothing is changed and MCPTapError says so. `before_replace` runs
+    once everything is staged, just before that check (a test's way to be the host writing)."""
+    backup, state = _backup_paths(plan.path)
+    drop_state = plan.unwrapping and (plan.after != plan.before or plan.restore) and state.exists()
+    if plan.after == plan.before and plan.backup is None and plan.state is None and not drop_state:
         return False
-    path = plan.path
-    st = os.stat(path)
+    target = Path(os.path.realpath(plan.path))  # a symlink stays one: its target is rewritten
+    try:
+        st = os.stat(target)
+    except OSError as exc:
+        raise MCPTapError(f"cannot write {plan.path}: {exc.strerror or exc}") from None
     if not st.st_mode & 0o222:
-        raise MCPTapError(f"{path} is read-only: not changed")
-    backup, state = _backup_paths(path)
-    if before_replace is not None:
-        before_replace()
-    if path.read_bytes() != plan.before:
-        raise MCPTapError(f"{path} changed while mcptap was rewriting it (the host wrote it?): not changed; "
-                          "run it again")
-    if not plan.restore and not backup.exists():
-        _write_beside(backup, plan.before, st.st_mode)
-    _write_beside(path, plan.after, st.st_mode, replace=True)
+        raise MCPTapError(f"{plan.path} is read-only: not changed")
+    staged: list[Staged] = []
+    try:
+        config = Staged(target, plan.after, st) if plan.after != plan.before else None
+        staged.append(config)
+        kept = Staged(backup, plan.backup, st) if plan.backup is not None else None
+        staged.append(kept)
+        said = Staged(state, json.dumps(plan.state).encode(), st) if plan.state is not None else None
+        staged.append(said)
+        if before_replace is not None:
+            before_replace()
+        if not unchanged(target, plan.before):
+            raise MCPTapError(f"{plan.path} changed while mcptap was rewriting it (the host wrote it?): "
+                              "not changed; run it again")
+        if kept is not None:
+            kept.commit()
+        if config is not None:
+            config.commit()
+        if said is not None:
+            said.commit()
+    finally:
+        for one in staged:
+            if one is not None:
+                one.discard()
     if plan.restore:
         backup.unlink(missing_ok=True)
+    if drop_state:  # unwrapped: what wrap wrote is gone (the backup of the host's file stays, in place)
         state.unlink(missing_ok=True)
-    elif plan.unwrapping:  # unwrapped in place: what wrap wrote is gone, the original stays kept
-        state.unlink(missing_ok=True)
-    else:
-        wrapped_now = hashlib.sha256(plan.after).hexdigest()
-        _write_beside(state, json.dumps({"wrote_sha256": wrapped_now}).encode(), st.st_mode, replace=True)
     return True
-
-
-def _write_beside(path: Path, data: bytes, mode: int, replace: bool = False) -> None:
-    """`data` as the file `path`, whole or not at all (a temporary file beside it, then renamed),
-    with `mode` (and the owner of the file it replaces, where this process may give it)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode & 0o7777)
-        if replace and path.exists():
-            st = os.stat(path)
-            try:
-                os.chown(tmp, st.st_uid, st.st_gid)
-            except (OSError, AttributeError):
-                pass
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp.exists():
-            tmp.unlink()
-        raise MCPTapError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def proxy_hint(db: str, url: str) -> str:

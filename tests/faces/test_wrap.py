@@ -123,7 +123,7 @@ def test_wrap_puts_every_stdio_server_behind_mcptap_record_and_changes_nothing_e
             assert entry == before[server]  # HTTP servers (and entries that are none) left alone
             continue
         line = wrapped_line(entry)
-        assert line[line.index("record"):line.index("--") + 1] == ["record", "--db", str(db), "--name", server, "--"]
+        assert line[line.index("record"):line.index("--") + 1] == ["record", f"--db={db}", f"--name={server}", "--"]
         assert line[line.index("--") + 1:] == wrapped_line(before[server])
         assert Path(line[0]).is_absolute() and "mcptap" in " ".join(line[:3])
         assert {k: v for k, v in entry.items() if k not in ("command", "args")} == \
