@@ -13,9 +13,12 @@ def say_error(message: str) -> None:
 
 
 def warn_stderr(message: str) -> None:
-    """`mcptap: warning: MESSAGE` on stderr; never raises (stderr may be closed or a broken pipe)."""
+    """`mcptap: warning: MESSAGE` on stderr, the message made printable; never raises (stderr may
+    be closed or a broken pipe)."""
+    from mcptap.wire.textsafe import printable
+
     try:
-        sys.stderr.write(f"mcptap: warning: {message}\n")
+        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

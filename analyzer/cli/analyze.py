@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import extras
+from mcptap.errors import warn_stderr
 from mcptap.cli.common import DbOption, DEFAULT_DB, DiffFormat, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
 
 
@@ -105,7 +106,7 @@ def analyze(
                                     progress=shown.advance, workers=jobs, sessions=ids if sources is not None else None)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
-            sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
+            warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
         def write_report(out, color: bool = False) -> None:
             if fmt == "sarif":
@@ -141,7 +142,7 @@ def _import_for_analysis(db: str, files: list[str]) -> dict:
         for path in files:
             with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
                 imported = importer.import_file(conn, path, locate=True, progress=shown.update,
-                                                warn=lambda m: sys.stderr.write(f"mcptap: warning: {m}\n"))
+                                                warn=warn_stderr)
             for s in imported:
                 sources[s.id] = sarif.Source(path, s.lines if importer.detect_format(path) == "framelog" else None)
     finally:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import say_error
 from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, SessionArgument, app, fail,
                                one_line_errors)
 
@@ -18,7 +19,10 @@ def replay(
     db: DbOption = DEFAULT_DB,
     command: Annotated[Optional[str], typer.Option(
         "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio "
-                                                   "(default: the recorded server's command or URL).")] = None,
+                                                   "(default: an HTTP recording's URL).")] = None,
+    command_from_log: Annotated[bool, typer.Option(
+        "--command-from-log", help="Start the live server with the command line the recording names, printed "
+                                   "first (a recording, an imported log above all, may name any command).")] = False,
     url: Annotated[Optional[str], typer.Option(
         "--url", metavar="URL", help="Connect to the live server at this Streamable HTTP URL.")] = None,
     sse: Annotated[bool, typer.Option("--sse", help="--url is a legacy HTTP+SSE endpoint (2024-11-05).")] = False,
@@ -31,7 +35,8 @@ def replay(
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
-    recording's transport was; by default the server it was recorded from), answer the server's own requests with the recorded answers,
+    recording's transport was: --command, --url, an HTTP recording's URL by default, or with
+    --command-from-log the command the recording names), answer the server's own requests with the recorded answers,
     record the replay as a new session linked to the original, and print a structural diff of
     every answer. Exit 0 when equal, 1 when different, 2 on error.
 
@@ -41,7 +46,8 @@ def replay(
 
     with one_line_errors():
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
-                                    timeout=timeout, record=not no_record)
+                                    timeout=timeout, record=not no_record, command_from_log=command_from_log,
+                                    announce=lambda line: sys.stderr.write(line + "\n"))
     if DiffFormat(fmt) is DiffFormat.json:
         from mcptap.report import jsonout
 
@@ -50,7 +56,7 @@ def replay(
     else:
         replay_mod.render(outcome, typer.echo)
     if outcome.error is not None:
-        sys.stderr.write(f"mcptap: error: {outcome.error}\n")
+        say_error(outcome.error)
     raise typer.Exit(outcome.exit_status)
 
 
@@ -81,9 +87,10 @@ def serve(
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
     """
     from mcptap.replay import serve as serve_mod
+    from mcptap.wire.textsafe import printable
 
     def ready(url: str) -> None:
-        sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
+        sys.stderr.write(printable(f"mcptap serve: session {session} on {url} (Ctrl-C stops)") + "\n")
         sys.stderr.flush()
 
     with one_line_errors():

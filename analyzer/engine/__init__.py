@@ -20,6 +20,7 @@ worker processes), results (the Report, and what each session gives)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from mcptap import store
@@ -37,6 +38,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             workers: int | None = None, sessions: list[str] | None = None) -> Report:
     """`session`: one session named as users name it; `sessions`: these session ids (say, the
     ones just imported); neither: every session."""
+    started = time.time()
     reader = store.open_existing(db_path)
     try:
         if sessions is not None:
@@ -50,7 +52,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         sizes = {sid: counts.get(sid, 0) for sid in ids}
     finally:
         reader.close()
-    report = Report(db_path=db_path)
+    report = Report(db_path=db_path, started_at=started)
     if store_results:
         writer, report.not_stored_reason = open_writer(db_path)  # schema up to date before any worker writes
         if writer is not None:
@@ -85,6 +87,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         if result.not_stored_reason and report.not_stored_reason is None:
             report.not_stored_reason = result.not_stored_reason
     report.stored = report.not_stored_reason is None
+    report.ended_at = time.time()
     if failed:
         sid, why = next(iter(failed.items()))
         others = f"{len(failed) - 1} more, " if len(failed) > 1 else ""

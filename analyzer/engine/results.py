@@ -28,6 +28,8 @@ class Report:
     stored: bool = False
     not_stored_reason: str | None = None
     db_path: str = ""
+    started_at: float | None = None  # when the analysis began and ended, Unix seconds
+    ended_at: float | None = None
 
 
 @dataclass

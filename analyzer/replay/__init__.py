@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import queue
+import shlex
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from mcptap.replay import jsondiff, live, live_http, script
 from mcptap.report import jsonout
 
 from mcptap.wire import jsonwire
-from mcptap.wire.textsafe import printable
+from mcptap.wire.textsafe import printable, printing
 from mcptap.analysis.classify import ERROR, REQUEST, RESPONSE, classify
 from mcptap.errors import MCPTapError
 from mcptap.analysis.messages import id_key
@@ -79,18 +80,26 @@ class Outcome:
 
 def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, url: str | None = None,
            sse: bool = False, ignore: tuple[str, ...] | list[str] = (), timeout: float = DEFAULT_TIMEOUT_S,
-           record: bool = True, label: str | None = None) -> Outcome:
+           record: bool = True, label: str | None = None, command_from_log: bool = False,
+           announce: Callable[[str], None] = lambda line: None) -> Outcome:
+    """Replay session `ref` against the server `command` starts (or at `url`). Neither given: an
+    HTTP recording's URL; a stdio recording's command line only with `command_from_log`, after
+    `announce` was given it (a recording, an imported one above all, may name any command), and
+    MCPTapError without it."""
     try:
         ignored = jsondiff.Ignore(ignore)
     except ValueError as exc:
         raise MCPTapError(str(exc)) from None
     if command is not None and url is not None:
         raise MCPTapError("give the live server as --command or as --url, not both")
+    if command_from_log and (command is not None or url is not None):
+        raise MCPTapError("--command-from-log takes the server from the recording: leave out --command and --url")
     conn = store.open_existing(db_path)
     try:
         recorded = script.load(conn, ref)
         if command is None and url is None:
             command, url, sse = recorded_target(conn, recorded.session)
+            _allowed(recorded.session, command, command_from_log, announce)
     finally:
         conn.close()
     if not any(m.direction == script.C2S for m in recorded.messages()):
@@ -142,6 +151,22 @@ def recorded_target(conn, session: dict) -> tuple[list[str] | None, str | None, 
             return None, exchange["url"], False
     raise MCPTapError(f"session {session['id']} names no server to replay against "
                       f"(transport {session.get('transport')}): give --command or --url")
+
+
+def _allowed(session: dict, argv: list[str] | None, from_log: bool, announce: Callable[[str], None]) -> None:
+    """A command line named by a recording runs only when the user said so (`--command-from-log`),
+    and is announced first; a URL is only connected to."""
+    sid = session["id"]
+    if argv is None:
+        if from_log:
+            raise MCPTapError(f"--command-from-log: session {sid} names no server command (it was recorded over "
+                              f"{session.get('transport')}); give --command or --url")
+        return
+    line = shlex.join(argv)
+    if not from_log:
+        raise MCPTapError(f"session {sid} was recorded from the server command {line}: mcptap runs a command from a "
+                          "recording only when asked; give --command \"CMD ARGS...\" or --command-from-log")
+    announce(printable(f"mcptap replay: running the server command from the recording: {line}"))
 
 
 class _Stop(Exception):
@@ -307,7 +332,9 @@ class _Driver:
 # -- what is printed ------------------------------------------------------------------------------
 
 def render(outcome: Outcome, write: Callable[[str], None]) -> None:
-    """The human report: one block per differing message, then a one-line verdict."""
+    """The human report: one block per differing message, then a one-line verdict. Every line
+    `write` is given is printable (textsafe.printing)."""
+    write = printing(write)
     who = f" -> recorded as session {outcome.replay}" if outcome.replay else ""
     write(printable(f"replayed session {outcome.original} against {outcome.target}{who}"))
     differing = [c for c in outcome.compared if not c.equal]

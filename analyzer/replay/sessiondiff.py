@@ -22,7 +22,7 @@ from mcptap.errors import MCPTapError
 from mcptap.replay import jsondiff, script
 from mcptap.report import jsonout
 from mcptap.wire import jsonwire
-from mcptap.wire.textsafe import printable
+from mcptap.wire.textsafe import printable, printing
 
 @dataclass(eq=False)
 class Unit:
@@ -157,7 +157,9 @@ def _name(session: dict) -> str:
 
 
 def render(d: SessionDiff, write: Callable[[str], None]) -> None:
-    """The human report: one block per pair that differs, then a one-line verdict."""
+    """The human report: one block per pair that differs, then a one-line verdict. Every line
+    `write` is given is printable (textsafe.printing)."""
+    write = printing(write)
     write(printable(f"diff of {_name(d.a)} and {_name(d.b)}"))
     for p in d.paired:
         if p.equal:

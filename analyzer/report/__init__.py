@@ -163,7 +163,7 @@ def _session_rows(sessions: list[dict]) -> list[tuple]:
     for s in sessions:
         kinds = ", ".join(f"{printable(str(k))} {v}" for k, v in sorted(s["kinds"].items(), key=lambda kv: -kv[1]))
         counts = s["findings"]
-        rows.append((printable(s["id"]), printable(s["revision"] or "unknown"), s["revision_source"], str(s["frames"]),
+        rows.append((printable(s["id"]), printable(s["revision"] or "unknown"), printable(str(s["revision_source"])), str(s["frames"]),
                      str(counts["error"]), str(counts["warning"]), str(counts["info"]), kinds))
     return rows
 
@@ -247,7 +247,7 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
     frames = sum(s["frames"] for s in report.sessions)
     out.write(f"\n{len(report.sessions)} sessions, {frames} frames: {totals['error']} errors, "
               f"{totals['warning']} warnings, {totals['info']} infos"
-              + ("" if report.stored else f" (results not stored: {report.not_stored_reason})") + "\n")
+              + ("" if report.stored else printable(f" (results not stored: {report.not_stored_reason})")) + "\n")
 
 
 def _finding_cells(item) -> tuple:

@@ -30,7 +30,7 @@ from mcptap.errors import NotADatabase, warn_stderr
 from mcptap.analysis.classify import classify
 from mcptap.report import transcript
 from mcptap.wire import jsonwire
-from mcptap.wire.textsafe import printable
+from mcptap.wire.textsafe import printable, printing
 
 POLL_S = 0.2
 
@@ -40,8 +40,9 @@ def follow_session(db_path: str, ref: str | None, write: Callable[[str], None], 
                    stop: threading.Event | None = None) -> None:
     """Print session `ref` (id, id prefix or label) as it is recorded, until it ends; `ref` None:
     the newest session, then, once it has ended, the next one to start, until `stop` is set (the
-    CLI stops on Ctrl-C)."""
+    CLI stops on Ctrl-C). Every line `write` is given is printable (textsafe.printing)."""
     stop = stop or threading.Event()
+    write = printing(write)
     conn = _opened(db_path, stop)
     if conn is None:
         return
@@ -108,7 +109,7 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
             s = a.session
             exit_status = "-" if s.get("exit_status") is None else s["exit_status"]
             write(f"session ended {transcript.clock(s.get('ended_at'))}  exit {exit_status}  "
-                  f"revision {a.summary['revision'] or 'unknown'} ({a.summary['revision_source']})")
+                  f"{transcript.revision_text(a.summary)}")
             return
         if stop.wait(POLL_S):
             return
@@ -130,6 +131,7 @@ def follow_sessions(db_path: str, write: Callable[[str], None], *, stop: threadi
     """`mcptap sessions --follow`: a line as each session starts and as it ends, until `stop`
     (the sessions there already are listed first)."""
     stop = stop or threading.Event()
+    write = printing(write)
     conn = _opened(db_path, stop)
     if conn is None:
         return

@@ -35,6 +35,19 @@ def full_description(rule: rules.Rule) -> str:
     return f"{rule.summary[:1].upper()}{rule.summary[1:]}. Severity: {severity_text(rule)}. Reference: {rule.ref}"
 
 
+def help_text(rule: rules.Rule) -> str:
+    """A code's help as plain text: what it means, its severity, the layer that judges it, the
+    spec it follows and where it is explained (SARIF `help.text`)."""
+    return (f"{rule.summary[:1].upper()}{rule.summary[1:]}.\n\nSeverity: {severity_text(rule)}.\n"
+            f"Layer: {rule.layer}.\nReference: {rule.ref}\n\nSee {help_uri(rule.code)}")
+
+
+def help_markdown(rule: rules.Rule) -> str:
+    """The same help as Markdown (SARIF `help.markdown`: what code scanning shows)."""
+    return (f"{rule.summary[:1].upper()}{rule.summary[1:]}.\n\n- severity: {severity_text(rule)}\n"
+            f"- layer: {rule.layer}\n- reference: {rule.ref}\n\n[{rule.code} in the finding codes]({help_uri(rule.code)})")
+
+
 def markdown() -> str:
     """docs/rules.md: every code by group, each under a heading that is the code."""
     registry = rules.load()

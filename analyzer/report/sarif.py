@@ -1,15 +1,34 @@
-"""The analysis report as SARIF 2.1.0 (OASIS), for code scanning: each finding is a result whose
-location is the file it came from, relative to a root folder (`uriBaseId` %SRCROOT%), at the
-frame's line (`region.startLine`) when the session was imported from a frame-log; a session read
-from a database points at the database, with a logical location per frame. Rules carry their
-full description and a `helpUri` into docs/rules.md (analyzer/report/ruledocs.py). Results are written
-one at a time, never held as one document."""
+"""The analysis report as SARIF 2.1.0 (OASIS), for code scanning, within what GitHub's code
+scanning takes in (every result with a rule, a message, a file location with a line, and
+partialFingerprints).
+
+Where a result is: a session imported from a frame-log is at that file, relative to a root folder
+(`uriBaseId` %SRCROOT%), at the frame's line (`region.startLine`); a session read from a
+database, or from an HTTP capture, is at that file as a whole (line 1: code scanning asks every
+result for a line), its message saying the session and frame (so is a finding about a whole
+session). Every result also has a logical location, the frame (or
+batch element) it is about, whose parent is its session: `session/<id>/frame/<seq>`, listed once
+in the run's `logicalLocations`.
+
+Each result's `partialFingerprints["mcptapFinding/v1"]` is a hash of what the finding is (session
+id, code, frame, batch element, message), the same in every run over the same recording, so code
+scanning keeps one alert for it. A result from a database also carries its own
+`primaryLocationLineHash`: nothing hashes line 1 of a binary file for it.
+
+Rules carry their full description, `help` (text and Markdown) and a `helpUri` into docs/rules.md
+(analyzer/report/ruledocs.py); the run has one `invocation` (the command line, the analysis's start
+and end, whether its results were stored). Every string is written with the characters that are
+not printable (controls, C1, bidi and other format characters) as JSON escapes
+(textsafe.json_text). Results are written one at a time, never held as one document."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Mapping
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 from urllib.parse import quote
@@ -20,11 +39,15 @@ from mcptap import __version__
 
 from mcptap.analysis import rules
 
-from mcptap.report import ruledocs
+from mcptap.report import jsonout, ruledocs
+
+from mcptap.wire.textsafe import json_text
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ROOT_ID = "%SRCROOT%"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+FINGERPRINT = "mcptapFinding/v1"
+LINE_HASH = "primaryLocationLineHash"
 
 
 @dataclass(frozen=True)
@@ -51,16 +74,56 @@ def _file_uri(path: str) -> str:
 
 
 def _dump(value) -> str:
+    """Compact JSON, every character that is not printable as a JSON escape."""
     try:
-        return orjson.dumps(value).decode()
+        text = orjson.dumps(value).decode()
     except TypeError:  # text orjson refuses (a lone surrogate from a hostile log)
-        return json.dumps(value)
+        text = json.dumps(value, separators=(",", ":"))
+    return json_text(text)
 
 
-def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str, Source] | None = None) -> None:
+def fingerprint(sid: str, seq: int | None, idx: int | None, code: str, message: str) -> str:
+    """What a finding is, hashed: the same for the same finding of the same recording in every
+    run, whatever the database, the folder or the time."""
+    identity = json.dumps([sid, code, seq, idx, message], ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(identity.encode("ascii")).hexdigest()[:32]
+
+
+class _LogicalLocations:
+    """The run's logical locations: each session once, each frame (and batch element) with a
+    finding once, its parent the session (the frame); `at` gives a result's reference."""
+
+    def __init__(self):
+        self.listed: list[dict] = []
+        self.index: dict[tuple, int] = {}
+
+    def _add(self, key: tuple, name: str, qualified: str, kind: str, parent: int | None) -> int:
+        if key not in self.index:
+            entry = {"name": name, "fullyQualifiedName": qualified, "kind": kind, "index": len(self.listed)}
+            if parent is not None:
+                entry["parentIndex"] = parent
+            self.index[key] = len(self.listed)
+            self.listed.append(entry)
+        return self.index[key]
+
+    def at(self, sid: str, seq: int | None, idx: int | None = None) -> dict:
+        here = self._add((sid,), sid, f"session/{sid}", "module", None)
+        if seq is not None:
+            here = self._add((sid, seq), f"frame {seq}", f"session/{sid}/frame/{seq}", "object", here)
+            if idx is not None:
+                here = self._add((sid, seq, idx), f"element {idx}", f"session/{sid}/frame/{seq}/element/{idx}",
+                                 "element", here)
+        entry = self.listed[here]
+        return {"name": entry["name"], "fullyQualifiedName": entry["fullyQualifiedName"], "kind": entry["kind"],
+                "index": here}
+
+
+def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str, Source] | None = None,
+          argv: Sequence[str] | None = None) -> None:
     """`report` (engine.Report) as SARIF. `sources`: the sessions imported from files, by
     session id; every other session points at the report's database. `root`: the folder
-    relative URIs start from (default: the current folder)."""
+    relative URIs start from (default: the current folder). `argv`: the command line the
+    invocation names (default: this process's, as `mcptap ARGS`)."""
     root = os.getcwd() if root is None else root
     sources = dict(sources or {})
     registry = rules.load()
@@ -80,41 +143,57 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
     locations = {sid: (artifact(src.path), src.path) for sid, src in sources.items()}
     db_artifact = artifact(report.db_path) if any(f[0] not in sources for f in report.findings) else None
     where = {path: artifact_location(path, root) for path in artifacts}
+    logical = _LogicalLocations()
 
     def physical(sid: str, seq: int | None) -> dict:
+        """The file and line; line 1 (the file as a whole) for a database, an HTTP capture and
+        a finding about a whole session."""
         index, path = locations.get(sid, (db_artifact, report.db_path))
-        loc = {"artifactLocation": {**where[path], "index": index}}
-        line = lines.get((sid, seq))
-        if line is not None:
-            loc["region"] = {"startLine": line}
-        return loc
+        return {"artifactLocation": {**where[path], "index": index}, "region": {"startLine": lines.get((sid, seq), 1)}}
 
     out.write('{"$schema":"' + SCHEMA + '","version":"2.1.0","runs":[{"tool":{"driver":')
     out.write(_dump({
         "name": "mcptap", "version": __version__, "informationUri": ruledocs.REPOSITORY,
         "rules": [_rule(registry[code]) for code in used],
     }))
-    out.write('},"originalUriBaseIds":' + _dump({ROOT_ID: {"uri": _file_uri(os.path.abspath(root).rstrip(os.sep) + "/")}}))
+    out.write('},"invocations":' + _dump([_invocation(report, argv)]))
+    out.write(',"originalUriBaseIds":' + _dump({ROOT_ID: {"uri": _file_uri(os.path.abspath(root).rstrip(os.sep) + "/")}}))
     out.write(',"artifacts":' + _dump([{"location": where[path]} for path in artifacts]))
     out.write(',"columnKind":"unicodeCodePoints","results":[')
     for n, (sid, seq, idx, code, severity, message, related) in enumerate(report.findings):
-        name = f"frame {seq}" if seq is not None else f"session {sid}"
-        qualified = f"{sid}/frames/{seq}" if seq is not None else sid
-        if seq is not None and idx is not None:
-            name, qualified = f"{name} element {idx}", f"{qualified}/{idx}"
+        text = message or code
+        if (sid, seq) not in lines:  # not at the frame's own line: the message says where
+            text += f" (session {sid}" + ("" if seq is None else f", frame {seq}") + ")"
+        marks = {FINGERPRINT: fingerprint(sid, seq, idx, code, message)}
+        if sid not in sources:
+            marks[LINE_HASH] = marks[FINGERPRINT]
         result = {
-            "ruleId": code, "ruleIndex": rule_index[code], "level": LEVEL[severity], "message": {"text": message},
-            "locations": [{"physicalLocation": physical(sid, seq),
-                           "logicalLocations": [{"name": name, "fullyQualifiedName": qualified, "kind": "object"}]}],
+            "ruleId": code, "ruleIndex": rule_index[code], "level": LEVEL[severity], "message": {"text": text},
+            "locations": [{"physicalLocation": physical(sid, seq), "logicalLocations": [logical.at(sid, seq, idx)]}],
+            "partialFingerprints": marks,
             "properties": {"session": sid, "frame": seq, "index": idx, "relatedFrame": related},
         }
         if related is not None:
             result["relatedLocations"] = [{
                 "id": 1, "message": {"text": f"frame {related}"}, "physicalLocation": physical(sid, related),
-                "logicalLocations": [{"name": f"frame {related}", "fullyQualifiedName": f"{sid}/frames/{related}",
-                                      "kind": "object"}]}]
+                "logicalLocations": [logical.at(sid, related)]}]
         out.write(("," if n else "") + _dump(result))
-    out.write("]}]}\n")
+    out.write('],"logicalLocations":' + _dump(logical.listed) + "}]}\n")
+
+
+def _invocation(report, argv: Sequence[str] | None) -> dict:
+    """The run's invocation: the command line, when the analysis began and ended, and a warning
+    notification when its results could not be stored."""
+    args = ["mcptap", *(sys.argv[1:] if argv is None else argv)]
+    invocation = {"executionSuccessful": True, "commandLine": shlex.join(args), "arguments": args[1:],
+                  "workingDirectory": {"uri": _file_uri(os.getcwd().rstrip(os.sep) + "/")}}
+    for key, ts in (("startTimeUtc", getattr(report, "started_at", None)), ("endTimeUtc", getattr(report, "ended_at", None))):
+        if jsonout.iso(ts) is not None:
+            invocation[key] = jsonout.iso(ts)
+    if report.not_stored_reason and report.not_stored_reason != "not asked to":
+        invocation["toolExecutionNotifications"] = [{"level": "warning", "message": {
+            "text": f"results not stored in the database: {report.not_stored_reason}"}}]
+    return invocation
 
 
 def _rule(r: rules.Rule) -> dict:
@@ -122,6 +201,7 @@ def _rule(r: rules.Rule) -> dict:
         "id": r.code, "name": r.code,
         "shortDescription": {"text": r.summary},
         "fullDescription": {"text": ruledocs.full_description(r)},
+        "help": {"text": ruledocs.help_text(r), "markdown": ruledocs.help_markdown(r)},
         "helpUri": ruledocs.help_uri(r.code),
         "defaultConfiguration": {"level": LEVEL[ruledocs.default_severity(r)]},
         "properties": {"group": r.group, "severity": ruledocs.severity_text(r)},

@@ -41,9 +41,9 @@ def clock(ts: float | None) -> str:
 
 
 def preview(raw: bytes, width: int) -> str:
-    text = raw[: width * 4 + 16].decode("utf-8", "replace")
-    text = text.replace("\r", "\\r").replace("\t", " ")
-    text = "".join(ch if ch.isprintable() else "\uFFFD" for ch in text)
+    """The start of a frame on one line of `width` characters: what is not printable written as
+    its escape (textsafe.printable; bytes that are not UTF-8 as `\\xNN`), cut with "…"."""
+    text = printable(raw[: width * 4 + 16].decode("utf-8", "backslashreplace"))
     return text if len(text) <= width and len(raw) <= width * 4 + 16 else text[: max(width - 1, 0)] + "…"
 
 
@@ -109,10 +109,10 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
                stderr: bool = True, policy=None, per_code: int = report.PER_CODE) -> Iterator[str]:
     """The session header, then one line per frame (and stderr line) in time order, each frame
     followed by its findings (of each code the first `per_code`, then one line for the rest;
-    0: all)."""
+    0: all); every line printable (textsafe.printable), whatever the recording holds."""
     a = analyse(conn, session_id, policy)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
-        yield from _lines(conn, session_id, a, width, full, stderr, per_code)
+        yield from map(printable, _lines(conn, session_id, a, width, full, stderr, per_code))
 
 
 def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
@@ -145,8 +145,14 @@ def head_lines(a: "_Analysed") -> Iterator[str]:
         except (ValueError, TypeError, RecursionError):
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
-    yield (f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  exit {_blank(s.get('exit_status'))}  "
-           f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
+    yield printable(f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  "
+                    f"exit {_blank(s.get('exit_status'))}  {revision_text(summary)}")
+
+
+def revision_text(summary: dict) -> str:
+    """`revision 2025-06-18 (initialize)`: the revision the session negotiated (a server's
+    protocolVersion, whatever it holds, escaped) and where it was found."""
+    return printable(f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
 
 
 def entry_lines(a: "_Analysed", entry: tuple, width: int, full: bool, findings=(),
@@ -177,7 +183,7 @@ def finding_line(item) -> str:
                 "(--max-per-code 0 shows every one)")
     where = f"[{item[2]}] " if item[2] is not None else ""
     related = f" (see #{item[6]})" if item[6] is not None else ""
-    return f"{where}{item[4]}: {item[3]}: {printable(item[5])}{related}"
+    return printable(f"{where}{item[4]}: {item[3]}: {item[5]}{related}")
 
 
 def _id_value(text: str | None):

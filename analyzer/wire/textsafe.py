@@ -1,9 +1,13 @@
-"""Text from the traffic made safe to print: a method name, an id, a finding's message or a frame
-shown on a terminal or in the HTML report must not carry control characters (an escape sequence
-in a recorded frame would drive the reader's terminal) or invisible ones (a bidi override such as
-U+202E, an isolate U+2066-U+2069, a mark U+200E/U+200F or any other format character would
-reorder or hide what is shown). Each such character is written as its escape (`\\x1b`, `\\u202e`);
-JSON output keeps its value and writes it as a JSON escape (`json_text`)."""
+"""Text from the traffic made safe to print, the one place it is done for each medium: a method
+name, an id, a label, a revision, a stderr line, a header, a finding's message or a frame shown on
+a terminal (`printable`, which every text face calls: the transcript, the follow, the tables, the
+diffs, errors and warnings) must not carry control characters (C0 and C1, ESC: an escape sequence
+in a recorded frame would set the window title, clear the screen or write the clipboard) or
+invisible ones (a bidi override such as U+202E, an isolate U+2066-U+2069, a mark U+200E/U+200F or
+any other format character would reorder or hide what is shown). Each such character is written
+as its escape (`\\x1b`, `\\u202e`). JSON and SARIF keep the value and write each such character
+as a JSON escape (`json_text`); the HTML report writes `printable` text escaped for HTML
+(analyzer/report/html.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,17 @@ def printable(text: str) -> str:
     Cn, Zl, Zp: controls, format characters such as the bidi controls, line separators,
     unassigned) written as its escape; printable text is returned as it is."""
     return _escaped(text, _escape)
+
+
+def printing(write):
+    """`write` (a callable taking one line) that escapes what it is given (`printable`): for the
+    faces that write text line by line. Escaped text is left as it is, so a line whose fields were
+    escaped already comes out the same."""
+
+    def escaped(line: str) -> None:
+        write(printable(line))
+
+    return escaped
 
 
 def _escape(ch: str) -> str:

@@ -136,10 +136,19 @@ def test_an_http_recorded_session_replays_against_the_stdio_form_of_the_same_ser
     assert sessions(db)[-1]["transport"] == "stdio"
 
 
-def test_without_command_or_url_the_server_a_stdio_session_was_recorded_from_runs_again(time_db, time_server):
-    result = replay(time_db, "time", *TIME_VOLATILE)
+def test_with_command_from_log_the_server_a_stdio_session_was_recorded_from_runs_again_named_first(
+        time_db, time_server):
+    result = replay(time_db, "time", "--command-from-log", *TIME_VOLATILE)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
     assert json.loads(sessions(time_db)[-1]["command"]) == time_server
+    assert result.stderr.decode().splitlines()[0].endswith(shlex.join(time_server))
+
+
+def test_without_command_url_or_command_from_log_a_stdio_session_is_not_replayed(time_db, time_server):
+    before = len(sessions(time_db))
+    result = replay(time_db, "time", timeout=30)
+    assert result.returncode == 2 and "--command-from-log" in one_error_line(result)
+    assert len(sessions(time_db)) == before  # no server started, nothing recorded
 
 
 def test_a_session_whose_command_is_not_a_command_line_is_a_one_line_error(tmp_path):

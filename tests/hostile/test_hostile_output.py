@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sqlite3
 import stat
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -232,3 +235,144 @@ def test_import_and_the_analysis_table_of_many_sessions_fit_a_screen(tmp_path):
     assert all(re.match(r"s\d{6} .* 1 +0 +1 ", line) for line in listed[:30])  # the 30 with errors first
     result = run(mcptap("analyze", "--db", str(db), "--fail-on", "never", "--format", "jsonl"), timeout=120)
     assert len(result.stdout.splitlines()) == 600  # json and jsonl keep every finding
+
+
+# -- a hostile server's strings on the terminal, in SARIF, and its command never run -----------------
+
+# What a hostile server (or log) puts where mcptap prints it: a protocolVersion that sets the window
+# title, clears the screen and writes the clipboard (OSC 52), then reverses what follows (U+202E),
+# opens an isolate (U+2066) and starts a C1 control sequence (U+009B, CSI); a stderr line, a method
+# name, a label and a session id of the same kind.
+EVIL_VERSION = "2025-06-18\x1b]0;pwned\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\u202e\u2066\u009b31m\u200f"
+EVIL_STDERR = "log \x1b]0;title\x07\u2066\u009b2J\ufeff"
+EVIL_METHOD = "tools/\u202ecall\u009b\x1b[2J"
+EVIL_LABEL = "time\x1b[31m\u202e\u009b"
+EVIL_ID = "sess\u202e\u2066\u009b\x1b[2J"
+
+# The server: answers initialize with EVIL_VERSION, says EVIL_STDERR, answers an id nobody sent.
+EVIL_SERVER = r"""
+import json, sys
+version, err = sys.argv[1], sys.argv[2]
+sys.stdin.buffer.readline()
+print(json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": version, "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "evil", "version": "1"}}}, ensure_ascii=False), flush=True)
+sys.stdin.buffer.readline()
+print(err, file=sys.stderr, flush=True)
+print(json.dumps({"jsonrpc": "2.0", "id": 99, "result": {"protocolVersion": version}}, ensure_ascii=False), flush=True)
+"""
+CLIENT_LINES = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}) + "\n"
+                + json.dumps({"jsonrpc": "2.0", "id": 1, "method": EVIL_METHOD}, ensure_ascii=False) + "\n")
+
+
+def assert_printable(text: str) -> None:
+    """Nothing in `text` but printable characters and line ends: no C0 or C1 control, no ESC, no
+    bidi or other format character, whatever the traffic held."""
+    raw = sorted({f"U+{ord(ch):04X}" for ch in text if not ch.isprintable() and ch != "\n"})
+    assert not raw, f"{raw} in {text[:300]!r}"
+
+
+@pytest.fixture(scope="module")
+def evil(tmp_path_factory) -> dict:
+    """A database holding a session recorded (mcptap record, a real server process) from the
+    hostile server, and a session imported from a frame-log whose id, label, command, stderr
+    line and protocolVersion are hostile and whose command would create `marker`."""
+    tmp = tmp_path_factory.mktemp("evil")
+    server = tmp / "evil_server.py"
+    server.write_text(EVIL_SERVER, encoding="utf-8")
+    db = tmp / "evil.db"
+    recorded = run(mcptap("record", "--db", str(db), "--name", EVIL_LABEL, "--", sys.executable, str(server),
+                          EVIL_VERSION, EVIL_STDERR), input=CLIENT_LINES.encode("utf-8"))
+    assert recorded.returncode == 0, recorded.stderr
+    marker = tmp / "marker"
+    log = tmp / "evil.jsonl"
+    records = [{"record": "session", "session": EVIL_ID, "transport": "stdio", "label": EVIL_LABEL + "-imported",
+                "command": json.dumps(["touch", str(marker)]), "started_at": 1764460800.0, "ended_at": 1764460801.0}]
+    for seq, (direction, raw) in enumerate([("c2s", CLIENT_LINES.splitlines()[0]),
+                                            ("s2c", json.dumps({"jsonrpc": "2.0", "id": 0, "result": {
+                                                "protocolVersion": EVIL_VERSION, "capabilities": {}}},
+                                                ensure_ascii=False)),
+                                            ("c2s", CLIENT_LINES.splitlines()[1])], 1):
+        records.append({"session": EVIL_ID, "seq": seq, "ts": 1764460800.0 + seq / 10, "direction": direction,
+                        "raw": raw})
+    records.append({"record": "stderr", "session": EVIL_ID, "seq": 1, "ts": 1764460800.05, "raw": EVIL_STDERR})
+    log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    imported = run(mcptap("import", "--db", str(db), str(log)))
+    assert imported.returncode == 0, imported.stderr
+    conn = sqlite3.connect(db)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY started_at")]
+    finally:
+        conn.close()
+    (live,) = [i for i in ids if i != EVIL_ID]
+    return {"db": db, "live": live, "imported": EVIL_ID, "marker": marker, "server": server, "tmp": tmp}
+
+
+def printed(result: subprocess.CompletedProcess) -> str:
+    out = result.stdout.decode("utf-8") + result.stderr.decode("utf-8")
+    assert_printable(out)
+    return out
+
+
+@pytest.mark.parametrize("which", ["live", "imported"])
+@pytest.mark.parametrize("how", [(), ("--full",), ("--follow",), ("--no-stderr",)])
+def test_show_prints_a_servers_protocol_version_and_stderr_escaped(evil, how, which):
+    result = run(mcptap("show", "--db", str(evil["db"]), evil[which], *how))
+    assert result.returncode == 0, result.stderr
+    out = printed(result)
+    assert "revision 2025-06-18\\x1b]0;pwned\\x07" in out  # shown, visibly
+    if "--no-stderr" not in how:
+        assert "log \\x1b]0;title" in out  # a stderr line (cut to the terminal's width)
+
+
+@pytest.mark.parametrize("args", [
+    ("analyze", "--fail-on", "never"),
+    ("analyze", "--fail-on", "never", "--max-per-code", "0"),
+    ("sessions",),
+    ("diff", "LIVE", "IMPORTED"),
+    ("replay", "IMPORTED", "--command", "SERVER", "--no-record", "--timeout", "5"),
+    ("replay", "LIVE", "--command", "SERVER", "--no-record", "--timeout", "5"),
+], ids=["analyze", "analyze-all", "sessions", "diff", "replay-imported", "replay-live"])
+def test_every_text_face_prints_the_hostile_strings_escaped(evil, args):
+    server = shlex.join([sys.executable, str(evil["server"]), EVIL_VERSION + "x", EVIL_STDERR])
+    argv = [{"LIVE": evil["live"], "IMPORTED": evil["imported"], "SERVER": server}.get(a, a) for a in args]
+    result = run(mcptap(argv[0], "--db", str(evil["db"]), *argv[1:]), timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    out = printed(result)
+    assert "\\x1b" in out or "\\u202e" in out  # the strings are there, as escapes
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "sarif"])
+def test_json_and_sarif_write_the_hostile_strings_as_json_escapes_and_keep_their_values(evil, fmt):
+    result = run(mcptap("analyze", "--db", str(evil["db"]), "--fail-on", "never", "--format", fmt), timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = printed(result)
+    if fmt == "sarif":
+        found = {r["properties"]["session"] for r in json.loads(out)["runs"][0]["results"]}
+    elif fmt == "json":
+        found = {f["session"] for f in json.loads(out)["findings"]}
+    else:
+        found = {json.loads(line)["session"] for line in out.splitlines()}
+    assert EVIL_ID in found
+
+
+def test_replay_never_runs_the_command_a_recording_names_unless_asked(evil):
+    result = run(mcptap("replay", "--db", str(evil["db"]), evil["imported"], "--no-record", "--timeout", "5"))
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and "--command-from-log" in printed(result)
+    assert not evil["marker"].exists()
+
+
+def test_replay_with_command_from_log_prints_the_command_escaped_before_it_runs_it(evil):
+    conn = sqlite3.connect(evil["db"])
+    try:
+        command = conn.execute("SELECT command FROM sessions WHERE id = ?", (evil["live"],)).fetchone()[0]
+    finally:
+        conn.close()
+    result = run(mcptap("replay", "--db", str(evil["db"]), evil["live"], "--command-from-log", "--no-record",
+                        "--timeout", "5"), timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    printed(result)
+    first = result.stderr.decode("utf-8").splitlines()[0]
+    assert "running the server command from the recording" in first and str(evil["server"]) in first
+    assert "\\x1b]0;pwned" in first and json.loads(command)[-2] == EVIL_VERSION
