@@ -63,38 +63,45 @@ def around_difference(a: str, b: str, before: int = 24, width: int = 72) -> tupl
 
 
 def diff(recorded: Any, live: Any, ignore: "Ignore | None" = None, path: Path = ()) -> list[Change]:
-    """Every difference from `recorded` to `live`, outside the ignored paths, in document order."""
+    """Every difference from `recorded` to `live`, outside the ignored paths, in document order.
+    The ignore patterns' state is carried down the walk: each node is matched once, in steps."""
     out: list[Change] = []
+    ignore = ignore or Ignore(())
+    state = ignore.start()
+    for step in path:
+        state = ignore.advance(state, step)
     try:
-        _diff(recorded, live, path, ignore or Ignore(()), out)
+        _diff(recorded, live, path, ignore, state, out)
     except RecursionError:  # nested past the interpreter's stack: compared whole
         out = [] if jsonwire.to_json(recorded) == jsonwire.to_json(live) else [Change(CHANGED, path, recorded, live)]
     return out
 
 
-def _diff(a: Any, b: Any, path: Path, ignore: "Ignore", out: list[Change]) -> None:
-    if ignore.matches(path):
+def _diff(a: Any, b: Any, path: Path, ignore: "Ignore", state: frozenset, out: list[Change]) -> None:
+    if ignore.covered(state):
         return
     if type(a) is dict and type(b) is dict:
         for key, value in a.items():
+            below = ignore.advance(state, key)
             if key in b:
-                _diff(value, b[key], path + (key,), ignore, out)
-            elif not ignore.matches(path + (key,)):
+                _diff(value, b[key], path + (key,), ignore, below, out)
+            elif not ignore.covered(below):
                 out.append(Change(REMOVED, path + (key,), recorded=value))
         for key, value in b.items():
-            if key not in a and not ignore.matches(path + (key,)):
+            if key not in a and not ignore.covered(ignore.advance(state, key)):
                 out.append(Change(ADDED, path + (key,), live=value))
         return
     if type(a) is list and type(b) is list:
         for i in range(max(len(a), len(b))):
-            if ignore.matches(path + (i,)):
+            below = ignore.advance(state, i)
+            if ignore.covered(below):
                 continue
             if i >= len(b):
                 out.append(Change(REMOVED, path + (i,), recorded=a[i]))
             elif i >= len(a):
                 out.append(Change(ADDED, path + (i,), live=b[i]))
             else:
-                _diff(a[i], b[i], path + (i,), ignore, out)
+                _diff(a[i], b[i], path + (i,), ignore, below, out)
         return
     if not _same(a, b):
         out.append(Change(CHANGED, path, recorded=a, live=b))

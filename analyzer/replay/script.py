@@ -84,7 +84,7 @@ def load(conn: sqlite3.Connection, ref: str) -> Script:
 def build(session: dict, rows: list[tuple[int, float, str, bytes]]) -> Script:
     frames: list[Frame] = []
     outstanding: dict[tuple, Message] = {}
-    running: list[Message] = []  # client requests not yet answered, oldest first
+    running: dict[int, Message] = {}  # client requests not yet answered, by id(), oldest first
     tokens: dict[tuple, Message] = {}  # progress token of a running client request -> it
     for seq, ts, direction, raw in rows:
         parsed = jsonwire.parse(raw)
@@ -102,7 +102,7 @@ def build(session: dict, rows: list[tuple[int, float, str, bytes]]) -> Script:
             if kind == REQUEST:
                 outstanding.setdefault((direction, id_key(msg.id)), msg)
                 if direction == C2S:
-                    running.append(msg)
+                    running[id(msg)] = msg
                     token = _progress_token(msg)
                     if token is not None:
                         tokens[token] = msg
@@ -110,10 +110,9 @@ def build(session: dict, rows: list[tuple[int, float, str, bytes]]) -> Script:
                 req = outstanding.pop((_OTHER[direction], id_key(msg.id)), None)
                 if req is not None:
                     req.answer, msg.request = msg, req
-                    if req in running:
-                        running.remove(req)
+                    running.pop(id(req), None)
             elif kind == NOTIFICATION and direction == S2C and running:
-                owner = _owner(msg, tokens) or running[-1]
+                owner = _owner(msg, tokens) or next(reversed(running.values()))
                 owner.during.append(msg)
             elif kind == NOTIFICATION and direction == C2S and msg.method == "notifications/cancelled":
                 _cancel(msg, running, outstanding)
@@ -128,14 +127,14 @@ def _progress_token(msg: Message) -> tuple | None:
     return None
 
 
-def _cancel(note: Message, running: list[Message], outstanding: dict[tuple, Message]) -> None:
+def _cancel(note: Message, running: dict[int, Message], outstanding: dict[tuple, Message]) -> None:
     """A client request its client cancelled is no longer running: later server notifications
     that name no request are not its (progress under its token still is)."""
     params = note.params
     if type(params) is dict and "requestId" in params:
         req = outstanding.get((C2S, id_key(params["requestId"])))
-        if req is not None and req in running:
-            running.remove(req)
+        if req is not None:
+            running.pop(id(req), None)
 
 
 def _owner(note: Message, tokens: dict[tuple, Message]) -> Message | None:

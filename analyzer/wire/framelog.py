@@ -324,18 +324,28 @@ def _session_name(obj: dict, default: str) -> str:
     return _text(str(name))
 
 
-def _incomplete(obj: dict) -> bool:
+def _meta(obj: dict) -> dict | None:
+    """The line's `meta` object; null is the same as no `meta`."""
     meta = obj.get("meta")
-    if meta is not None and not isinstance(meta, dict):
+    if meta is not None and meta.__class__ is not dict:
         raise ValueError("'meta' must be an object")
-    return bool(meta and meta.get("incomplete"))
+    return meta
+
+
+def _incomplete(obj: dict) -> bool:
+    meta = _meta(obj)
+    flag = meta.get("incomplete") if meta else None
+    if flag is not None and flag.__class__ is not bool:
+        raise ValueError("'meta.incomplete' must be true or false")
+    return bool(flag)
 
 
 def _truncated(obj: dict, stored: int) -> int | None:
-    size = obj["meta"].get("truncated")
+    meta = _meta(obj)
+    size = meta.get("truncated") if meta else None
     if size is None:
         return None
-    if size.__class__ is not int or size < stored:
+    if size.__class__ is not int or not stored <= size <= MAX_INT:
         raise ValueError("'meta.truncated' must be the frame's full size in bytes, at least its stored length")
     return size
 
@@ -382,5 +392,8 @@ def _record(obj: dict, lineno: int, default_session: str, names: dict[str, str] 
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":
-        return SessionIn(session, _session_fields(obj), bool(obj.get("spool")), lineno)
+        spool = obj.get("spool")
+        if spool is not None and spool.__class__ is not bool:
+            raise ValueError("'spool' must be true or false")
+        return SessionIn(session, _session_fields(obj), bool(spool), lineno)
     raise ValueError(f"unknown record {kind!r}")

@@ -1,7 +1,12 @@
 """JSON paths, as `mcptap replay --ignore` and `--redact-path` take them: `$.result.content[0].text`,
 with `*` for any one member or element (`$.result.content[*].text`), `..name` for `name` at any
 depth (`$..timestamp`), `["odd name"]` for a member name that is not an identifier, and `$`
-optional. A path is a tuple of member names (str) and array indexes (int)."""
+optional. A path is a tuple of member names (str) and array indexes (int).
+
+Matching runs the patterns as a nondeterministic automaton: the state is the set of (pattern,
+step) positions reached so far, advanced once per path step, so a path of n steps costs
+n x the patterns' length whatever the number of `..` (no backtracking). A walk over a tree
+carries the state down (`start`, `advance`, `covered`) and never matches a path again."""
 
 from __future__ import annotations
 
@@ -47,7 +52,48 @@ class Ignore:
         return bool(self.patterns)
 
     def matches(self, path: Path) -> bool:
-        return any(_match(p, 0, path, 0) for p in self.patterns)
+        state = self.start()
+        for step in path:
+            if self.covered(state):
+                return True
+            state = self.advance(state, step)
+            if not state:
+                return False
+        return self.covered(state)
+
+    def start(self) -> frozenset:
+        """The automaton's state before any step (the root, `$`)."""
+        return self._closure((p, 0) for p in range(len(self.patterns)))
+
+    def advance(self, state: frozenset, step) -> frozenset:
+        """The state one step (a member name or an index) further down."""
+        if not state:
+            return state
+        moved = []
+        for p, i in state:
+            pattern = self.patterns[p]
+            if i == len(pattern):
+                continue
+            want = pattern[i]
+            if want is DEEP:
+                moved.append((p, i))  # `..` takes any number of steps
+            elif want is ANY or (want == step and type(want) is type(step)):
+                moved.append((p, i + 1))
+        return self._closure(moved)
+
+    def covered(self, state: frozenset) -> bool:
+        """Whether a pattern has matched all of its steps: the node and all under it are matched."""
+        return any(i == len(self.patterns[p]) for p, i in state)
+
+    def _closure(self, positions) -> frozenset:
+        out = set()
+        for p, i in positions:
+            out.add((p, i))
+            pattern = self.patterns[p]
+            while i < len(pattern) and pattern[i] is DEEP:  # `..` may also take no step
+                i += 1
+                out.add((p, i))
+        return frozenset(out)
 
     def last_names(self) -> set[str] | None:
         """The member name each pattern ends with, or None when one ends in `*` or an index
@@ -84,18 +130,3 @@ def parse_pattern(text: str) -> list:
     if not steps:
         raise ValueError(f"the JSON path {text!r} names the whole message; nothing would be compared")
     return steps
-
-
-def _match(pattern: list, i: int, path: Path, j: int) -> bool:
-    """Whether pattern[i:] matches a prefix of path[j:] (so that a match covers the subtree)."""
-    if i == len(pattern):
-        return True
-    step = pattern[i]
-    if step is DEEP:
-        return any(_match(pattern, i + 1, path, k) for k in range(j, len(path)))
-    if j == len(path):
-        return False
-    here = path[j]
-    if step is ANY or (step == here and type(step) is type(here)):
-        return _match(pattern, i + 1, path, j + 1)
-    return False

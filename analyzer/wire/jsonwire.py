@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import orjson
@@ -48,19 +48,28 @@ class NumberText:
     def is_integral(self) -> bool:
         """True for `1.0`, `1e0`, `-2.00E+1`, `1e400`: no fractional part, written as if it had
         one (decided exactly, whatever the size: no float is involved)."""
-        value = self.exact
+        value = _decimal(self.text)
+        if value is None:  # an exponent past what a Decimal holds: its sign decides
+            return _huge_exponent_positive(self.text) or not _has_nonzero_digit(self.text)
         return value == value.to_integral_value()
 
     @property
     def exact(self) -> Decimal:
-        """The number's exact value (a Decimal holds any JSON number: `1e400`, 10,000 digits)."""
-        return Decimal(self.text)
+        """The number's exact value (a Decimal holds any JSON number: `1e400`, 10,000 digits);
+        an exponent past a Decimal's (beyond 10**18) gives +-Infinity or 0 by its sign."""
+        value = _decimal(self.text)
+        if value is not None:
+            return value
+        negative = self.text.startswith("-")
+        if _huge_exponent_positive(self.text) and _has_nonzero_digit(self.text):
+            return Decimal("-Infinity" if negative else "Infinity")
+        return Decimal("-0" if negative else "0")
 
     def integral_text(self) -> str:
         """An integral number's digits (`1e3` -> `1000`); its own text when that would run past
         MAX_INT_DIGITS digits (`1e999999` stays as written)."""
-        value = self.exact
-        return str(int(value)) if value.adjusted() < MAX_INT_DIGITS else self.text
+        value = _decimal(self.text)
+        return str(int(value)) if value is not None and value.adjusted() < MAX_INT_DIGITS else self.text
 
     def __eq__(self, other: object) -> bool:
         return type(other) is NumberText and other.text == self.text
@@ -70,6 +79,28 @@ class NumberText:
 
     def __repr__(self) -> str:
         return f"NumberText({self.text!r})"
+
+
+def _decimal(text: str) -> Decimal | None:
+    """The Decimal of a JSON number's text, None when its exponent is past a Decimal's."""
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return None
+
+
+def _mantissa_exponent(text: str) -> tuple[str, str]:
+    lower = text.lower()
+    mantissa, _, exponent = lower.partition("e")
+    return mantissa, exponent
+
+
+def _huge_exponent_positive(text: str) -> bool:
+    return not _mantissa_exponent(text)[1].startswith("-")
+
+
+def _has_nonzero_digit(text: str) -> bool:
+    return any(c in "123456789" for c in _mantissa_exponent(text)[0])
 
 
 @dataclass(slots=True)
