@@ -190,6 +190,11 @@ def smoke(work: Path) -> None:
     if "region" not in (here / "file.sarif").read_text(encoding="utf-8"):
         raise Failed("mcptap analyze FILE --format sarif points at no line of the file")
     run([mcptap, "report", "--db", db, "-o", here / "report.html"], cwd=here)
+    run([mcptap, "export", "--format", "parquet", "-o", here / "dataset", db], cwd=here)
+    dataset_report = json.loads(run([mcptap, "analyze", here / "dataset", "--format", "json"], cwd=here,
+                                    ok=(0, 1)).stdout)
+    if [s["id"] for s in dataset_report["sessions"]] != [s["id"] for s in report["sessions"]]:
+        raise Failed("mcptap analyze of the Parquet export did not analyse the demo's sessions")
     shutil.copy(db, here / "scrubbed.db")
     run([mcptap, "redact", "--db", here / "scrubbed.db", "--redact-key", "*name*"], cwd=here)
 
@@ -282,7 +287,7 @@ def smoke(work: Path) -> None:
 
 
 PLAIN_MB = 120  # the plain install with its venv weighs under this (issue 16)
-EXTRAS_ONLY = ("mitmproxy", "pandas", "numpy", "matplotlib")
+EXTRAS_ONLY = ("mitmproxy", "pandas", "numpy", "matplotlib", "pyarrow", "pyspark")
 
 
 def plain_install(wheel: Path, venv: Path, here: Path) -> None:
@@ -321,7 +326,8 @@ def plain_install(wheel: Path, venv: Path, here: Path) -> None:
     run([mcptap, "import", "--db", here / "plain-again.db", here / "plain.jsonl"], cwd=here)
     run([mcptap, "redact", "--db", here / "plain-again.db"], cwd=here)
     for command, extra in ((["proxy", "--upstream", "http://127.0.0.1:9/mcp", "--db", db], "proxy"),
-                           (["report", "--db", db, "-o", here / "plain.html"], "notebook")):
+                           (["report", "--db", db, "-o", here / "plain.html"], "notebook"),
+                           (["export", "--format", "parquet", "-o", here / "plain-ds", db], "parquet")):
         said = run([mcptap, *command], cwd=here, ok=(2,)).stderr.decode()
         if f"pip install 'mcptap[{extra}]'" not in said or said.count("\n") != 1:
             raise Failed(f"mcptap {command[0]} in the plain install said {said!r}, not which extra to install")

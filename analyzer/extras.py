@@ -12,7 +12,8 @@ import importlib
 
 from mcptap.errors import MCPTapError
 
-EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib")}
+EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib"), "parquet": ("pyarrow",),
+          "spark": ("pyspark", "pyarrow")}
 """The modules each extra installs."""
 
 

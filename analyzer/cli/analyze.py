@@ -25,6 +25,11 @@ class ReportFormat(str, Enum):
     sarif = "sarif"
 
 
+class Engine(str, Enum):
+    local = "local"
+    spark = "spark"
+
+
 class FailOn(str, Enum):
     error = "error"
     warning = "warning"
@@ -64,6 +69,11 @@ def analyze(
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
                                             "default: the current folder).")] = None,
+    engine_name: Annotated[Optional[Engine], typer.Option(
+        "--engine", help="Analyse a Parquet dataset (FILE is its folder) with worker processes here (local) or on "
+                         "Spark (spark); the derived tables are written back into the dataset.")] = None,
+    master: Annotated[Optional[str], typer.Option(
+        "--master", metavar="URL", help="--engine spark: the Spark master (default local[*]; spark://HOST:7077).")] = None,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -73,6 +83,8 @@ def analyze(
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
 
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
+
+    Example:  mcptap analyze fleet/ --engine spark --master spark://head:7077
     """
     from mcptap import engine, outfile, report, store
     from mcptap.analysis import mcp, policy
@@ -90,20 +102,26 @@ def analyze(
             raise fail(f"--sarif-root: no folder {sarif_root}")
         rules_policy = policy.build(ignore or (), severity or (), config)
         sources = None
-        if files:
+        dataset_dir = _dataset_argument(files, engine_name, master)
+        if dataset_dir is not None:
+            result = _analyze_dataset(dataset_dir, engine_name, master, revision, rules_policy, jobs)
+            db = dataset_dir
+        elif files:
             if session:
                 raise fail("--session names a session of a database: it cannot be combined with FILE arguments")
             source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
             if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
                 db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
             sources = _import_for_analysis(db, files)
-        conn = store.open_existing(db)
-        ids = list(sources) if sources is not None else [store.resolve_session(conn, session)] if session else None
-        total = store.count_frames(conn, ids)
-        conn.close()
-        with progress.meter("analyzing", total) as shown:
-            result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                    progress=shown.advance, workers=jobs, sessions=ids if sources is not None else None)
+        if dataset_dir is None:
+            conn = store.open_existing(db)
+            ids = list(sources) if sources is not None else [store.resolve_session(conn, session)] if session else None
+            total = store.count_frames(conn, ids)
+            conn.close()
+            with progress.meter("analyzing", total) as shown:
+                result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
+                                        progress=shown.advance, workers=jobs,
+                                        sessions=ids if sources is not None else None)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
         if not result.stored:
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
@@ -121,6 +139,32 @@ def analyze(
             with outfile.private_text(output) as fh:
                 write_report(fh)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
+
+
+def _dataset_argument(files: list[str] | None, engine_name, master: str | None) -> str | None:
+    """The Parquet dataset FILE names (a folder, or any FILE under --engine), else None."""
+    if engine_name is None and not (files and len(files) == 1 and os.path.isdir(files[0])):
+        if master is not None:
+            raise fail("--master goes with --engine spark")
+        return None
+    if not files or len(files) != 1:
+        raise fail("--engine analyses one Parquet dataset: give its folder as FILE")
+    if master is not None and engine_name is not Engine.spark:
+        raise fail("--master goes with --engine spark")
+    return files[0]
+
+
+def _analyze_dataset(path: str, engine_name, master, revision, rules_policy, jobs):
+    from mcptap.cli import progress
+    from mcptap.engine import fleet
+
+    extras.need("parquet", "a Parquet dataset")
+    if engine_name is Engine.spark:
+        extras.need("spark", "--engine spark")
+    with progress.meter("analyzing") as shown:
+        return fleet.analyze_dataset(path, engine=(engine_name or Engine.local).value, master=master,
+                                     workers=jobs, fallback_revision=revision, policy=rules_policy,
+                                     progress=shown.advance)
 
 
 def _import_for_analysis(db: str, files: list[str]) -> dict:

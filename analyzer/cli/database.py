@@ -156,23 +156,42 @@ def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_
             raise typer.Exit(0) from None
 
 
+class ExportFormat(str, Enum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+
+
 @app.command("export")
 def export_cmd(
+    databases: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[DB]...", show_default=False,
+        help="--format parquet: the SQLite files to export into one dataset (default: --db).")] = None,
     db: DbOption = DEFAULT_DB,
     session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
                                                          help="Session to export (repeatable); default all.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write here instead of stdout.")] = None,
+                                                  help="Write here instead of stdout (parquet: the dataset's folder).")] = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="jsonl: a frame log; parquet: a Parquet dataset "
+                                                               "(docs/contract.md).")] = ExportFormat.jsonl,
 ) -> None:
-    """Write sessions as frame-log JSONL; `mcptap import` of it gives back identical frames.
+    """Write sessions as frame-log JSONL (`mcptap import` of it gives back identical frames), or
+    into a Parquet dataset partitioned by day (sessions of many databases in one; a session
+    exported again replaces its rows).
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+
+    Example:  mcptap export --format parquet -o fleet/ host1.db host2.db
     """
     from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import exporter
 
     with one_line_errors():
+        if ExportFormat(fmt) is ExportFormat.parquet:
+            _export_parquet(databases or [db], session, output)
+            return
+        if databases:
+            raise fail("DB arguments go with --format parquet; give one database with --db")
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
         with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
@@ -182,6 +201,44 @@ def export_cmd(
             else:
                 with outfile.private_text(output) as fh:
                     exporter.export(conn, fh, ids, progress=shown.advance)
+
+
+def _export_parquet(databases: list[str], refs: list[str] | None, output: str | None) -> None:
+    """Every database's sessions (or those named, in whichever database holds them) into the dataset."""
+    from mcptap import extras, store
+    from mcptap.cli import progress
+
+    extras.need("parquet", "--format parquet")
+    from mcptap.store import dataset
+
+    if output is None:
+        raise fail("--format parquet writes a folder: give it with -o DIR")
+    exported = 0
+    for path in databases:
+        conn = store.open_existing(path)
+        try:
+            ids = [store.resolve_session(conn, s) for s in refs if _holds(conn, s)] if refs else None
+            total = store.count_frames(conn, ids)
+        finally:
+            conn.close()
+        if ids == []:
+            continue
+        with progress.meter(f"exporting {os.path.basename(path)}", total) as shown:
+            exported += len(dataset.export_database(path, output, ids, progress=shown.advance))
+    if refs and not exported:
+        raise fail(f"no session {refs[0]} in {', '.join(databases)}")
+    typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
+
+
+def _holds(conn, ref: str) -> bool:
+    from mcptap import store
+    from mcptap.errors import SessionNotFound
+
+    try:
+        store.resolve_session(conn, ref)
+    except SessionNotFound:
+        return False
+    return True
 
 
 @app.command("import")

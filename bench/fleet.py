@@ -1,0 +1,136 @@
+"""Benchmark of the fleet path: the same generated recordings (bench/analyze.py's generator:
+stdio sessions of 200 to 20,000 frames, both eras, 0.5% injected violations) analysed three ways
+in one run, for each size asked (default 1,000,000 and 10,000,000 frames):
+(a) `mcptap analyze --db` (worker processes, one per CPU) over the SQLite file;
+(b) `mcptap export --format parquet` of it, then `mcptap analyze DIR --engine local --jobs 2`;
+(c) `mcptap analyze DIR --engine spark --master local[2]` over the same dataset.
+Each is a subprocess, timed wall to wall (start-up included). The derived rows of (b) and (c) are
+checked equal to (a)'s (an order-free digest of every messages and findings row). Prints the
+per-frame cost of each, how it grows from the smallest size to the largest, and, from (c)'s rate
+per executor, how many executors a day of a fleet needs. Not a test: it always exits 0.
+
+    python bench/fleet.py [--frames 1000000 10000000] [--seed 7] [--skip-spark]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from analyze import ensure_database  # noqa: E402
+from common import print_summary, run  # noqa: E402
+
+MESSAGES = ("session_id", "frame_seq", "idx", "direction", "kind", "id", "method", "paired_frame", "latency_s")
+FINDINGS = ("session_id", "frame_seq", "idx", "code", "severity", "message", "related_frame")
+
+
+def mcptap(*args: str, timeout: float = 7200) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "mcptap", *args], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=timeout)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"mcptap {' '.join(args)}: exit {done.returncode}: {done.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def digest_rows(rows) -> tuple[int, str]:
+    """An order-free digest: the count and the sum of each row's hash."""
+    total, count = 0, 0
+    for row in rows:
+        total = (total + int.from_bytes(hashlib.blake2b(repr(tuple(row)).encode(), digest_size=8).digest())) % (1 << 64)
+        count += 1
+    return count, f"{total:016x}"
+
+
+def sqlite_digest(db: str, table: str, columns: tuple) -> tuple[int, str]:
+    conn = sqlite3.connect(db)
+    try:
+        return digest_rows(conn.execute(f"SELECT {', '.join(columns)} FROM {table}"))
+    finally:
+        conn.close()
+
+
+def dataset_digest(folder: str, table: str, columns: tuple) -> tuple[int, str]:
+    import pyarrow.dataset as ds
+
+    data = ds.dataset(os.path.join(folder, table), partitioning="hive", exclude_invalid_files=False,
+                      ignore_prefixes=[".", "_"])
+
+    def rows():
+        for batch in data.to_batches(columns=list(columns)):
+            yield from zip(*(batch.column(c).to_pylist() for c in columns))
+
+    return digest_rows(rows())
+
+
+def measure(n: int, seed: int, spark: bool, work: str) -> dict:
+    db_src, comp, _ = ensure_database(n, seed, regenerate=False)
+    db = os.path.join(work, f"fleet-{n}.db")
+    shutil.copyfile(db_src, db)
+    folder = os.path.join(work, f"fleet-{n}")
+    shutil.rmtree(folder, ignore_errors=True)
+    figures = {"frames": n, "sessions": comp["sessions"]}
+    figures["export_s"] = mcptap("export", "--format", "parquet", "-o", folder, db)
+    figures["sqlite_s"] = mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never")
+    want = {t: sqlite_digest(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
+    engines = [("local", ["--engine", "local", "--jobs", "2"])]
+    if spark:
+        engines.append(("spark", ["--engine", "spark", "--master", "local[2]"]))
+    for name, args in engines:
+        figures[f"{name}_s"] = mcptap("analyze", folder, *args, "--format", "json", "--fail-on", "never")
+        got = {t: dataset_digest(folder, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
+        figures[f"{name}_same"] = got == want
+    figures["rows"] = want
+    os.unlink(db)
+    shutil.rmtree(folder, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--work", default=tempfile.gettempdir())
+    args = parser.parse_args()
+    print(f"load: {os.getloadavg()}, cpus: {os.cpu_count()}")
+    results = []
+    for n in args.frames:
+        f = measure(n, args.seed, not args.skip_spark, args.work)
+        results.append(f)
+        print(f"\n{n:,} frames, {f['sessions']:,} sessions; rows {f['rows']}")
+        for name in ("sqlite", "export", "local", "spark"):
+            if f"{name}_s" in f:
+                same = f.get(f"{name}_same")
+                print(f"    {name:7} {f[f'{name}_s']:8.1f} s  {f[f'{name}_s'] / n * 1e6:6.2f} us/frame"
+                      + ("" if same is None else f"  derived rows identical to --db: {'yes' if same else 'NO'}"))
+    rows = []
+    first, last = results[0], results[-1]
+    for name in ("sqlite", "export", "local", "spark"):
+        if f"{name}_s" in last:
+            per = [r[f"{name}_s"] / r["frames"] * 1e6 for r in results]
+            growth = per[-1] / per[0]
+            rows.append((f"{name} us/frame at {last['frames']:,}", f"{per[-1]:.2f}",
+                         f"x{growth:.2f} of {first['frames']:,}", ""))
+    if "spark_s" in last:
+        per_executor = last["frames"] / last["spark_s"] / 2  # local[2]: two executor cores
+        day = 1_000 * 200_000  # a fleet of 1,000 hosts at 200,000 frames a day each
+        needed = day / per_executor / 3600
+        rows.append(("spark frames/s per executor core", f"{per_executor:,.0f}", "", ""))
+        rows.append(("executor cores for 1,000 hosts x 200k frames/day in 1 h", f"{needed:.1f}", "", ""))
+    print_summary(rows)
+    print(f"load: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,133 @@
+"""Parquet datasets and the fleet engines, on real traffic: the real `mcp` SDK's client and server
+through the tee (both eras), the demo's live stdio and HTTP recordings, and the golden corpus
+imported. The dataset holds every recorded byte; `mcptap analyze DATASET` with --engine local
+and --engine spark (Spark local[2], a real JVM) gives row for row what `mcptap analyze --db` gives."""
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.conftest import TESTS, copy_database, mcptap, run, tee, tool
+
+MESSAGES = "session_id, frame_seq, idx, direction, kind, id, method, paired_frame, latency_s"
+FINDINGS = "session_id, frame_seq, idx, code, severity, message, related_frame"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, sdk_python) -> Path:
+    """A database of real sessions, analysed nowhere yet."""
+    folder = tmp_path_factory.mktemp("fleet")
+    db = folder / "real.db"
+    for mode in ("legacy", "auto"):
+        done = run([sdk_python, tool("sdk_client.py"), mode, "sdk", "--",
+                    *tee(db, sdk_python, tool("sdk_server.py"), name=f"sdk-{mode}")], timeout=120)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+    demo = run(mcptap("demo", "--db", str(db)), timeout=180, cwd=folder)
+    assert demo.returncode == 0, demo.stderr.decode()[-2000:]
+    done = run(mcptap("import", "--db", str(db), *map(str, sorted((TESTS / "golden" / "corpus").iterdir()))))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM messages")
+    conn.execute("DELETE FROM findings")
+    conn.execute("DELETE FROM analyses")
+    conn.commit()
+    conn.close()
+    return db
+
+
+def rows(db: Path, table: str, columns: str) -> list:
+    conn = sqlite3.connect(db)
+    found = sorted(map(repr, conn.execute(f"SELECT {columns} FROM {table}").fetchall()))
+    conn.close()
+    return found
+
+
+def dataset_rows(folder: Path, table: str, columns: str) -> list:
+    names = [c.strip() for c in columns.split(",")]
+    table = ds.dataset(folder / table, partitioning="hive").to_table(columns=names)
+    return sorted(repr(tuple(r[n] for n in names)) for r in table.to_pylist())
+
+
+def exported(db: Path, folder: Path, *more: str) -> Path:
+    done = run(mcptap("export", "--format", "parquet", "-o", str(folder), *more, str(db)), timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    return folder
+
+
+def test_a_parquet_export_holds_every_frame_with_exactly_the_bytes_sqlite_holds(recorded, tmp_path):
+    folder = exported(recorded, tmp_path / "ds")
+    columns = "session_id, seq, ts, direction, CAST(raw AS BLOB), size, incomplete"
+    want = rows(recorded, "frames", columns)
+    got = dataset_rows(folder, "frames", columns.replace("CAST(raw AS BLOB)", "raw"))
+    assert got == want and len(want) > 500
+    assert dataset_rows(folder, "stderr_lines", "session_id, seq, raw") == rows(
+        recorded, "stderr_lines", "session_id, seq, CAST(raw AS BLOB)")
+    assert dataset_rows(folder, "exchanges", "id, session_id, status, url") == rows(
+        recorded, "exchanges", "id, session_id, status, url")
+    sessions = ds.dataset(folder / "sessions", partitioning="hive").to_table().to_pylist()
+    assert sorted(s["id"] for s in sessions) == [r.strip("'(),") for r in rows(recorded, "sessions", "id")]
+    assert {s["transport"] for s in sessions} >= {"stdio", "http"} and len(sessions) > 60
+    assert all(part.parent.name.startswith("day=20") for part in (folder / "frames").rglob("*.parquet"))
+
+
+def test_exporting_a_session_again_replaces_its_rows_and_many_databases_share_one_dataset(recorded, tmp_path):
+    other = copy_database(recorded, tmp_path / "other.db")
+    conn = sqlite3.connect(other)  # another host: the same sessions under other ids
+    for (sid,) in conn.execute("SELECT id FROM sessions").fetchall():
+        for table, key in (("sessions", "id"), ("frames", "session_id"), ("stderr_lines", "session_id"),
+                           ("exchanges", "session_id")):
+            conn.execute(f"UPDATE {table} SET {key} = ? WHERE {key} = ?", ("h2-" + sid, sid))
+    conn.commit()
+    conn.close()
+    folder = exported(recorded, tmp_path / "ds")
+    exported(recorded, folder)
+    done = run(mcptap("export", "--format", "parquet", "-o", str(folder), str(recorded), str(other)), timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    frames = rows(recorded, "frames", "session_id, seq")
+    assert len(dataset_rows(folder, "frames", "session_id, seq")) == 2 * len(frames)
+
+
+def test_analysing_the_dataset_on_spark_and_locally_gives_exactly_what_analyze_db_gives(recorded, tmp_path):
+    db = copy_database(recorded, tmp_path / "db.db")
+    folder = exported(db, tmp_path / "ds")
+    done = run(mcptap("analyze", "--db", str(db), "--format", "json", "--fail-on", "never"), timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    want_report = json.loads(done.stdout)
+    want = {t: rows(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
+    assert want["findings"] and want["messages"]
+    for engine in (["--engine", "spark", "--master", "local[2]"], ["--engine", "local", "--jobs", "2"]):
+        done = run(mcptap("analyze", str(folder), *engine, "--format", "json", "--fail-on", "never"), timeout=600)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        got = {t: dataset_rows(folder, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
+        assert got == want, engine
+        report = json.loads(done.stdout)
+        for key in ("findings", "methods"):
+            assert report[key] == want_report[key], (engine, key)
+        assert [s["id"] for s in report["sessions"]] == [s["id"] for s in want_report["sessions"]]
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda p: p.mkdir(), "is not an mcptap dataset"),
+    (lambda p: p.write_text("x", encoding="utf-8"), "is not a folder"),
+    (lambda p: (p.mkdir(), (p / "_mcptap.json").write_text('{"format": "mcptap-parquet", "version": 99}')),
+     "written by a newer mcptap"),
+])
+def test_what_is_not_a_dataset_is_refused_in_one_line(tmp_path, make, said):
+    path = tmp_path / "ds"
+    make(path)
+    done = run(mcptap("analyze", str(path), "--engine", "local"))
+    assert done.returncode == 2
+    assert said in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_spark_without_a_java_runtime_is_refused_in_one_line(recorded, tmp_path):
+    folder = exported(recorded, tmp_path / "ds")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path / "nothing")  # no java on it (the interpreter is named by its path)
+    done = run(mcptap("analyze", str(folder), "--engine", "spark"), env=env)
+    assert done.returncode == 2, done.stderr.decode()
+    assert "Java runtime" in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
