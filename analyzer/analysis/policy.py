@@ -56,7 +56,7 @@ def build(ignore: Iterable[str] = (), severity: Iterable[str] = (), config: str 
     if path is not None:
         _load_file(policy, path)
     for code in ignore:
-        policy.ignore.add(_check_code(code, "--ignore"))
+        policy.ignore.add(_check_code(code, "--ignore-code"))
     for item in severity:
         code, sep, level = item.partition("=")
         if not sep:
