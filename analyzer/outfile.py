@@ -14,7 +14,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from typing import BinaryIO, TextIO
 
@@ -100,6 +99,21 @@ def frames_out(path: str | None) -> Iterator[TextIO]:
             packed = zstd.ZstdFile(raw, "wb")
         with packed, io.TextIOWrapper(packed, encoding="utf-8", write_through=False) as text:
             yield text
+
+
+@contextlib.contextmanager
+def named_as_given(copies: dict[str, str]) -> Iterator[None]:
+    """An MCPTapError about a plain copy (frames_in) names the file as the user gave it."""
+    try:
+        yield
+    except MCPTapError as exc:
+        message = str(exc)
+        for given, plain in copies.items():
+            if plain != given:
+                message = message.replace(plain, given)
+        if message == str(exc):
+            raise
+        raise MCPTapError(message) from None
 
 
 @contextlib.contextmanager

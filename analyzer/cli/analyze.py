@@ -169,6 +169,7 @@ def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStac
     for n, path in enumerate(files):
         os.mkdir(os.path.join(folder, str(n)), 0o700)
         plain[path] = cleanup.enter_context(outfile.frames_in(path, os.path.join(folder, str(n))))
+    cleanup.enter_context(outfile.named_as_given(plain))
     for path in files:
         importer.detect_format(plain[path])
     try:

@@ -229,6 +229,7 @@ def import_cmd(
     with one_line_errors(), contextlib.ExitStack() as stack:
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
         plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
+        stack.enter_context(outfile.named_as_given(plain))
         for path in files:
             importer.detect_format(plain[path])
         try:
