@@ -1,5 +1,5 @@
 """What to do with each finding code, apart from detecting it (Zeek's notice policy): silence a
-code, or give it another severity. From `--ignore CODE`, `--severity CODE=LEVEL`, and the same
+code, or give it another severity. From `--ignore-code CODE`, `--severity CODE=LEVEL`, and the same
 in a TOML file (`mcptap.toml` in the working folder, or `--config FILE`):
 
     [analyze]
