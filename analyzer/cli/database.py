@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
                                NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, SessionAlias,
                                SessionsArgument, app, color_on, fail, max_frame_of, on_terminal, one_line_errors,
@@ -207,6 +208,10 @@ def import_cmd(
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
     max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+    fmt: Annotated[ListFormat, typer.Option(
+        "--format", help="text: a line per session (the first 20 of a file, then one for the rest); json: one "
+                         "document {\"imported\": [...]}; jsonl: one object per session imported, each "
+                         "{file, session, name, merged, frames, stderr_lines}.")] = ListFormat.text,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
@@ -226,6 +231,7 @@ def import_cmd(
     limit = max_frame_of(max_frame)
     if files.count("-") > 1:
         raise fail("- (stdin) can be read once")
+    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
     with one_line_errors(), contextlib.ExitStack() as stack:
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
         plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
@@ -236,12 +242,27 @@ def import_cmd(
             conn = store.connect(db)
         except (sqlite3.Error, OSError) as exc:
             raise fail(f"cannot open {db}: {exc}") from None
-        for path in files:
-            with progress.meter(f"importing {os.path.basename(path)}",
-                                total_bytes=os.path.getsize(plain[path])) as shown:
-                imported = importer.import_file(conn, plain[path], new_id=new_id, warn=warn, progress=shown.update,
-                                                keep_credentials=keep_credentials or no_redact,
-                                                redaction=redaction, max_frame=limit, origin=path)
+
+        def each_file():
+            for path in files:
+                with progress.meter(f"importing {os.path.basename(path)}",
+                                    total_bytes=os.path.getsize(plain[path])) as shown:
+                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
+                                                     progress=shown.update, keep_credentials=keep_credentials or no_redact,
+                                                     redaction=redaction, max_frame=limit, origin=path)
+
+        if fmt is not ListFormat.text:
+            from mcptap.report import jsonout
+
+            objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
+                        "stderr_lines": s.stderr_lines} for path, imported in each_file() for s in imported)
+            if fmt is ListFormat.json:
+                jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
+            else:
+                jsonout.write_lines(sys.stdout, objects)
+            sys.stdout.flush()
+            return
+        for path, imported in each_file():
             listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
             rest = [0, 0]
             for n, s in enumerate(imported):
@@ -274,6 +295,9 @@ def redact_cmd(
     session: SessionAlias = None,
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
+    fmt: Annotated[DiffFormatAlias, typer.Option(
+        "--format", help="text; json: {\"sessions\", \"frames\", \"exchanges\", \"stderr_lines\", \"commands\", "
+                         "\"members\": {PATH: COUNT}}.")] = DiffFormatAlias.text,
 ) -> None:
     """Apply redaction to a database already written (recorded with --no-redact, or before
     more keys or paths were wanted): credential members of frames, credential HTTP headers and
@@ -291,6 +315,15 @@ def redact_cmd(
     with one_line_errors(), progress.meter() as shown:
         done = scrub.redact_database(db, sessions=sessions_of(sessions, session), redaction=redaction, progress=shown.advance,
                                      stage=shown.stage)
+    if DiffFormatAlias(fmt) is DiffFormatAlias.json:
+        from mcptap.report import jsonout
+
+        jsonout.write_document(sys.stdout, [
+            ("sessions", done.sessions), ("frames", done.frames), ("exchanges", done.exchanges),
+            ("stderr_lines", done.stderr_lines), ("commands", done.commands),
+            ("members", dict(done.members.most_common()))])
+        sys.stdout.flush()
+        return
     typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
                f"exchanges, {done.stderr_lines} stderr lines and {done.commands} command lines of {done.sessions} "
                "sessions")

@@ -95,6 +95,8 @@ def session_record(row: dict, *, spool: bool = False) -> dict:
     rec.update({c: row[c] for c in SESSION_FIELDS if c != "id" and row.get(c) is not None})
     if isinstance(rec.get("command"), str):
         rec["command"] = command_list(rec["command"])
+    if spool:
+        rec["spool"] = True
     return rec
 
 
@@ -105,9 +107,6 @@ def command_list(text: str):
     except (ValueError, RecursionError):
         return text
     return value if isinstance(value, list) and all(isinstance(a, str) for a in value) else text
-    if spool:
-        rec["spool"] = True
-    return rec
 
 
 # -- reading ----------------------------------------------------------------------------------

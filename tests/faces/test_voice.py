@@ -110,6 +110,23 @@ def test_every_command_that_prints_a_report_takes_format_text_and_json_is_a_hidd
     assert "--json" not in shown
 
 
+@pytest.mark.parametrize("command", ["import", "redact"])
+def test_import_and_redact_take_format_too(command):
+    assert re.search(r"--format <text\|", run(mcptap(command, "--help")).stdout.decode())
+
+
+def test_import_and_redact_say_what_they_did_as_json(tmp_path):
+    db = tmp_path / "x.db"
+    lines = run(mcptap("import", "--db", str(db), str(CORPUS), "--format", "jsonl"))
+    imported = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert lines.returncode == 0 and [(i["name"], i["merged"]) for i in imported] == \
+        [(i["session"], False) for i in imported] and all(i["frames"] == 17 for i in imported)
+    document = json.loads(run(mcptap("import", "--db", str(db), str(CORPUS), "--new-id", "--format", "json")).stdout)
+    assert len(document["imported"]) == 2
+    done = json.loads(run(mcptap("redact", "--db", str(db), "--format", "json")).stdout)
+    assert set(done) == {"sessions", "frames", "exchanges", "stderr_lines", "commands", "members"}
+
+
 def test_the_hidden_json_alias_still_works_and_table_is_text(demo_db):
     assert run(mcptap("sessions", "--db", str(demo_db), "--json")).stdout == \
         run(mcptap("sessions", "--db", str(demo_db), "--format", "jsonl")).stdout
