@@ -1,5 +1,5 @@
 """What to do with each finding code, apart from detecting it (Zeek's notice policy): silence a
-code, or give it another severity. From `--ignore CODE`, `--severity CODE=LEVEL`, and the same
+code, or give it another severity. From `--ignore-code CODE`, `--severity CODE=LEVEL`, and the same
 in a TOML file (`mcptap.toml` in the working folder, or `--config FILE`):
 
     [analyze]
@@ -56,7 +56,7 @@ def build(ignore: Iterable[str] = (), severity: Iterable[str] = (), config: str 
     if path is not None:
         _load_file(policy, path)
     for code in ignore:
-        policy.ignore.add(_check_code(code, "--ignore"))
+        policy.ignore.add(_check_code(code, "--ignore-code"))
     for item in severity:
         code, sep, level = item.partition("=")
         if not sep:

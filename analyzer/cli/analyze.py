@@ -15,11 +15,14 @@ import typer
 
 from mcptap import extras
 from mcptap.errors import warn_stderr
-from mcptap.cli.common import DbOption, DEFAULT_DB, DiffFormat, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
+from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnorePathOption, IgnoreOldOption,
+                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, fail,
+                               one_line_errors)
 
 
 class ReportFormat(str, Enum):
-    table = "table"
+    text = "text"
+    table = "table"  # the same as text
     json = "json"
     jsonl = "jsonl"
     sarif = "sarif"
@@ -36,24 +39,29 @@ class FailOn(str, Enum):
     never = "never"
 
 
-@app.command()
+@app.command(short_help='Judge every frame and print the findings.')
 def analyze(
     ctx: typer.Context,
     files: Annotated[Optional[list[str]], typer.Argument(
-        metavar="FILE", show_default=False,
-        help="Frame-log files (or HTTP captures) to analyse: imported into a temporary database, or into --db "
-             "when it is given on the command line, and only they are analysed.")] = None,
+        metavar="FILE|SESSION", show_default=False,
+        help="Frame-log files (or HTTP captures; - is stdin, .gz and .zst are decompressed) to analyse: imported "
+             "into a temporary database, or into --db when it is given on the command line, and only they are "
+             "analysed. An argument that names no file (and has no / nor a log's extension) is a SESSION of the "
+             "database: id, unique id prefix or label; default every session.")] = None,
     db: DbOption = DEFAULT_DB,
-    session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
-                                                   help="Only this session (id, id prefix or label).")] = None,
+    session: SessionAlias = None,
     revision: Annotated[Optional[str], typer.Option(
         "--revision", metavar="R",
         help="MCP revision to judge by where a session's own cannot be established (e.g. 2025-06-18).")] = None,
-    fmt: Annotated[ReportFormat, typer.Option("--format", help="Report format.")] = ReportFormat.table,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Report format (table is text).")
+                   ] = ReportFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
                        ] = FailOn.error,
-    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODE",
-                                                        help="Silence a finding code (repeatable).")] = None,
+    ignore_code: Annotated[Optional[list[str]], typer.Option("--ignore-code", metavar="CODE",
+                                                             help="Silence a finding code (repeatable).")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODE", hidden=True,
+                                                        help="The same as --ignore-code (deprecated).")] = None,
     severity: Annotated[Optional[list[str]], typer.Option(
         "--severity", metavar="CODE=LEVEL", help="Report a code at another severity (repeatable).")] = None,
     config: Annotated[Optional[str], typer.Option(
@@ -69,6 +77,7 @@ def analyze(
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
                                             "default: the current folder).")] = None,
+    color: ColorOption = None,
     engine_name: Annotated[Optional[Engine], typer.Option(
         "--engine", help="Analyse a Parquet dataset (FILE is its folder) with worker processes here (local) or on "
                          "Spark (spark); the derived tables are written back into the dataset.")] = None,
@@ -90,39 +99,47 @@ def analyze(
     from mcptap.analysis import mcp, policy
     from mcptap.cli import progress
 
+    fmt = ReportFormat.text if ReportFormat(fmt) is ReportFormat.table else ReportFormat(fmt)
+    if as_json:
+        fmt = ReportFormat.json
+    if ignore:
+        deprecated("--ignore", "--ignore-code")
+    codes = [*(ignore_code or ()), *(ignore or ())]
     if list_rules:
-        if ReportFormat(fmt) is ReportFormat.sarif:
-            raise fail("--rules lists in table, json or jsonl")
-        report.write_rules(sys.stdout, ReportFormat(fmt).value)
+        if fmt is ReportFormat.sarif:
+            raise fail("--rules lists in text, json or jsonl")
+        report.write_rules(sys.stdout, fmt.value)
         raise typer.Exit(0)
+    files, named = _files_and_sessions(files or [], session)
     with one_line_errors(), contextlib.ExitStack() as cleanup:
         if revision is not None and revision not in mcp.KNOWN_REVISIONS:
             raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")
         if sarif_root is not None and not os.path.isdir(sarif_root):
             raise fail(f"--sarif-root: no folder {sarif_root}")
-        rules_policy = policy.build(ignore or (), severity or (), config)
+        rules_policy = policy.build(codes, severity or (), config)
         sources = None
-        dataset_dir = _dataset_argument(files, engine_name, master)
+        dataset_dir = _dataset_argument(files, named, engine_name, master)
         if dataset_dir is not None:
             result = _analyze_dataset(dataset_dir, engine_name, master, revision, rules_policy, jobs)
             db = dataset_dir
         elif files:
-            if session:
-                raise fail("--session names a session of a database: it cannot be combined with FILE arguments")
+            if named:
+                raise fail(f"{named[0]!r} is no file: a SESSION of a database cannot be combined with FILE arguments")
             source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
             if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
                 db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
-            sources = _import_for_analysis(db, files)
+            sources = _import_for_analysis(db, files, cleanup)
         if dataset_dir is None:
             conn = store.open_existing(db)
-            ids = list(sources) if sources is not None else [store.resolve_session(conn, session)] if session else None
+            ids = list(sources) if sources is not None else \
+                list(dict.fromkeys(store.resolve_session(conn, s) for s in named)) if named else None
             total = store.count_frames(conn, ids)
             conn.close()
             with progress.meter("analyzing", total) as shown:
-                result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
-                                        progress=shown.advance, workers=jobs,
-                                        sessions=ids if sources is not None else None)
-        fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
+                result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
+                                        progress=shown.advance, workers=jobs, sessions=ids)
+        fmt, fail_on = fmt.value, FailOn(fail_on).value
+        fmt = "table" if fmt == "text" else fmt
         if not result.stored:
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
@@ -133,7 +150,7 @@ def analyze(
                 report.write(result, fmt, out, color=color, per_code=max_per_code)
 
         if output is None:
-            write_report(sys.stdout, color=sys.stdout.isatty())
+            write_report(sys.stdout, color=color_on(color))
             sys.stdout.flush()
         else:
             with outfile.private_text(output) as fh:
@@ -141,14 +158,14 @@ def analyze(
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
-def _dataset_argument(files: list[str] | None, engine_name, master: str | None) -> str | None:
+def _dataset_argument(files: list[str], named: list[str], engine_name, master: str | None) -> str | None:
     """The Parquet dataset FILE names (a folder, or any FILE under --engine), else None."""
-    if engine_name is None and not (files and len(files) == 1 and os.path.isdir(files[0])):
+    if engine_name is None and not (len(files) == 1 and os.path.isdir(files[0])):
         if master is not None:
             raise fail("--master goes with --engine spark")
         return None
-    if not files or len(files) != 1:
-        raise fail("--engine analyses one Parquet dataset: give its folder as FILE")
+    if len(files) != 1 or named:
+        raise fail("--engine analyses one Parquet dataset: give its folder, and nothing else, as FILE")
     if master is not None and engine_name is not Engine.spark:
         raise fail("--master goes with --engine spark")
     return files[0]
@@ -167,16 +184,38 @@ def _analyze_dataset(path: str, engine_name, master, revision, rules_policy, job
                                      progress=shown.advance)
 
 
-def _import_for_analysis(db: str, files: list[str]) -> dict:
+LOG_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".log", ".har", ".mitm", ".flows", ".dump", ".gz", ".zst")
+"""An `analyze` argument with one of these extensions (or a /) is a FILE even when it is missing."""
+
+
+def _files_and_sessions(args: list[str], alias: list[str] | None) -> tuple[list[str], list[str]]:
+    """`analyze`'s arguments split into FILEs (`-`, a path that exists, or one that looks like a
+    path: a / or a log's extension) and SESSIONs (the rest, and the hidden --session alias's)."""
+    files, sessions = [], []
+    for arg in args:
+        is_file = arg == "-" or os.path.exists(arg) or os.sep in arg or arg.lower().endswith(LOG_EXTENSIONS)
+        (files if is_file else sessions).append(arg)
+    return files, [*sessions, *(alias or ())]
+
+
+def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStack) -> dict:
     """`analyze FILE...`: each file imported into `db` as `mcptap import` would, each frame's line
     kept; the imported sessions by id, each with its file (sarif.Source)."""
-    from mcptap import store
+    from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
     from mcptap.report import sarif
 
+    if files.count("-") > 1:
+        raise fail("- (stdin) can be read once")
+    folder = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
+    plain = {}
+    for n, path in enumerate(files):
+        os.mkdir(os.path.join(folder, str(n)), 0o700)
+        plain[path] = cleanup.enter_context(outfile.frames_in(path, os.path.join(folder, str(n))))
+    cleanup.enter_context(outfile.named_as_given(plain))
     for path in files:
-        importer.detect_format(path)
+        importer.detect_format(plain[path])
     try:
         conn = store.connect(db)
     except (sqlite3.Error, OSError) as exc:
@@ -184,21 +223,24 @@ def _import_for_analysis(db: str, files: list[str]) -> dict:
     sources = {}
     try:
         for path in files:
-            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
-                imported = importer.import_file(conn, path, locate=True, progress=shown.update,
+            with progress.meter(f"importing {os.path.basename(path)}",
+                                total_bytes=os.path.getsize(plain[path])) as shown:
+                imported = importer.import_file(conn, plain[path], locate=True, progress=shown.update, origin=path,
                                                 warn=warn_stderr)
             for s in imported:
-                sources[s.id] = sarif.Source(path, s.lines if importer.detect_format(path) == "framelog" else None)
+                sources[s.id] = sarif.Source(path, s.lines if importer.detect_format(plain[path]) == "framelog" else None)
     finally:
         conn.close()
     return sources
 
 
-@app.command("report")
+@app.command("report", short_help='Write the HTML report.')
 def report_cmd(
+    session_arg: Annotated[Optional[str], typer.Argument(
+        metavar="SESSION", show_default=False, help="One session (id, unique id prefix or label); default all.")] = None,
     db: DbOption = DEFAULT_DB,
-    session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
-                                                   help="One session (id, unique id prefix or label).")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", hidden=True,
+                                                   help="The same as the SESSION argument.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="The HTML file to write.")] = "report.html",
 ) -> None:
     """Write one self-contained HTML report (no network fetches): the sessions, each finding
@@ -207,6 +249,9 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
+    if session_arg is not None and session is not None and session_arg != session:
+        raise fail("name one SESSION (the argument or --session)")
+    session = session_arg if session_arg is not None else session
     with one_line_errors():
         extras.need("notebook", "mcptap report")
         from mcptap.cli import progress
@@ -220,33 +265,36 @@ def report_cmd(
     typer.echo(f"wrote {output}")
 
 
-@app.command()
+@app.command(short_help='Compare two recorded sessions.')
 def diff(
-    session_a: Annotated[str, typer.Argument(help="The first session: id, unique id prefix, "
+    session_a: Annotated[str, typer.Argument(metavar="SESSION_A", help="The first session: id, unique id prefix, "
                                                                         "or label (the newest).")],
-    session_b: Annotated[str, typer.Argument(help="The second session, of --db-b if given.")],
+    session_b: Annotated[str, typer.Argument(metavar="SESSION_B", help="The second session, of --db-b if given.")],
     db: DbOption = DEFAULT_DB,
     db_b: Annotated[Optional[str], typer.Option("--db-b", metavar="PATH",
                                                 help="The database of SESSION_B (default: --db).")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option(
-        "--ignore", metavar="PATH", help="A volatile member not to compare, as a JSON path: $.result.content[*].text, "
-                                         "$..timestamp (repeatable).")] = None,
-    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format.")] = DiffFormat.text,
+    ignore_path: IgnorePathOption = None,
+    ignore: IgnoreOldOption = None,
+    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
 ) -> None:
     """Compare two recorded sessions message by message: the k-th request of a method in one
     direction with the k-th of the other session, and their answers; the same for notifications
     and frames that are not JSON. Print each difference by JSON path (ids are not compared).
     Exit 0 when equal, 1 when different, 2 on error.
 
-    Example:  mcptap diff --db ~/mcp.db 0193a1 0193b2 --ignore '$..timestamp'
+    Example:  mcptap diff --db ~/mcp.db 0193a1 0193b2 --ignore-path '$..timestamp'
 
     Example:  mcptap diff --db yesterday.db --db-b today.db time time
     """
     from mcptap.replay import sessiondiff
 
+    if ignore:
+        deprecated("--ignore", "--ignore-path")
+    paths = [*(ignore_path or ()), *(ignore or ())]
     with one_line_errors():
-        outcome = sessiondiff.diff_sessions(db, session_a, db_b or db, session_b, ignore or ())
-        if DiffFormat(fmt) is DiffFormat.json:
+        outcome = sessiondiff.diff_sessions(db, session_a, db_b or db, session_b, paths)
+        if DiffFormat(fmt) is DiffFormat.json or as_json:
             from mcptap.report import jsonout
 
             jsonout.write_document(sys.stdout, sessiondiff.as_json(outcome).items())

@@ -16,7 +16,7 @@ from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, MaxFrame
                                one_line_errors, redaction_of)
 
 
-@app.command()
+@app.command(short_help='Record the bundled servers, then show and analyze what they said.')
 def demo(db: DbOption = DEFAULT_DB) -> None:
     """Record a live session with the bundled MCP server through `mcptap record`, driven by the
     bundled client, then print the session list and the transcript.
@@ -31,7 +31,7 @@ def demo(db: DbOption = DEFAULT_DB) -> None:
         raise typer.Exit(run_demo(db))
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+@app.command(short_help="Record a stdio MCP server through a tee.", context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              add_help_option=False, help=options.RECORD_HELP + "\n\n" + options.RECORD_EXAMPLE)
 def record(ctx: typer.Context) -> None:
     """`mcptap record` has one parser, its own (analyzer/record.py): the script and `python -m mcptap`
@@ -41,7 +41,7 @@ def record(ctx: typer.Context) -> None:
     raise typer.Exit(record_main(list(ctx.args)))
 
 
-@app.command()
+@app.command(short_help='Record an HTTP MCP server through a reverse proxy.')
 def proxy(
     upstream: Annotated[str, typer.Option("--upstream", metavar="URL",
                                           help="The MCP server's URL (http:// or https://).")],
@@ -79,7 +79,7 @@ def proxy(
     raise typer.Exit(status)
 
 
-@app.command("addon-path")
+@app.command("addon-path", short_help='Print the path of the mitmproxy addon script.')
 def addon_path() -> None:
     """Print the absolute path of the mitmproxy addon script, for the mitmdump (or mitmproxy,
     mitmweb) of this environment, in any of its modes.
@@ -111,9 +111,9 @@ def _config_path(config: str | None, host: str | None) -> str:
         raise fail(str(exc)) from None
 
 
-@app.command()
+@app.command(short_help="Put a host's stdio servers behind mcptap record.")
 def wrap(
-    config: Annotated[Optional[str], typer.Argument(help="The host's MCP config file (JSON, or VS Code's JSON "
+    config: Annotated[Optional[str], typer.Argument(metavar="CONFIG", show_default=False, help="The host's MCP config file (JSON, or VS Code's JSON "
                                                          "with comments).")] = None,
     db: DbOption = DEFAULT_DB,
     server: Annotated[Optional[list[str]], typer.Option("--server", metavar="NAME",
@@ -151,9 +151,9 @@ def wrap(
                                  f"`{wrap_mod.proxy_hint(db, url)}` and point the host at the proxy"))
 
 
-@app.command()
+@app.command(short_help='Undo mcptap wrap.')
 def unwrap(
-    config: Annotated[Optional[str], typer.Argument(help="The host's MCP config file that `mcptap wrap` "
+    config: Annotated[Optional[str], typer.Argument(metavar="CONFIG", show_default=False, help="The host's MCP config file that `mcptap wrap` "
                                                          "changed.")] = None,
     host: HostOption = None,
     dry_run: DryRunOption = False,

@@ -5,21 +5,53 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import sys
 from enum import Enum
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from mcptap import __version__, options
 from mcptap.errors import MCPTapError, say_error
 
+
+def summary(help_text: str | None) -> str:
+    """A command's line in `mcptap --help`: the first sentence of its help, whole."""
+    first = " ".join((help_text or "").strip().split("\n\n", 1)[0].split())
+    end = re.search(r"[.!?](\s+(?=[A-Z`(])|$)", first)
+    return first[: end.start() + 1] if end else first
+
+
+class Commands(TyperGroup):
+    """The app's group: each command listed with the whole first sentence of its help (click
+    cuts the first paragraph to the terminal's width and ends it with "...")."""
+
+    def format_commands(self, ctx, formatter) -> None:
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.short_help:
+                cmd.short_help = summary(cmd.help)
+        super().format_commands(ctx, formatter)
+
+
+def _argument_type(self, ctx):
+    """An argument with a metavar (SESSION, FILE, PATH) is shown by it alone, not followed by
+    its Python type (`<str>`, `<list[str]>`)."""
+    return None if self.metavar is not None else _typer_argument_type(self, ctx)
+
+
+_typer_argument_type = getattr(TyperArgument, "display_type_rich", None)
+if _typer_argument_type is not None:  # typer >= 0.20 shows an argument's Python type beside its name
+    TyperArgument.display_type_rich = _argument_type
+
 app = typer.Typer(
     name="mcptap",
     help="Record MCP sessions byte for byte, then tell, frame by frame, what was wrong.",
+    cls=Commands,
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
@@ -32,7 +64,53 @@ DbOption = Annotated[
 DEFAULT_DB = options.DEFAULT_DB
 
 
-SessionArgument = Annotated[str, typer.Argument(help="The recorded session: id, unique id prefix, or label (the newest).")]
+SessionArgument = Annotated[str, typer.Argument(metavar="SESSION", show_default=False,
+                                                help="The recorded session: id, unique id prefix, or label (the newest).")]
+SessionsArgument = Annotated[Optional[list[str]], typer.Argument(
+    metavar="SESSION", show_default=False,
+    help="Sessions (id, unique id prefix or label; repeatable); default all.")]
+SessionAlias = Annotated[Optional[list[str]], typer.Option("--session", metavar="SESSION", hidden=True,
+                                                           help="The same as a SESSION argument (as before).")]
+
+
+def sessions_of(positional: list[str] | None, alias: list[str] | None) -> list[str] | None:
+    """The sessions named as arguments and by the hidden `--session` alias, in order; None: none."""
+    named = [*(positional or ()), *(alias or ())]
+    return named or None
+
+
+def deprecated(old: str, new: str) -> None:
+    """One line on stderr: an option name kept for old scripts, and the one to use."""
+    sys.stderr.write(f"mcptap: warning: {old} is deprecated; use {new}\n")
+
+
+ColorOption = Annotated[Optional[bool], typer.Option(
+    "--color/--no-color", show_default=False,
+    help="Colour on stdout (default: on a terminal, unless NO_COLOR is set).")]
+
+
+def color_on(asked: bool | None, stream=None) -> bool:
+    """Whether to colour `stream` (stdout): as asked by --color/--no-color, else when it is a
+    terminal and NO_COLOR is not set (no-color.org) and TERM is not `dumb`."""
+    if asked is not None:
+        return asked
+    stream = stream if stream is not None else sys.stdout
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def on_terminal(stream=None) -> bool:
+    """Whether `stream` (stdout) is a terminal: tables are drawn for a reader; piped, they are
+    plain lines, uncut, for programs."""
+    stream = stream if stream is not None else sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 NoRedactOption = Annotated[bool, typer.Option("--no-redact", help=options.NO_REDACT_HELP)]
 RedactKeyOption = Annotated[Optional[list[str]], typer.Option("--redact-key", metavar="NAME",
                                                               help=options.REDACT_KEY_HELP)]
@@ -118,4 +196,12 @@ MaxPerCodeOption = Annotated[int, typer.Option(
 class DiffFormat(str, Enum):
     """replay's and diff's report formats."""
     text = "text"
+    table = "table"  # the same as text
     json = "json"
+
+
+IgnorePathOption = Annotated[Optional[list[str]], typer.Option(
+    "--ignore-path", metavar="PATH", help="A volatile member not to compare, as a JSON path: "
+                                          "$.result.content[*].text, $..timestamp (repeatable).")]
+IgnoreOldOption = Annotated[Optional[list[str]], typer.Option(
+    "--ignore", metavar="PATH", hidden=True, help="The same as --ignore-path (deprecated).")]

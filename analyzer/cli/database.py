@@ -2,40 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
 import sys
+import tempfile
 from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import (DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
-                               NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, app, fail,
-                               max_frame_of, one_line_errors, redaction_of)
+from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
+from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
+                               NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, SessionAlias,
+                               SessionsArgument, app, color_on, fail, max_frame_of, on_terminal, one_line_errors,
+                               redaction_of, sessions_of)
 
 
 class ListFormat(str, Enum):
-    table = "table"
+    text = "text"
+    table = "table"  # the same as text
     json = "json"
     jsonl = "jsonl"
 
 
 class TranscriptFormat(str, Enum):
     text = "text"
+    table = "table"  # the same as text
     json = "json"
     jsonl = "jsonl"
 
 
-@app.command()
+@app.command(short_help='List the recorded sessions.')
 def sessions(
     db: DbOption = DEFAULT_DB,
     fmt: Annotated[ListFormat, typer.Option(
-        "--format", help="table; json: one document {\"sessions\": [...]}; jsonl: one session object per line.")
-    ] = ListFormat.table,
-    as_json: Annotated[bool, typer.Option("--json", help="The same as --format jsonl (one JSON object per session "
-                                                         "per line, as before --format).")] = False,
+        "--format", help="text (or table); json: one document {\"sessions\": [...]}; jsonl: one session object "
+                         "per line.")] = ListFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format jsonl.")] = False,
+    color: ColorOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Then a line as each session starts and as it "
                                                                  "ends, until Ctrl-C.")] = False,
 ) -> None:
@@ -52,7 +58,7 @@ def sessions(
     from mcptap.report import columns, jsonout, transcript
 
     if follow:
-        if ListFormat(fmt) is not ListFormat.table or as_json:
+        if ListFormat(fmt) not in (ListFormat.text, ListFormat.table) or as_json:
             raise fail("--follow prints lines of text: leave out --format and --json")
         from mcptap.report import follow as follow_mod
 
@@ -67,8 +73,8 @@ def sessions(
                 raise typer.Exit(0) from None
         return
 
-    fmt = ListFormat(fmt)
-    if as_json and fmt not in (ListFormat.table, ListFormat.jsonl):
+    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
+    if as_json and fmt not in (ListFormat.text, ListFormat.jsonl):
         raise fail("--json is --format jsonl: give one of them")
     if as_json:
         fmt = ListFormat.jsonl
@@ -81,25 +87,27 @@ def sessions(
         elif not objects:
             sys.stdout.write("(no sessions yet)\n")
         else:
-            columns.write(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
-                          right={6, 7, 8})
+            columns.show(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
+                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color))
         sys.stdout.flush()
 
 
-@app.command()
+@app.command(short_help="Print a session's transcript, frame by frame.")
 def show(
     session: Annotated[Optional[str], typer.Argument(
-        help="Session id, unique id prefix, or label (the newest); with --follow it may be left out.")] = None,
+        metavar="SESSION", show_default=False, help="Session id, unique id prefix, or label (the newest); with --follow it may be left out.")] = None,
     db: DbOption = DEFAULT_DB,
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,
     fmt: Annotated[TranscriptFormat, typer.Option(
         "--format", help="text; json: one document {\"session\", \"findings\", \"frames\"}; jsonl: the session, "
                          "then each frame and stderr line, one object per line.")] = TranscriptFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format jsonl.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Go on printing frames as they are recorded, until the session ends (Ctrl-C stops); "
                                "without SESSION: the newest session, then the next one to start.")] = False,
+    color: ColorOption = None,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
@@ -114,10 +122,14 @@ def show(
     from mcptap import store
     from mcptap.report import jsonout, transcript
 
+    fmt = TranscriptFormat.text if TranscriptFormat(fmt) is TranscriptFormat.table else TranscriptFormat(fmt)
+    if as_json:
+        fmt = TranscriptFormat.jsonl
+    paint = transcript.painter(color_on(color))
     if follow:
-        if TranscriptFormat(fmt) is not TranscriptFormat.text:
+        if fmt is not TranscriptFormat.text:
             raise fail("--follow prints the text transcript: leave out --format")
-        _follow_session(db, session, full, stderr, max_per_code)
+        _follow_session(db, session, full, stderr, max_per_code, paint)
         return
     if session is None:
         raise fail("name the SESSION to show (or --follow the newest)")
@@ -125,11 +137,10 @@ def show(
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
         out = sys.stdout
-        fmt = TranscriptFormat(fmt)
         if fmt is TranscriptFormat.text:
-            width = shutil.get_terminal_size((160, 24)).columns
+            width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else PIPED_WIDTH
             for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
-                out.write(line + "\n")
+                out.write(paint(line) + "\n")
         else:
             head, findings, frames = transcript.records(conn, sid, stderr=stderr)
             if fmt is TranscriptFormat.json:
@@ -141,14 +152,18 @@ def show(
         out.flush()
 
 
-def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_code: int) -> None:
+PIPED_WIDTH = 160
+"""The width a frame's one-line preview is cut to when stdout is not a terminal (--full: whole)."""
+
+
+def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_code: int, paint) -> None:
     from mcptap.report import follow
 
     def write(line: str) -> None:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(paint(line) + "\n")
         sys.stdout.flush()
 
-    width = shutil.get_terminal_size((160, 24)).columns
+    width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else PIPED_WIDTH
     with one_line_errors():
         try:
             follow.follow_session(db, session, write, width=width, full=full, stderr=stderr, per_code=per_code)
@@ -161,24 +176,25 @@ class ExportFormat(str, Enum):
     parquet = "parquet"
 
 
-@app.command("export")
+@app.command("export", short_help='Write sessions as a frame log, or into a Parquet dataset.')
 def export_cmd(
-    databases: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[DB]...", show_default=False,
-        help="--format parquet: the SQLite files to export into one dataset (default: --db).")] = None,
+    sessions: SessionsArgument = None,
     db: DbOption = DEFAULT_DB,
-    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
-                                                         help="Session to export (repeatable); default all.")] = None,
+    session: SessionAlias = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write here instead of stdout (parquet: the dataset's folder).")] = None,
+                                                  help="Write here instead of stdout (- is stdout; a name ending "
+                                                       ".gz or .zst is compressed; parquet: the dataset's "
+                                                       "folder).")] = None,
     fmt: Annotated[ExportFormat, typer.Option("--format", help="jsonl: a frame log; parquet: a Parquet dataset "
-                                                               "(docs/contract.md).")] = ExportFormat.jsonl,
+                                                               "(docs/contract.md), where an argument naming a "
+                                                               "SQLite file is a database to export.")
+                   ] = ExportFormat.jsonl,
 ) -> None:
     """Write sessions as frame-log JSONL (`mcptap import` of it gives back identical frames), or
     into a Parquet dataset partitioned by day (sessions of many databases in one; a session
     exported again replaces its rows).
 
-    Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+    Example:  mcptap export --db ~/mcp.db 0193b2 -o incident.jsonl.gz
 
     Example:  mcptap export --format parquet -o fleet/ host1.db host2.db
     """
@@ -186,24 +202,30 @@ def export_cmd(
     from mcptap.cli import progress
     from mcptap.readers import exporter
 
+    named = sessions_of(sessions, session)
     with one_line_errors():
         if ExportFormat(fmt) is ExportFormat.parquet:
-            _export_parquet(databases or [db], session, output)
+            databases = [s for s in named or () if _is_database(s)]
+            _export_parquet(databases or [db], [s for s in named or () if s not in databases], output)
             return
-        if databases:
-            raise fail("DB arguments go with --format parquet; give one database with --db")
         conn = store.open_existing(db)
-        ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
+        ids = [store.resolve_session(conn, s) for s in named] if named else store.session_ids(conn)
         with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
-            if output is None:
-                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
-                sys.stdout.flush()
-            else:
-                with outfile.private_text(output) as fh:
-                    exporter.export(conn, fh, ids, progress=shown.advance)
+            with outfile.frames_out(output) as fh:
+                exporter.export(conn, fh, ids, progress=shown.advance)
 
 
-def _export_parquet(databases: list[str], refs: list[str] | None, output: str | None) -> None:
+def _is_database(arg: str) -> bool:
+    from mcptap import store
+
+    try:
+        with open(arg, "rb") as fh:
+            return fh.read(len(store.SQLITE_HEADER)) == store.SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _export_parquet(databases: list[str], refs: list[str], output: str | None) -> None:
     """Every database's sessions (or those named, in whichever database holds them) into the dataset."""
     from mcptap import extras, store
     from mcptap.cli import progress
@@ -211,7 +233,7 @@ def _export_parquet(databases: list[str], refs: list[str] | None, output: str | 
     extras.need("parquet", "--format parquet")
     from mcptap.store import dataset
 
-    if output is None:
+    if output is None or output == "-":
         raise fail("--format parquet writes a folder: give it with -o DIR")
     exported = 0
     for path in databases:
@@ -241,9 +263,9 @@ def _holds(conn, ref: str) -> bool:
     return True
 
 
-@app.command("import")
+@app.command("import", short_help='Bring frame logs and HTTP captures into the database.')
 def import_cmd(
-    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Logs to import.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE", help="Logs to import (- reads stdin; .gz and .zst are decompressed).")],
     db: DbOption = DEFAULT_DB,
     new_id: Annotated[bool, typer.Option("--new-id", help="Give imported sessions new ids, even if the "
                                                           "database already holds them.")] = False,
@@ -252,6 +274,10 @@ def import_cmd(
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
     max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+    fmt: Annotated[ListFormat, typer.Option(
+        "--format", help="text: a line per session (the first 20 of a file, then one for the rest); json: one "
+                         "document {\"imported\": [...]}; jsonl: one object per session imported, each "
+                         "{file, session, name, merged, frames, stderr_lines}.")] = ListFormat.text,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
@@ -259,7 +285,7 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from mcptap import store
+    from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
     from mcptap.wire.textsafe import printable
@@ -269,18 +295,40 @@ def import_cmd(
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
-    with one_line_errors():
+    if files.count("-") > 1:
+        raise fail("- (stdin) can be read once")
+    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
+    with one_line_errors(), contextlib.ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
+        plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
+        stack.enter_context(outfile.named_as_given(plain))
         for path in files:
-            importer.detect_format(path)
+            importer.detect_format(plain[path])
         try:
             conn = store.connect(db)
         except (sqlite3.Error, OSError) as exc:
             raise fail(f"cannot open {db}: {exc}") from None
-        for path in files:
-            with progress.meter(f"importing {os.path.basename(path)}", total_bytes=os.path.getsize(path)) as shown:
-                imported = importer.import_file(conn, path, new_id=new_id, warn=warn, progress=shown.update,
-                                                keep_credentials=keep_credentials or no_redact,
-                                                redaction=redaction, max_frame=limit)
+
+        def each_file():
+            for path in files:
+                with progress.meter(f"importing {os.path.basename(path)}",
+                                    total_bytes=os.path.getsize(plain[path])) as shown:
+                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
+                                                     progress=shown.update, keep_credentials=keep_credentials or no_redact,
+                                                     redaction=redaction, max_frame=limit, origin=path)
+
+        if fmt is not ListFormat.text:
+            from mcptap.report import jsonout
+
+            objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
+                        "stderr_lines": s.stderr_lines} for path, imported in each_file() for s in imported)
+            if fmt is ListFormat.json:
+                jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
+            else:
+                jsonout.write_lines(sys.stdout, objects)
+            sys.stdout.flush()
+            return
+        for path, imported in each_file():
             listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
             rest = [0, 0]
             for n, s in enumerate(imported):
@@ -295,17 +343,27 @@ def import_cmd(
                 typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
 
 
+def _folder(parent: str, n: int) -> str:
+    """A folder of its own for the n-th file's plain copy (two files may have one name)."""
+    path = os.path.join(parent, str(n))
+    os.mkdir(path, 0o700)
+    return path
+
+
 IMPORT_LISTED = 20
 """Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
 
 
-@app.command("redact")
+@app.command("redact", short_help='Redact the secrets of a database already written.')
 def redact_cmd(
+    sessions: SessionsArgument = None,
     db: DbOption = DEFAULT_DB,
-    session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
-                                                         help="Only this session (repeatable); default all.")] = None,
+    session: SessionAlias = None,
     redact_key: RedactKeyOption = None,
     redact_path: RedactPathOption = None,
+    fmt: Annotated[DiffFormatAlias, typer.Option(
+        "--format", help="text; json: {\"sessions\", \"frames\", \"exchanges\", \"stderr_lines\", \"commands\", "
+                         "\"members\": {PATH: COUNT}}.")] = DiffFormatAlias.text,
 ) -> None:
     """Apply redaction to a database already written (recorded with --no-redact, or before
     more keys or paths were wanted): credential members of frames, credential HTTP headers and
@@ -321,8 +379,17 @@ def redact_cmd(
 
     redaction = redaction_of(False, redact_key, redact_path)
     with one_line_errors(), progress.meter() as shown:
-        done = scrub.redact_database(db, sessions=session, redaction=redaction, progress=shown.advance,
+        done = scrub.redact_database(db, sessions=sessions_of(sessions, session), redaction=redaction, progress=shown.advance,
                                      stage=shown.stage)
+    if DiffFormatAlias(fmt) is DiffFormatAlias.json:
+        from mcptap.report import jsonout
+
+        jsonout.write_document(sys.stdout, [
+            ("sessions", done.sessions), ("frames", done.frames), ("exchanges", done.exchanges),
+            ("stderr_lines", done.stderr_lines), ("commands", done.commands),
+            ("members", dict(done.members.most_common()))])
+        sys.stdout.flush()
+        return
     typer.echo(f"redacted {sum(done.members.values())} members in {done.frames} frames and {done.exchanges} HTTP "
                f"exchanges, {done.stderr_lines} stderr lines and {done.commands} command lines of {done.sessions} "
                "sessions")

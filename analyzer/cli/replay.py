@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap.errors import say_error
-from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, SessionArgument, app, fail,
-                               one_line_errors)
+from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
+                               IgnorePathOption, SessionArgument, app, deprecated, fail, one_line_errors)
 
 
-@app.command()
+@app.command(short_help='Send a recorded client side to a live server and diff the answers.')
 def replay(
     session: SessionArgument,
     db: DbOption = DEFAULT_DB,
@@ -26,12 +26,12 @@ def replay(
     url: Annotated[Optional[str], typer.Option(
         "--url", metavar="URL", help="Connect to the live server at this Streamable HTTP URL.")] = None,
     sse: Annotated[bool, typer.Option("--sse", help="--url is a legacy HTTP+SSE endpoint (2024-11-05).")] = False,
-    ignore: Annotated[Optional[list[str]], typer.Option(
-        "--ignore", metavar="PATH", help="A volatile member not to compare, as a JSON path: $.result.content[*].text, "
-                                         "$..timestamp (repeatable).")] = None,
+    ignore_path: IgnorePathOption = None,
+    ignore: IgnoreOldOption = None,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", min=0.1,
                                            help="How long to wait for each answer.")] = 10.0,
-    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format.")] = DiffFormat.text,
+    fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
@@ -40,15 +40,18 @@ def replay(
     record the replay as a new session linked to the original, and print a structural diff of
     every answer. Exit 0 when equal, 1 when different, 2 on error.
 
-    Example:  mcptap replay --db ~/mcp.db 0193b2 --command "uvx mcp-server-time" --ignore '$.result.content[*].text'
+    Example:  mcptap replay --db ~/mcp.db 0193b2 --command "uvx mcp-server-time" --ignore-path '$.result.content[*].text'
     """
     from mcptap import replay as replay_mod
 
+    if ignore:
+        deprecated("--ignore", "--ignore-path")
     with one_line_errors():
-        outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
+        outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse,
+                                    ignore=[*(ignore_path or ()), *(ignore or ())],
                                     timeout=timeout, record=not no_record, command_from_log=command_from_log,
                                     announce=lambda line: sys.stderr.write(line + "\n"))
-    if DiffFormat(fmt) is DiffFormat.json:
+    if DiffFormat(fmt) is DiffFormat.json or as_json:
         from mcptap.report import jsonout
 
         jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
@@ -60,7 +63,7 @@ def replay(
     raise typer.Exit(outcome.exit_status)
 
 
-@app.command()
+@app.command(short_help='Answer a live client as the recorded server.')
 def serve(
     session: SessionArgument,
     db: DbOption = DEFAULT_DB,

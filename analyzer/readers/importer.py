@@ -124,7 +124,8 @@ def sniff_capture(head: bytes) -> str | None:
 def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
                 progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
-                redaction=None, locate: bool = False, max_frame: int | None = None) -> Sequence[ImportedSession]:
+                redaction=None, locate: bool = False, max_frame: int | None = None,
+                origin: str | None = None) -> Sequence[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it. The file is
     streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
     at a time, so memory does not grow with the file. Credentials are redacted on the way in
@@ -132,6 +133,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     keeps HTTP credentials as they were). `progress(frames, bytes)`: frames and bytes of the
     file read so far. `locate`: each session's `lines` says where its frames were in the file.
     `max_frame`: a larger frame is stored cut and marked (analyzer/wire/bounded.py; default 128 MiB).
+    `origin`: the file as the user named it, when `path` is its decompressed copy or stdin's (`-`):
+    the sessions' `source`.
     Memory does not grow with the number of sessions either: once more than MAX_OPEN are open, a
     session no line has named for a batch is finished and set aside on disk (importstate.py), taken
     back if a later line names it, and the result is read back from
@@ -155,7 +158,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
             progress(sum(s.frames for s in found), os.path.getsize(path))
         return found
     default_session = os.path.splitext(os.path.basename(path))[0]
-    source = os.path.abspath(path)
+    source = origin if origin == "-" else os.path.abspath(origin or path)
     targets: dict[str, _Target] = {}  # the open sessions
     active: list[_Target] = []  # ... that have rows in this batch
     aside = None if locate else importstate.SetAside()  # the finished ones (locate: none are)

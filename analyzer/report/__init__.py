@@ -40,7 +40,30 @@ def finding_objects(report: Report) -> Iterator[dict]:
 
 
 def session_objects(report: Report) -> list[dict]:
-    return [dict(s) for s in report.sessions]
+    """Each session analysed as SESSION (jsonout.session_object: its recorded row and this
+    analysis), in the report's order; the analysis summary alone where the database cannot say."""
+    import sqlite3
+    import time
+
+    from mcptap import store
+
+    now = time.time()
+    try:
+        conn = store.open_existing(report.db_path)
+    except Exception:  # no database behind the report (one built in memory)
+        return [dict(s) for s in report.sessions]
+    out = []
+    try:
+        for summary in report.sessions:
+            try:
+                rows = store.list_sessions(conn, summary["id"])
+            except sqlite3.Error:
+                rows = []
+            analysis = jsonout.analysis_fields(summary, now)
+            out.append(jsonout.session_object(rows[0], analysis) if rows else dict(summary))
+    finally:
+        conn.close()
+    return out
 
 
 def method_objects(report: Report) -> list[dict]:
@@ -293,9 +316,20 @@ def _registered() -> list:
 
 
 def rule_objects() -> list[dict]:
-    """The finding codes: code, group, severity (one, or by profile), summary, spec reference."""
-    return [{"code": code, "group": r.group, "severity": r.severity if isinstance(r.severity, str) else dict(r.severity),
-             "summary": r.summary, "ref": r.ref} for code, r in _registered()]
+    """The finding codes: code, group, severity (always one level: the one under an MCP revision,
+    the newest when revisions differ), severities (always an object: the level by profile,
+    `jsonrpc` and `mcp` always there, and a revision that differs), summary, spec reference."""
+    from mcptap.analysis import mcp
+
+    newest = mcp.KNOWN_REVISIONS[-1]
+    out = []
+    for code, r in _registered():
+        by_profile = {"jsonrpc": r.severity_for(None), "mcp": r.severity_for("mcp")}
+        if not isinstance(r.severity, str):
+            by_profile.update((k, v) for k, v in r.severity.items() if k not in by_profile)
+        out.append({"code": code, "group": r.group, "severity": r.severity_for(newest), "severities": by_profile,
+                    "summary": r.summary, "ref": r.ref})
+    return out
 
 
 def write_rules(out: IO[str], fmt: str = "table") -> None:

@@ -112,3 +112,47 @@ def write_lines(out: IO[str], items: Iterable) -> None:
     """JSON Lines: one compact object per line."""
     for item in items:
         out.write(dumps(item) + "\n")
+
+
+def _command(text: str | None):
+    """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        return text
+    return value if isinstance(value, list) else text
+
+
+def session_object(s: dict, analysis: dict | None) -> dict:
+    """SESSION, the one JSON object of a session in every command (`sessions`, `show`, `analyze`;
+    docs/contract.md): its row with typed values, the times twice (Unix seconds, ISO 8601), its
+    duration in seconds (to its end, or while it has none to its last frame), its frame counts,
+    and what the analysis said (`analysis`: analyzed_at, revision, revision_source, kinds, errors,
+    warnings, infos; null until one ran)."""
+    end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
+    start = s["started_at"]
+    a = analysis or {}
+    return {
+        "id": s["id"], "label": s["label"], "transport": s["transport"],
+        "started_at": start, "started": iso(start),
+        "ended_at": s["ended_at"], "ended": iso(s["ended_at"]),
+        "duration_s": None if end is None or start is None else seconds(max(end - start, 0.0)),
+        "frames": s["c2s"] + s["s2c"], "c2s": s["c2s"], "s2c": s["s2c"],
+        "exit_status": s["exit_status"], "command": _command(s.get("command")), "upstream": s.get("upstream"),
+        "source": s.get("source"), "replay_of": s.get("replay_of"), "recorder": s.get("recorder"),
+        "host": s.get("host"), "pid": s.get("pid"),
+        "analyzed_at": a.get("analyzed_at"), "analyzed": iso(a.get("analyzed_at")),
+        "revision": a.get("revision"), "revision_source": a.get("revision_source"), "kinds": a.get("kinds"),
+        "errors": a.get("errors"), "warnings": a.get("warnings"), "infos": a.get("infos"),
+    }
+
+
+def analysis_fields(summary: dict, analyzed_at: float) -> dict:
+    """An analysis summary (the engine's: revision, revision_source, kinds, findings by severity)
+    as SESSION's analysis members."""
+    counts = summary.get("findings") or {}
+    return {"revision": summary.get("revision"), "revision_source": summary.get("revision_source"),
+            "kinds": summary.get("kinds"), "errors": counts.get("error", 0), "warnings": counts.get("warning", 0),
+            "infos": counts.get("info", 0), "analyzed_at": analyzed_at}

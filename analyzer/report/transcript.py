@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -177,6 +178,31 @@ def entry_lines(a: "_Analysed", entry: tuple, width: int, full: bool, findings=(
         yield FINDING_INDENT + finding_line(item)
 
 
+_FINDING = re.compile(r"^(\s*(?:\[\d+\] )?)(error|warning|info)(?=: )")
+_FRAME = re.compile(r"^(\s*\d*\s+[+-]?[\d.]+\s\s)(c2s →|s2c ←|stderr)")
+ARROW_STYLES = {"c2s →": "cyan", "s2c ←": "magenta", "stderr": "dim"}
+
+
+def painter(colour: bool):
+    """A function that colours a transcript line for a terminal (the severity of a finding, the
+    direction of a frame) through rich's styles; without colour, the line as it is. Lines are
+    already escaped (printable), so the only escape sequences are these."""
+    if not colour:
+        return lambda line: line
+    from mcptap.report.columns import STYLES, paint
+
+    def painted(line: str) -> str:
+        m = _FINDING.match(line)
+        if m:
+            return m.group(1) + paint(m.group(2), STYLES[m.group(2)]) + line[m.end():]
+        m = _FRAME.match(line)
+        if m:
+            return m.group(1) + paint(m.group(2), ARROW_STYLES[m.group(2)]) + line[m.end():]
+        return line
+
+    return painted
+
+
 def finding_line(item) -> str:
     if isinstance(item, report.More):
         return (f"{item.severity}: {printable(item.code)}: {item.text()} in this session, not shown "
@@ -209,14 +235,9 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     {"record": "stderr", "session", "seq", "ts", "time", "offset_s", "size", "raw" | "raw_b64",
     ["meta"]}."""
     a = analyse(conn, session_id, policy)
-    counts = a.summary["findings"]
     (row,) = store.list_sessions(conn, session_id)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):
-        head = session_object(row, {"revision": a.summary["revision"],
-                                    "revision_source": a.summary["revision_source"],
-                                    "kinds": a.summary["kinds"], "errors": counts.get("error", 0),
-                                    "warnings": counts.get("warning", 0), "infos": counts.get("info", 0),
-                                    "analyzed_at": time.time()})
+        head = session_object(row, jsonout.analysis_fields(a.summary, time.time()))
     by_frame: dict[int | None, list] = {}
     for f in a.findings:
         by_frame.setdefault(f[1], []).append(report.finding_object(f))
@@ -268,38 +289,7 @@ def _blank(value) -> str:
     return "-" if value is None else str(value)
 
 
-def _command(text: str | None):
-    """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, TypeError, RecursionError):
-        return text
-    return value if isinstance(value, list) else text
-
-
-def session_object(s: dict, analysis: dict | None) -> dict:
-    """One session as `mcptap sessions --format json` gives it: its row with typed values, the
-    times twice (Unix seconds, ISO 8601), its duration in seconds (to its end, or while it has
-    none to its last frame), its frame counts, and what the last analysis said (null until one
-    ran)."""
-    end = s["ended_at"] if s["ended_at"] is not None else s["last_ts"]
-    start = s["started_at"]
-    a = analysis or {}
-    return {
-        "id": s["id"], "label": s["label"], "transport": s["transport"],
-        "started_at": start, "started": jsonout.iso(start),
-        "ended_at": s["ended_at"], "ended": jsonout.iso(s["ended_at"]),
-        "duration_s": None if end is None or start is None else jsonout.seconds(max(end - start, 0.0)),
-        "frames": s["c2s"] + s["s2c"], "c2s": s["c2s"], "s2c": s["s2c"],
-        "exit_status": s["exit_status"], "command": _command(s.get("command")), "upstream": s.get("upstream"),
-        "source": s.get("source"), "replay_of": s.get("replay_of"), "recorder": s.get("recorder"),
-        "host": s.get("host"), "pid": s.get("pid"),
-        "analyzed_at": a.get("analyzed_at"), "analyzed": jsonout.iso(a.get("analyzed_at")),
-        "revision": a.get("revision"), "revision_source": a.get("revision_source"), "kinds": a.get("kinds"),
-        "errors": a.get("errors"), "warnings": a.get("warnings"), "infos": a.get("infos"),
-    }
+session_object = jsonout.session_object
 
 
 def session_objects(conn: sqlite3.Connection) -> list[dict]:

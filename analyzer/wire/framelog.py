@@ -89,11 +89,24 @@ def stderr_line(row: tuple) -> str:
 
 
 def session_record(row: dict, *, spool: bool = False) -> dict:
+    """A session's row as a frame-log record: SESSION's recorded members under the same names
+    and values (docs/contract.md; `session` is its id, `command` the argument list)."""
     rec = {"record": "session", "session": row["id"]}
     rec.update({c: row[c] for c in SESSION_FIELDS if c != "id" and row.get(c) is not None})
+    if isinstance(rec.get("command"), str):
+        rec["command"] = command_list(rec["command"])
     if spool:
         rec["spool"] = True
     return rec
+
+
+def command_list(text: str):
+    """A stored command line (a JSON array of strings) as the list; other text as it is."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value if isinstance(value, list) and all(isinstance(a, str) for a in value) else text
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -283,6 +296,10 @@ def _session_fields(obj: dict) -> dict:
             if isinstance(value, bool) or not isinstance(value, int) or not -MAX_INT <= value <= MAX_INT:
                 raise ValueError(f"{column!r} must be an integer")
             fields[column] = value
+        elif column == "command" and isinstance(obj[column], list):  # SESSION's form: the argument list
+            if not all(isinstance(arg, str) for arg in obj[column]):
+                raise ValueError("'command' must be a list of strings")
+            fields[column] = _text(json.dumps(obj[column]))
         else:
             if not isinstance(obj[column], str):
                 raise ValueError(f"{column!r} must be a string")

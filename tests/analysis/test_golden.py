@@ -17,8 +17,9 @@ from tests.conftest import mcptap, run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CORPUS = sorted((GOLDEN / "corpus").glob("*.jsonl"))
-VOLATILE = ("analyzed_at",)
-"""Members whose value changes from run to run; masked wherever they appear."""
+VOLATILE = ("analyzed_at", "analyzed", "source")
+"""Members whose value changes from run to run (the time of the analysis, and where the corpus
+file is on this machine); masked wherever they appear."""
 WHERE_STORED = ("stored", "not_stored_reason")
 """Members that say where the results went: the file's analysis stores none, the database's does."""
 

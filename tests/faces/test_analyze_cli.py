@@ -53,7 +53,7 @@ def test_the_json_report_follows_the_contract_and_the_exit_status_says_errors_we
     (session,) = report["sessions"]
     assert session["id"] == "incident" and session["revision"] == "2025-06-18"
     assert session["revision_source"] == "initialize" and session["frames"] == len(VIOLATIONS)
-    assert session["findings"] == {"error": 2, "warning": 1, "info": 1}
+    assert (session["errors"], session["warnings"], session["infos"]) == (2, 1, 1)
     codes = {(f["frame"], f["code"]) for f in report["findings"]}
     assert codes == {(6, "parse-error"), (7, "duplicate-key"), (9, "unknown-response-id"), (10, "cancel-unknown-request")}
     assert {"code", "severity", "session", "frame", "index", "message", "related_frame"} == set(report["findings"][0])
@@ -110,7 +110,7 @@ def test_the_table_report_ends_with_service_response_times_per_method(incident):
 
 
 def test_ignore_and_severity_options_change_the_verdict(incident):
-    status, report = analyze_json(incident, "--ignore", "parse-error", "--severity", "unknown-response-id=warning")
+    status, report = analyze_json(incident, "--ignore-code", "parse-error", "--severity", "unknown-response-id=warning")
     assert status == 0
     assert {f["code"]: f["severity"] for f in report["findings"]}["unknown-response-id"] == "warning"
     assert "parse-error" not in {f["code"] for f in report["findings"]}
@@ -161,7 +161,7 @@ def test_bad_input_to_analyze_is_one_line_and_exit_2(tmp_path, incident, make):
         target.write_text("hello\n", encoding="utf-8")
     if make == "no-frames-table":
         sqlite3.connect(target).execute("CREATE TABLE sessions (id)").connection.commit()
-    extra = ["--ignore", "no-such-code"] if make == "bad-option" else []
+    extra = ["--ignore-code", "no-such-code"] if make == "bad-option" else []
     result = run(mcptap("analyze", "--db", str(target), *extra))
     assert result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"Traceback" not in result.stderr
 

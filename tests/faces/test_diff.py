@@ -82,7 +82,7 @@ def test_requests_pair_by_method_and_order_not_by_position_and_extra_ones_are_in
 def test_ignore_leaves_a_volatile_member_out_of_the_comparison(tmp_path):
     db = database(tmp_path, session("one", *BASE), session("two", *BASE[:5], ("s2c", answer(2, "12:01"))))
     assert diff(db, "one", "two").returncode == 1
-    assert diff(db, "one", "two", "--ignore", "$.result.content[*].text").returncode == 0
+    assert diff(db, "one", "two", "--ignore-path", "$.result.content[*].text").returncode == 0
 
 
 def test_the_params_of_a_request_a_missing_answer_and_a_frame_that_is_not_json_are_compared(tmp_path):
@@ -110,7 +110,7 @@ def test_sessions_may_come_from_two_databases(tmp_path):
 
 @pytest.mark.parametrize("args, said", [
     (("one", "nope"), "no session 'nope'"),
-    (("one", "one", "--ignore", "$.["), "JSON path '$.['"),
+    (("one", "one", "--ignore-path", "$.["), "JSON path '$.['"),
     (("one", "one", "--db-b", "/nonexistent/x.db"), "x.db"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, said):

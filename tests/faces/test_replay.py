@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import mcptap, run, tee, tool, wait_for
 from tests.support.http_helpers import free_port, mcptap_proxy, sdk_http_server
 
-TIME_VOLATILE = ("--ignore", "$.result.content[*].text", "--ignore", "$..datetime")
+TIME_VOLATILE = ("--ignore-path", "$.result.content[*].text", "--ignore-path", "$..datetime")
 
 
 def record_time_session(db, sdk_python, time_server, mode: str, name: str = "time") -> None:
@@ -232,7 +232,7 @@ def test_replay_against_a_url_nobody_listens_on_is_a_one_line_error(time_db):
 
 @pytest.mark.parametrize("args, says", [
     (("--command", "true", "--url", "http://127.0.0.1:1/"), "not both"),
-    (("--command", "true", "--ignore", "$.result[oops"), "cannot read the JSON path"),
+    (("--command", "true", "--ignore-path", "$.result[oops"), "cannot read the JSON path"),
     (("--url", "ftp://example.invalid/"), "http:// or https://"),
     (("--url", "http://[::1/mcp"), "http:// or https://"),  # urlsplit raises: an unclosed bracket
     (("--url", "http://127.0.0.1:99999/mcp"), "http:// or https://"),  # no port: not a 10 s wait
