@@ -306,3 +306,14 @@ def test_wrap_host_edit_wrap_unwrap_keeps_the_hosts_edit_and_gives_back_every_by
         expected = host_edit(expected, second)
     wrap_mod.apply(wrap_mod.plan_unwrap(path))
     assert path.read_bytes().decode("utf-8") == expected
+
+
+@pytest.mark.parametrize("launcher", [["/opt/bin/mcptap"], ["/usr/bin/python3", "-m", "mcptap"]], ids=["script", "module"])
+def test_an_entry_wrapped_the_older_way_is_unwrapped_whatever_its_name(tmp_path, launcher):
+    old = [*launcher[1:], "record", "--db", "/r.db", "--name", "--", "--", "uvx", "srv", 7]
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"--": {"command": launcher[0], "args": old}}}), encoding="utf-8")
+    assert b"already wrapped: mcpServers.--" in wrap(path).stdout
+    done = unwrap(path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert entries(path) == {"--": {"command": "uvx", "args": ["srv", 7]}}
