@@ -29,6 +29,7 @@ from mcptap.readers import importer, importstate
 from mcptap.wire import framelog
 from mcptap.store.writer import Spool
 from tests.conftest import mcptap, run, wait_for
+from tests.support.http_helpers import free_port, http_server
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[31m\u202egnp.exe\u2066\u200f"
@@ -425,3 +426,13 @@ def test_sessions_follow_prints_the_hostile_names_escaped(evil):
         worker.join(10)
     assert_printable("\n".join(lines))
     assert any("\\u202e" in line for line in lines)
+
+
+def test_replay_over_http_of_a_hostile_protocol_version_puts_nothing_unsendable_in_a_header(evil):
+    port = free_port()
+    argv = mcptap("serve", "--db", str(evil["db"]), evil["imported"], "--listen", f"127.0.0.1:{port}")
+    with http_server(argv, port) as base:  # answers initialize with EVIL_VERSION, as recorded
+        result = run(mcptap("replay", "--db", str(evil["db"]), evil["imported"], "--url", f"{base}/mcp",
+                            "--no-record", "--timeout", "5"), timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    assert b"Traceback" not in result.stderr and not printed(result).count("mcptap: error")
