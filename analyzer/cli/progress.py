@@ -70,7 +70,13 @@ class Meter:
         self.bytes, self.total_bytes = (0 if total_bytes is not None else None), total_bytes
         if self.bar is None:
             return
-        self.task = self.bar.add_task(description, total=total_bytes if total_bytes is not None else total,
+        from rich.markup import escape
+
+        from mcptap.wire.textsafe import printable
+
+        # a file's name is shown as text: escaped for the terminal, and never read as rich markup
+        self.task = self.bar.add_task(escape(printable(description)),
+                                      total=total_bytes if total_bytes is not None else total,
                                       count=self._text())
         self._draw(force=True)
 

@@ -93,7 +93,7 @@ class StreamableHttpLive(HttpLive):
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         headers.update(stateless_headers(message))
-        if self.protocol_version and "MCP-Protocol-Version" not in headers:
+        if self.protocol_version and header_safe(self.protocol_version) and "MCP-Protocol-Version" not in headers:
             headers["MCP-Protocol-Version"] = self.protocol_version
         self._sent(raw)
         ready = threading.Event()
@@ -114,7 +114,7 @@ class StreamableHttpLive(HttpLive):
                 response.read()
                 return
             self._frames_of(response)
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a header http.client refuses
             if not self._stopping.is_set():
                 self._closed(f"POST {self.url} failed: {why(exc)}")
         finally:
@@ -126,12 +126,12 @@ class StreamableHttpLive(HttpLive):
         if self.session_id:
             conn, target = self._connection(self.url, CONNECT_TIMEOUT_S)
             headers = {"Mcp-Session-Id": self.session_id}
-            if self.protocol_version:
+            if self.protocol_version and header_safe(self.protocol_version):
                 headers["MCP-Protocol-Version"] = self.protocol_version
             try:
                 conn.request("DELETE", target, headers=headers)
                 conn.getresponse().read()
-            except (OSError, http.client.HTTPException):
+            except (OSError, ValueError, http.client.HTTPException):  # ValueError: a header value http.client refuses
                 pass
             finally:
                 conn.close()
@@ -222,9 +222,22 @@ def stateless_headers(message: Any) -> dict[str, str]:
     method = message.get("method")
     if type(version) is not str or type(method) is not str:
         return {}
-    headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    headers = {"Mcp-Method": header_value(method)}
+    if header_safe(version):  # a version no header can carry is not sent (the live server says what it lacks)
+        headers["MCP-Protocol-Version"] = version
     name = params.get(NAME_BEARING.get(method, ""))
     if type(name) is str:
-        safe = _HEADER_SAFE.fullmatch(name) and name == name.strip() and not name.startswith("=?base64?")
-        headers["Mcp-Name"] = name if safe else f"=?base64?{base64.b64encode(name.encode()).decode('ascii')}?="
+        headers["Mcp-Name"] = header_value(name)
     return headers
+
+
+def header_safe(text: str) -> bool:
+    """Whether `text` goes into a header as it is: printable ASCII, no space at either end, not
+    the base64 sentinel's form."""
+    return bool(_HEADER_SAFE.fullmatch(text)) and text == text.strip() and not text.startswith("=?base64?")
+
+
+def header_value(text: str) -> str:
+    """`text` as a header value: itself when header_safe, else in the `=?base64?...?=` sentinel
+    (a recording's value may hold a line break or any character)."""
+    return text if header_safe(text) else f"=?base64?{base64.b64encode(text.encode('utf-8', 'surrogatepass')).decode('ascii')}?="

@@ -17,7 +17,8 @@ scanning keeps one alert for it. A result from a database also carries its own
 
 Rules carry their full description, `help` (text and Markdown) and a `helpUri` into docs/rules.md
 (analyzer/report/ruledocs.py); the run has one `invocation` (the command line, the analysis's start
-and end, whether its results were stored). Every string is written with the characters that are
+and end, whether its results were stored). A run holds at most MAX_RESULTS results, as code
+scanning takes in: past that, the most severe, and a notification of how many were left out. Every string is written with the characters that are
 not printable (controls, C1, bidi and other format characters) as JSON escapes
 (textsafe.json_text). Results are written one at a time, never held as one document."""
 
@@ -48,6 +49,10 @@ ROOT_ID = "%SRCROOT%"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 FINGERPRINT = "mcptapFinding/v1"
 LINE_HASH = "primaryLocationLineHash"
+MAX_RESULTS = 25_000
+"""Results code scanning takes in one run (an upload with more is refused); past this the most
+severe are written and a notification says how many were left out."""
+RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,9 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
     root = os.getcwd() if root is None else root
     sources = dict(sources or {})
     registry = rules.load()
-    used = sorted({f[3] for f in report.findings})
+    findings = _most_severe(report.findings, MAX_RESULTS)
+    left_out = len(report.findings) - len(findings)
+    used = sorted({f[3] for f in findings})
     rule_index = {code: i for i, code in enumerate(used)}
 
     artifacts: list[str] = []  # paths, in the order of their index
@@ -139,9 +146,9 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
             artifacts.append(path)
         return artifact_index[path]
 
-    lines = _frame_lines(report, sources)
+    lines = _frame_lines(findings, sources)
     locations = {sid: (artifact(src.path), src.path) for sid, src in sources.items()}
-    db_artifact = artifact(report.db_path) if any(f[0] not in sources for f in report.findings) else None
+    db_artifact = artifact(report.db_path) if any(f[0] not in sources for f in findings) else None
     where = {path: artifact_location(path, root) for path in artifacts}
     logical = _LogicalLocations()
 
@@ -156,11 +163,11 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
         "name": "mcptap", "version": __version__, "informationUri": ruledocs.REPOSITORY,
         "rules": [_rule(registry[code]) for code in used],
     }))
-    out.write('},"invocations":' + _dump([_invocation(report, argv)]))
+    out.write('},"invocations":' + _dump([_invocation(report, argv, left_out)]))
     out.write(',"originalUriBaseIds":' + _dump({ROOT_ID: {"uri": _file_uri(os.path.abspath(root).rstrip(os.sep) + "/")}}))
     out.write(',"artifacts":' + _dump([{"location": where[path]} for path in artifacts]))
     out.write(',"columnKind":"unicodeCodePoints","results":[')
-    for n, (sid, seq, idx, code, severity, message, related) in enumerate(report.findings):
+    for n, (sid, seq, idx, code, severity, message, related) in enumerate(findings):
         text = message or code
         if (sid, seq) not in lines:  # not at the frame's own line: the message says where
             text += f" (session {sid}" + ("" if seq is None else f", frame {seq}") + ")"
@@ -181,18 +188,32 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
     out.write('],"logicalLocations":' + _dump(logical.listed) + "}]}\n")
 
 
-def _invocation(report, argv: Sequence[str] | None) -> dict:
-    """The run's invocation: the command line, when the analysis began and ended, and a warning
-    notification when its results could not be stored."""
+def _most_severe(findings: list[tuple], limit: int) -> list[tuple]:
+    """`findings`, or past `limit` the `limit` most severe of them (the first of each severity),
+    in their order."""
+    if len(findings) <= limit:
+        return findings
+    kept = sorted(range(len(findings)), key=lambda i: RANK[findings[i][4]])[:limit]
+    return [findings[i] for i in sorted(kept)]
+
+
+def _invocation(report, argv: Sequence[str] | None, left_out: int = 0) -> dict:
+    """The run's invocation: the command line, when the analysis began and ended, and warning
+    notifications when its results could not be stored or findings were left out."""
     args = ["mcptap", *(sys.argv[1:] if argv is None else argv)]
     invocation = {"executionSuccessful": True, "commandLine": shlex.join(args), "arguments": args[1:],
                   "workingDirectory": {"uri": _file_uri(os.getcwd().rstrip(os.sep) + "/")}}
     for key, ts in (("startTimeUtc", getattr(report, "started_at", None)), ("endTimeUtc", getattr(report, "ended_at", None))):
         if jsonout.iso(ts) is not None:
             invocation[key] = jsonout.iso(ts)
+    notes = []
     if report.not_stored_reason and report.not_stored_reason != "not asked to":
-        invocation["toolExecutionNotifications"] = [{"level": "warning", "message": {
-            "text": f"results not stored in the database: {report.not_stored_reason}"}}]
+        notes.append(f"results not stored in the database: {report.not_stored_reason}")
+    if left_out:
+        notes.append(f"{left_out:,} less severe findings left out: code scanning takes at most {MAX_RESULTS:,} "
+                     "results in a run (--format json has every one)")
+    if notes:
+        invocation["toolExecutionNotifications"] = [{"level": "warning", "message": {"text": n}} for n in notes]
     return invocation
 
 
@@ -208,10 +229,10 @@ def _rule(r: rules.Rule) -> dict:
     }
 
 
-def _frame_lines(report, sources: Mapping[str, Source]) -> dict[tuple[str, int], int]:
+def _frame_lines(findings: list[tuple], sources: Mapping[str, Source]) -> dict[tuple[str, int], int]:
     """(session, seq) -> line in its file, for every frame a finding names (itself or related)."""
     wanted: dict[str, set[int]] = {}
-    for sid, seq, _idx, _code, _sev, _msg, related in report.findings:
+    for sid, seq, _idx, _code, _sev, _msg, related in findings:
         if sid in sources and sources[sid].lines is not None:
             wanted.setdefault(sid, set()).update(s for s in (seq, related) if s is not None)
     found = {}

@@ -99,7 +99,7 @@ def test_sarif_is_2_1_0_with_each_frame_as_a_location(incident):
     assert {r["id"] for r in run_["tool"]["driver"]["rules"]} == {r["ruleId"] for r in run_["results"]}
     first = run_["results"][0]
     assert first["level"] in ("error", "warning", "note")
-    assert first["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].startswith("incident/frames/")
+    assert first["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].startswith("session/incident/frame/")
 
 
 def test_the_table_report_ends_with_service_response_times_per_method(incident):

@@ -296,3 +296,27 @@ def test_sarif_writes_bidi_and_c1_characters_of_the_traffic_as_json_escapes(tmp_
     sarif = json.loads(text)
     jsonschema.validate(sarif, SCHEMA)
     assert {r["properties"]["session"] for r in sarif["runs"][0]["results"]} == {hostile}
+
+
+def test_past_what_code_scanning_takes_the_most_severe_results_are_written_and_the_rest_counted(tmp_path,
+                                                                                                  monkeypatch):
+    import io
+
+    from mcptap.engine import Report
+    from mcptap.report import sarif as sarif_mod
+
+    monkeypatch.setattr(sarif_mod, "MAX_RESULTS", 50)
+    findings = [("s", n, None, "unknown-response-id" if n % 7 else "missing-response",
+                 "error" if n % 7 == 0 else "warning", f"m{n}", None) for n in range(1, 301)]
+    (tmp_path / "x.db").write_bytes(b"")
+    out = io.StringIO()
+    sarif_mod.write(Report(findings=findings, db_path=str(tmp_path / "x.db")), out, root=str(tmp_path), argv=["x"])
+    sarif = json.loads(out.getvalue())
+    jsonschema.validate(sarif, SCHEMA)
+    results = sarif["runs"][0]["results"]
+    errors = sum(1 for f in findings if f[4] == "error")
+    assert len(results) == 50 and sum(r["level"] == "error" for r in results) == errors  # every error kept
+    assert [r["properties"]["frame"] for r in results] == sorted(r["properties"]["frame"] for r in results)
+    (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"].startswith("250 less severe findings left out")
+    assert github_ingestion_problems(sarif, tmp_path) == []

@@ -1,7 +1,11 @@
 """Output is safe and bounded (issue 15, items 8, 11, 12, 15): terminal and bidi characters from
 the traffic are escaped in every command and in the HTML report, every file written from
 recorded frames is 0600, a spool merges only into the session its recorder wrote (and counts
-what it stored), and many tiny sessions give bounded memory and output."""
+what it stored), and many tiny sessions give bounded memory and output. A hostile server (a real
+process recorded by `mcptap record`) and a hostile log (imported) put escape sequences, C1
+controls and bidi characters in a protocolVersion, a stderr line, a method, a label and a session
+id: every text face prints them escaped, every JSON face and SARIF as JSON escapes, and replay
+never runs the command a recording names unless asked."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -23,7 +28,8 @@ from mcptap.readers import importer, importstate
 
 from mcptap.wire import framelog
 from mcptap.store.writer import Spool
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap, run, wait_for
+from tests.support.http_helpers import free_port, http_server
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[31m\u202egnp.exe\u2066\u200f"
@@ -376,3 +382,57 @@ def test_replay_with_command_from_log_prints_the_command_escaped_before_it_runs_
     first = result.stderr.decode("utf-8").splitlines()[0]
     assert "running the server command from the recording" in first and str(evil["server"]) in first
     assert "\\x1b]0;pwned" in first and json.loads(command)[-2] == EVIL_VERSION
+
+
+@pytest.mark.parametrize("args", [
+    ("export",), ("show", "LIVE", "--format", "json"), ("show", "IMPORTED", "--format", "jsonl"),
+    ("sessions", "--format", "json"), ("diff", "LIVE", "IMPORTED", "--format", "json"),
+], ids=["export", "show-json", "show-jsonl", "sessions-json", "diff-json"])
+def test_every_json_face_writes_the_hostile_strings_as_json_escapes(evil, args):
+    argv = [{"LIVE": evil["live"], "IMPORTED": evil["imported"]}.get(a, a) for a in args]
+    result = run(mcptap(argv[0], "--db", str(evil["db"]), *argv[1:]), timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    out = printed(result)
+    documents = [json.loads(out)] if args[-1] == "json" else [json.loads(line) for line in out.splitlines()]
+    strings = "\n".join(strings_of(documents))  # the values, as they were
+    assert EVIL_ID in strings or EVIL_VERSION in strings or EVIL_LABEL in strings
+
+
+def strings_of(value):
+    """Every string in a JSON value, member names included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_of(item)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from strings_of(v)
+
+
+def test_sessions_follow_prints_the_hostile_names_escaped(evil):
+    from mcptap.report import follow
+
+    lines: list[str] = []
+    stop = threading.Event()
+    worker = threading.Thread(target=follow.follow_sessions, args=(str(evil["db"]), lines.append),
+                              kwargs={"stop": stop})
+    worker.start()
+    try:
+        wait_for(lambda: len(lines) >= 4, 30, "a line as each session started and ended")
+    finally:
+        stop.set()
+        worker.join(10)
+    assert_printable("\n".join(lines))
+    assert any("\\u202e" in line for line in lines)
+
+
+def test_replay_over_http_of_a_hostile_protocol_version_puts_nothing_unsendable_in_a_header(evil):
+    port = free_port()
+    argv = mcptap("serve", "--db", str(evil["db"]), evil["imported"], "--listen", f"127.0.0.1:{port}")
+    with http_server(argv, port) as base:  # answers initialize with EVIL_VERSION, as recorded
+        result = run(mcptap("replay", "--db", str(evil["db"]), evil["imported"], "--url", f"{base}/mcp",
+                            "--no-record", "--timeout", "5"), timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    assert b"Traceback" not in result.stderr and not printed(result).count("mcptap: error")
