@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, SessionArgument, app, fail,
-                               one_line_errors)
+from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, MaxFrameOption, MAX_FRAME_DEFAULT,
+                               SessionArgument, app, fail, max_frame_of, one_line_errors)
 
 
 @app.command()
@@ -29,6 +29,7 @@ def replay(
                                            help="How long to wait for each answer.")] = 10.0,
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format.")] = DiffFormat.text,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
     recording's transport was; by default the server it was recorded from), answer the server's own requests with the recorded answers,
@@ -39,9 +40,10 @@ def replay(
     """
     from mcptap import replay as replay_mod
 
+    limit = max_frame_of(max_frame)
     with one_line_errors():
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse, ignore=ignore or (),
-                                    timeout=timeout, record=not no_record)
+                                    timeout=timeout, record=not no_record, max_frame=limit)
     if DiffFormat(fmt) is DiffFormat.json:
         from mcptap.report import jsonout
 
@@ -70,6 +72,9 @@ def serve(
     corrupt: Annotated[Optional[list[str]], typer.Option(
         "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
     allow_origin: AllowOriginOption = None,
+    max_body: Annotated[str, typer.Option(
+        "--max-body", metavar="SIZE", help="With --listen: the largest request body read, in bytes or with K, M or "
+                                           "G; a longer one gets 413 Content Too Large, unread.")] = "16M",
 ) -> None:
     """Act as the server of a recorded session for a live client: each request is matched to a
     recorded one (method and params, unused ones first, else method in order) and answered with
@@ -81,6 +86,7 @@ def serve(
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
     """
     from mcptap.replay import serve as serve_mod
+    from mcptap.wire.bounded import parse_size
 
     def ready(url: str) -> None:
         sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
@@ -92,6 +98,10 @@ def serve(
                                       corrupt=set(corrupt or ()), pace=pace)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        try:
+            body_limit = parse_size(max_body)
+        except ValueError as exc:
+            raise fail(f"--max-body: {exc}") from None
         status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready,
-                                 allow_origins=allow_origin or ())
+                                 allow_origins=allow_origin or (), max_body=body_limit)
     raise typer.Exit(status)

@@ -79,7 +79,10 @@ class Outcome:
 
 def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, url: str | None = None,
            sse: bool = False, ignore: tuple[str, ...] | list[str] = (), timeout: float = DEFAULT_TIMEOUT_S,
-           record: bool = True, label: str | None = None) -> Outcome:
+           record: bool = True, label: str | None = None, max_frame: int | None = None) -> Outcome:
+    """Replay session `ref` against the live server (`command` or `url`, else the recorded
+    one); a frame from it longer than `max_frame` (default analyzer/wire/bounded.py's) is kept
+    and recorded cut, and reported, not compared."""
     try:
         ignored = jsondiff.Ignore(ignore)
     except ValueError as exc:
@@ -102,6 +105,8 @@ def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, ur
         server = live_http.LegacySseLive(url, inbox, None, timeout=timeout)
     else:
         server = live_http.StreamableHttpLive(url, inbox, None, timeout=timeout)
+    if max_frame is not None:
+        server.max_frame = max_frame
     recording = None
     if record:
         recording = live.Recording(db_path, live.session_for(server, recorded.session, label))
@@ -142,6 +147,14 @@ def recorded_target(conn, session: dict) -> tuple[list[str] | None, str | None, 
             return None, exchange["url"], False
     raise MCPTapError(f"session {session['id']} names no server to replay against "
                       f"(transport {session.get('transport')}): give --command or --url")
+
+
+@dataclass(frozen=True)
+class CutAnswer:
+    """A live answer longer than --max-frame: its full size and the bytes kept of it."""
+
+    size: int
+    kept: int
 
 
 class _Stop(Exception):
@@ -237,6 +250,11 @@ class _Driver:
             self.closed = self.closed or item.closed
             return
         self.heard = True
+        if item.size is not None:  # kept cut at --max-frame: never parsed, never compared
+            ident = script.id_in_prefix(item.raw)
+            if ident is not script.NO_ID:
+                self.answers.setdefault(id_key(ident), CutAnswer(item.size, len(item.raw)))
+            return
         parsed = jsonwire.parse(item.raw)
         if parsed.error is not None:
             return
@@ -295,6 +313,10 @@ class _Driver:
             value = self.answers.get(id_key(msg.id))
             if value is None:
                 note = "no answer" + (f" within {self.timeout:g} s" if self.outcome.error is None else "")
+                self.outcome.compared.append(Compared(msg.answer, None, [], note))
+            elif type(value) is CutAnswer:
+                note = (f"the live answer is {value.size} bytes, past --max-frame: recorded cut at {value.kept} "
+                        "bytes, not compared")
                 self.outcome.compared.append(Compared(msg.answer, None, [], note))
             else:
                 self.outcome.compared.append(Compared(msg.answer, value, self._diff(msg.answer.value, value)))

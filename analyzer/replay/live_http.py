@@ -62,9 +62,12 @@ class HttpLive(Live):
         if ctype == SSE_ACCEPT:
             self._stream(response, lambda e: self._received(e.data) if e.data else None)
             return
-        body = response.read()
+        body = response.read(self.max_frame)  # a longer body is kept cut, the rest counted
+        size = len(body)
+        while chunk := response.read(1 << 16):
+            size += len(chunk)
         if body.strip():
-            self._received(body)
+            self._received(body, size if size > len(body) else None)
 
     def _start_thread(self, target, *args) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True, name="mcptap-replay-http")
