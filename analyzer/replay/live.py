@@ -61,14 +61,16 @@ class Recording:
 
     def frame(self, direction: str, raw: bytes, ts: float | None = None, size: int | None = None) -> None:
         """Record a frame; `size`: the full size of one cut at --max-frame (stored cut and marked,
-        as the tee stores it)."""
+        as the tee stores it). Redacted on its bytes, before the row is made (one copy: the row's)."""
         with self._lock:
             self._seq += 1
-            row = store.frame_row(self.id, self._seq, time.time() if ts is None else ts, direction, raw, 0)
+            paths = None
+            if not self._redactor.off:
+                raw, paths = self._redactor.frame(raw)
+            row = store.frame_row(self.id, self._seq, time.time() if ts is None else ts, direction, raw, 0,
+                                  None if paths is None else json.dumps(paths))
             if size is not None and size > len(raw):
                 row = cut_row(row, size)
-            if not self._redactor.off:
-                row = store.redact_row(row, self._redactor)
             self._writer.add([row], [], len(raw))
 
     def stderr(self, raw: bytes) -> None:
