@@ -5,6 +5,7 @@ server's peak RSS (VmHWM) read from /proc before it stops."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import signal
@@ -13,7 +14,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import mcptap, wait_for
+from tests.conftest import mcptap, run, wait_for
 from tests.hostile.test_hostile_work import INIT, imported
 
 PEAK_BOUND_KB = 200 * 1024  # serve's peak RSS after a 30 MB POST (it was 850 MB)
@@ -99,8 +100,6 @@ def test_serve_listen_max_body_sets_the_largest_body_read(served):
 
 
 def test_serve_refuses_a_max_body_it_cannot_read_in_one_line(tmp_path):
-    from tests.conftest import run
-
     result = run(mcptap("serve", "--db", str(tmp_path / "none.db"), "s1", "--listen", "0", "--max-body", "lots"))
     err = result.stderr.decode()
     assert result.returncode == 2 and "--max-body" in err and len(err.strip().splitlines()) == 1, err
@@ -172,3 +171,75 @@ def test_replay_keeps_a_live_servers_huge_answer_cut_at_max_frame_and_records_it
         "WHERE replay_of IS NOT NULL AND direction = 's2c' AND size > 1000000").fetchall()
     conn.close()
     assert (size, kept, incomplete) == (HUGE_ANSWER, 1 << 20, 2)
+
+
+class _HugeAnswers(http.server.BaseHTTPRequestHandler):
+    """A Streamable HTTP server whose tools/call answer is HUGE_HTTP bytes, as JSON or (path /sse)
+    as one event of a stream."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in msg:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if msg["method"] == "initialize":
+            body = (b'{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"2025-06-18","capabilities":{},'
+                    b'"serverInfo":{"name":"s","version":"1"}}}' % msg["id"])
+        else:
+            head = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"' % msg["id"]
+            body = head + b"x" * (HUGE_HTTP - len(head) - 5) + b'"}]}}'
+        sse = self.path.endswith("/sse") and msg["method"] != "initialize"
+        if sse:
+            body = b"event: message\ndata: " + body + b"\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream" if sse else "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_DELETE = do_GET
+
+
+HUGE_HTTP = 8 << 20
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/sse"])
+def test_replay_over_http_keeps_a_huge_json_or_event_answer_cut_at_max_frame(tmp_path, path):
+    import sqlite3
+    import threading
+
+    db = imported(tmp_path, "call", [
+        ("c2s", '{"jsonrpc":"2.0","method":"notifications/initialized"}'),
+        ("c2s", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'),
+        ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"small"}]}}'),
+    ])
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HugeAnswers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+        result = run(mcptap("replay", "--db", str(db), "s1", "--url", url, "--max-frame", "1M", "--timeout", "60",
+                            "--format", "json"), timeout=300)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1, result.stderr.decode(errors="replace")[-2000:]
+    notes = [c["note"] for c in json.loads(result.stdout)["messages"] if c["note"]]
+    assert len(notes) == 1 and "past --max-frame" in notes[0], notes
+    conn = sqlite3.connect(db)
+    rows = conn.execute(
+        "SELECT size, length(CAST(raw AS BLOB)), incomplete FROM frames JOIN sessions ON sessions.id = session_id "
+        "WHERE replay_of IS NOT NULL AND direction = 's2c' AND size > 1000000").fetchall()
+    conn.close()
+    assert rows == [(HUGE_HTTP, 1 << 20, 2)]

@@ -235,3 +235,74 @@ def test_import_and_analyze_refuse_a_wrong_typed_meta_field_in_one_line(tmp_path
     result = run(mcptap(*argv))
     err = result.stderr.decode()
     assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and "log.jsonl:1" in err, err
+
+
+# -- the pure parts, against references ------------------------------------------------------
+
+def _backtracking(pattern: list, i: int, path: tuple, j: int) -> bool:
+    """The matcher the automaton replaced (exponential in `..` steps): the reference."""
+    from mcptap.wire.jsonpath import ANY, DEEP
+
+    if i == len(pattern):
+        return True
+    if pattern[i] is DEEP:
+        return any(_backtracking(pattern, i + 1, path, k) for k in range(j, len(path)))
+    if j == len(path):
+        return False
+    step = pattern[i]
+    if step is ANY or (step == path[j] and type(step) is type(path[j])):
+        return _backtracking(pattern, i + 1, path, j + 1)
+    return False
+
+
+def test_the_path_automaton_matches_as_the_backtracking_matcher_did():
+    import random
+
+    from mcptap.wire.jsonpath import Ignore
+
+    rnd = random.Random(28)
+    steps = [".a", ".b", "[0]", "[1]", "[*]", ".*", "..a", "..b", "..*", '["0"]']
+    matched = 0
+    for _ in range(5000):
+        texts = ["".join(rnd.choice(steps) for _ in range(rnd.randint(1, 4))) for _ in range(rnd.randint(1, 2))]
+        path = tuple(rnd.choice(["a", "b", 0, 1, "0"]) for _ in range(rnd.randint(0, 6)))
+        ignore = Ignore(texts)
+        want = any(_backtracking(p, 0, path, 0) for p in ignore.patterns)
+        assert ignore.matches(path) == want, (texts, path)
+        matched += want
+    assert 500 < matched < 4500  # both answers were asked for
+
+
+@pytest.mark.parametrize("text, integral, exact", [
+    (HUGE, True, "Infinity"), ("-" + HUGE, True, "-Infinity"), ("1e-9990000000000000000001", False, "0"),
+    ("0e9990000000000000000001", True, "0"), ("1.5e3", True, "1.5E+3"), ("1.5", False, "1.5"),
+])
+def test_a_number_past_any_decimal_is_integral_by_its_sign_and_kept_as_written(text, integral, exact):
+    from decimal import Decimal
+
+    from mcptap.analysis.messages import id_key, loose_key
+    from mcptap.wire.jsonwire import NumberText
+
+    n = NumberText(text)
+    assert n.is_integral is integral and n.exact == Decimal(exact)
+    assert id_key(n) == ("t", text)
+    assert loose_key(n) == {"1.5e3": "1500"}.get(text, text)
+
+
+@pytest.mark.parametrize("prefix, ident", [
+    (b'{"jsonrpc":"2.0","id":5,"result":{"pad":"xxx', 5),
+    (b'{"jsonrpc":"2.0", "id" : "a\\"b", "result":{', 'a"b'),
+    (b'{"result":{"id":3},"id":7,"x":"', 7),
+    (b'{"result":{"id":3,"pad":"xxx', None),
+    (b'[{"id":1}', None),
+    (b'{"id":1e9990000000000000000001,"result":"', "1e9990000000000000000001"),
+])
+def test_the_id_of_a_frame_kept_cut_is_read_from_its_top_level_start(prefix, ident):
+    from mcptap.replay.script import NO_ID, id_in_prefix
+    from mcptap.wire.jsonwire import NumberText
+
+    found = id_in_prefix(prefix)
+    if ident is None:
+        assert found is NO_ID
+    else:
+        assert (found.text if type(found) is NumberText else found) == ident
