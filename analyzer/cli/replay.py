@@ -10,7 +10,8 @@ import typer
 
 from mcptap.errors import say_error
 from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
-                               IgnorePathOption, SessionArgument, app, deprecated, fail, one_line_errors)
+                               IgnorePathOption, MaxFrameOption, MAX_FRAME_DEFAULT, SessionArgument, app, deprecated,
+                               fail, max_frame_of, one_line_errors)
 
 
 @app.command(short_help='Send a recorded client side to a live server and diff the answers.')
@@ -33,6 +34,7 @@ def replay(
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
+    max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
     recording's transport was: --command, --url, an HTTP recording's URL by default, or with
@@ -46,11 +48,12 @@ def replay(
 
     if ignore:
         deprecated("--ignore", "--ignore-path")
+    limit = max_frame_of(max_frame)
     with one_line_errors():
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse,
                                     ignore=[*(ignore_path or ()), *(ignore or ())],
                                     timeout=timeout, record=not no_record, command_from_log=command_from_log,
-                                    announce=lambda line: sys.stderr.write(line + "\n"))
+                                    announce=lambda line: sys.stderr.write(line + "\n"), max_frame=limit)
     if DiffFormat(fmt) is DiffFormat.json or as_json:
         from mcptap.report import jsonout
 
@@ -79,6 +82,9 @@ def serve(
     corrupt: Annotated[Optional[list[str]], typer.Option(
         "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
     allow_origin: AllowOriginOption = None,
+    max_body: Annotated[str, typer.Option(
+        "--max-body", metavar="SIZE", help="With --listen: the largest request body read, in bytes or with K, M or "
+                                           "G; a longer one gets 413 Content Too Large, unread.")] = "16M",
 ) -> None:
     """Act as the server of a recorded session for a live client: each request is matched to a
     recorded one (method and params, unused ones first, else method in order) and answered with
@@ -90,6 +96,7 @@ def serve(
     Example:  mcptap serve --db ~/mcp.db 0193b2 --listen 8809 --delay tools/call=2
     """
     from mcptap.replay import serve as serve_mod
+    from mcptap.wire.bounded import parse_size
     from mcptap.wire.textsafe import printable
 
     def ready(url: str) -> None:
@@ -102,6 +109,10 @@ def serve(
                                       corrupt=set(corrupt or ()), pace=pace)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        try:
+            body_limit = parse_size(max_body)
+        except ValueError as exc:
+            raise fail(f"--max-body: {exc}") from None
         status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready,
-                                 allow_origins=allow_origin or ())
+                                 allow_origins=allow_origin or (), max_body=body_limit)
     raise typer.Exit(status)

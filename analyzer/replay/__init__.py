@@ -81,11 +81,12 @@ class Outcome:
 def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, url: str | None = None,
            sse: bool = False, ignore: tuple[str, ...] | list[str] = (), timeout: float = DEFAULT_TIMEOUT_S,
            record: bool = True, label: str | None = None, command_from_log: bool = False,
-           announce: Callable[[str], None] = lambda line: None) -> Outcome:
+           announce: Callable[[str], None] = lambda line: None, max_frame: int | None = None) -> Outcome:
     """Replay session `ref` against the server `command` starts (or at `url`). Neither given: an
     HTTP recording's URL; a stdio recording's command line only with `command_from_log`, after
     `announce` was given it (a recording, an imported one above all, may name any command), and
-    MCPTapError without it."""
+    MCPTapError without it. A frame from the live server longer than `max_frame` (default
+    analyzer/wire/bounded.py's) is kept and recorded cut, and reported, not compared."""
     try:
         ignored = jsondiff.Ignore(ignore)
     except ValueError as exc:
@@ -111,6 +112,8 @@ def replay(db_path: str, ref: str, *, command: str | list[str] | None = None, ur
         server = live_http.LegacySseLive(url, inbox, None, timeout=timeout)
     else:
         server = live_http.StreamableHttpLive(url, inbox, None, timeout=timeout)
+    if max_frame is not None:
+        server.max_frame = max_frame
     recording = None
     if record:
         recording = live.Recording(db_path, live.session_for(server, recorded.session, label))
@@ -167,6 +170,14 @@ def _allowed(session: dict, argv: list[str] | None, from_log: bool, announce: Ca
         raise MCPTapError(f"session {sid} was recorded from the server command {line}: mcptap runs a command from a "
                           "recording only when asked; give --command \"CMD ARGS...\" or --command-from-log")
     announce(printable(f"mcptap replay: running the server command from the recording: {line}"))
+
+
+@dataclass(frozen=True)
+class CutAnswer:
+    """A live answer longer than --max-frame: its full size and the bytes kept of it."""
+
+    size: int
+    kept: int
 
 
 class _Stop(Exception):
@@ -262,6 +273,11 @@ class _Driver:
             self.closed = self.closed or item.closed
             return
         self.heard = True
+        if item.size is not None:  # kept cut at --max-frame: never parsed, never compared
+            ident = script.id_in_prefix(item.raw)
+            if ident is not script.NO_ID:
+                self.answers.setdefault(id_key(ident), CutAnswer(item.size, len(item.raw)))
+            return
         parsed = jsonwire.parse(item.raw)
         if parsed.error is not None:
             return
@@ -320,6 +336,10 @@ class _Driver:
             value = self.answers.get(id_key(msg.id))
             if value is None:
                 note = "no answer" + (f" within {self.timeout:g} s" if self.outcome.error is None else "")
+                self.outcome.compared.append(Compared(msg.answer, None, [], note))
+            elif type(value) is CutAnswer:
+                note = (f"the live answer is {value.size} bytes, past --max-frame: recorded cut at {value.kept} "
+                        "bytes, not compared")
                 self.outcome.compared.append(Compared(msg.answer, None, [], note))
             else:
                 self.outcome.compared.append(Compared(msg.answer, value, self._diff(msg.answer.value, value)))

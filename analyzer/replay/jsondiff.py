@@ -41,25 +41,38 @@ class Change:
 
 
 def short(value: Any, width: int = 80) -> str:
+    """JSON text of a value cut to `width` characters (a long string is cut before it is
+    written: a 100 MB answer is never written whole to show 80 characters of it)."""
+    if type(value) is str and len(value) > width:
+        value = value[:width]
     text = jsonwire.to_json(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def around_difference(a: str, b: str, before: int = 24, width: int = 72) -> tuple[str, str]:
-    """Two long strings as JSON text, each cut to the stretch around where they first differ."""
-    ja, jb = jsonwire.to_json(a), jsonwire.to_json(b)
-    if len(ja) <= width and len(jb) <= width:
-        return ja, jb
-    start = 0
-    while start < min(len(ja), len(jb)) and ja[start] == jb[start]:
-        start += 1
+    """Two long strings as JSON text, each cut to the stretch around where they first differ
+    (found on the strings, a block at a time; only the stretch is written as JSON)."""
+    if len(a) <= width and len(b) <= width:
+        ja, jb = jsonwire.to_json(a), jsonwire.to_json(b)
+        if len(ja) <= width and len(jb) <= width:
+            return ja, jb
+    start = _common_prefix(a, b)
     start = max(0, start - before)
 
     def cut(text: str) -> str:
-        piece = text[start:start + width]
-        return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+        piece = jsonwire.to_json(text[start:start + width])[1:-1][:width - (start == 0)]
+        return ("…" if start else "") + '"' * (start == 0) + piece + ("…" if start + width < len(text) else '"')
 
-    return cut(ja), cut(jb)
+    return cut(a), cut(b)
+
+
+def _common_prefix(a: str, b: str, block: int = 4096) -> int:
+    n, i = min(len(a), len(b)), 0
+    while i < n and a[i:i + block] == b[i:i + block]:
+        i += block
+    while i < n and a[i] == b[i]:
+        i += 1
+    return min(i, n)
 
 
 def diff(recorded: Any, live: Any, ignore: "Ignore | None" = None, path: Path = ()) -> list[Change]:

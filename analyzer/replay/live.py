@@ -25,6 +25,8 @@ from mcptap import store
 
 from mcptap.errors import MCPTapError, warn_stderr
 from mcptap.store.writer import SessionWriter
+from mcptap.wire.bounded import DEFAULT_MAX_FRAME, cut_row
+from mcptap.wire.framing import LineFramer
 
 CONNECT_TIMEOUT_S = 10.0
 STOP_GRACE_S = 2.0
@@ -33,11 +35,13 @@ STOP_GRACE_S = 2.0
 @dataclass(frozen=True)
 class Inbound:
     """What a reader thread saw: a frame from the server (`raw`), or the end of the connection
-    (`closed`, saying why)."""
+    (`closed`, saying why). `size`: the full size of a frame longer than --max-frame, of which
+    `raw` holds the first max-frame bytes (None: `raw` is the whole frame)."""
 
     ts: float
     raw: bytes | None = None
     closed: str | None = None
+    size: int | None = None
 
 
 class Recording:
@@ -55,12 +59,18 @@ class Recording:
         self._seq = 0
         self._stderr_seq = 0
 
-    def frame(self, direction: str, raw: bytes, ts: float | None = None) -> None:
+    def frame(self, direction: str, raw: bytes, ts: float | None = None, size: int | None = None) -> None:
+        """Record a frame; `size`: the full size of one cut at --max-frame (stored cut and marked,
+        as the tee stores it). Redacted on its bytes, before the row is made (one copy: the row's)."""
         with self._lock:
             self._seq += 1
-            row = store.frame_row(self.id, self._seq, time.time() if ts is None else ts, direction, raw, 0)
+            paths = None
             if not self._redactor.off:
-                row = store.redact_row(row, self._redactor)
+                raw, paths = self._redactor.frame(raw)
+            row = store.frame_row(self.id, self._seq, time.time() if ts is None else ts, direction, raw, 0,
+                                  None if paths is None else json.dumps(paths))
+            if size is not None and size > len(raw):
+                row = cut_row(row, size)
             self._writer.add([row], [], len(raw))
 
     def stderr(self, raw: bytes) -> None:
@@ -82,6 +92,7 @@ class Live:
 
     transport = ""
     describe = ""
+    max_frame = DEFAULT_MAX_FRAME  # a longer frame from the server is kept (and recorded) cut at this size
 
     def __init__(self, inbox: "queue.Queue[Inbound]", recording: Recording | None):
         self.inbox = inbox
@@ -98,11 +109,14 @@ class Live:
     def close(self) -> int | None:
         raise NotImplementedError
 
-    def _received(self, raw: bytes) -> None:
+    def _received(self, raw: bytes, size: int | None = None) -> None:
+        """A frame from the server; `size`: its full size when `raw` is its first --max-frame bytes."""
         ts = time.time()
+        if size is None and len(raw) > self.max_frame:
+            raw, size = raw[:self.max_frame], len(raw)
         if self.recording is not None:
-            self.recording.frame("s2c", raw, ts)
-        self.inbox.put(Inbound(ts, raw=raw))
+            self.recording.frame("s2c", raw, ts, size)
+        self.inbox.put(Inbound(ts, raw=raw, size=size))
 
     def _sent(self, raw: bytes) -> None:
         if self.recording is not None:
@@ -138,8 +152,17 @@ class StdioLive(Live):
         threading.Thread(target=self._read_stdout, name="mcptap-replay-stdout", daemon=True).start()
 
     def _read_stdout(self) -> None:
-        for line in self.proc.stdout:
-            self._received(line[:-1] if line.endswith(b"\n") else line)
+        """Lines as they come, each kept up to --max-frame bytes (a longer one is never held whole)."""
+        framer = LineFramer(self.max_frame)
+        while chunk := self.proc.stdout.read1(1 << 16):
+            lines = framer.feed(chunk)
+            cut = framer.cut or {}
+            for i, line in enumerate(lines):
+                self._received(line, cut.get(i))
+        size = framer.size
+        tail = framer.finish()
+        if tail is not None:
+            self._received(tail, size if size > len(tail) else None)
         status = self.proc.wait()
         self._stderr_reader.join(1.0)  # its last words, for the message
         tail = f": {self.stderr_tail[-1]}" if self.stderr_tail else ""

@@ -48,7 +48,7 @@ class HttpLive(Live):
         """Read an event stream, calling `on_event(event)` for each event as it completes."""
         from mcptap.wire.sse import SSEParser
 
-        parser = SSEParser()
+        parser = SSEParser(self.max_frame)  # an event's data past --max-frame is kept cut, its size counted
         while not self._stopping.is_set():
             chunk = response.read1(65536)
             if not chunk:
@@ -60,11 +60,14 @@ class HttpLive(Live):
         """The frames an answer to a POST carries: a JSON body, or the data of each SSE event."""
         ctype = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if ctype == SSE_ACCEPT:
-            self._stream(response, lambda e: self._received(e.data) if e.data else None)
+            self._stream(response, lambda e: self._received(e.data, e.full_size) if e.data else None)
             return
-        body = response.read()
+        body = response.read(self.max_frame)  # a longer body is kept cut, the rest counted
+        size = len(body)
+        while chunk := response.read(1 << 16):
+            size += len(chunk)
         if body.strip():
-            self._received(body)
+            self._received(body, size if size > len(body) else None)
 
     def _start_thread(self, target, *args) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True, name="mcptap-replay-http")
@@ -182,7 +185,7 @@ class LegacySseLive(HttpLive):
             self.endpoint = urljoin(self.url, event.data.decode("utf-8", "replace").strip())
             self._announced.set()
         elif event.type == "message" and event.data:
-            self._received(event.data)
+            self._received(event.data, event.full_size)
 
     def send(self, raw: bytes, message: Any = None) -> None:
         self._sent(raw)

@@ -145,3 +145,42 @@ def _owner(note: Message, tokens: dict[tuple, Message]) -> Message | None:
         if req is not None and req.answer is None:
             return req
     return None
+
+
+ID_SCAN_BYTES = 1 << 16
+"""How much of a frame kept cut is read for its id: an envelope's `id` comes early, if at all."""
+NO_ID = object()
+
+
+def id_in_prefix(prefix: bytes) -> Any:
+    """The `id` member of the top-level object a frame kept cut at --max-frame begins with, as
+    jsonwire parses it, when it is in the first ID_SCAN_BYTES bytes; else NO_ID."""
+    text = bytes(prefix[:ID_SCAN_BYTES]).decode("utf-8", "ignore")
+    depth, key, expect_key, pos = 0, None, False, 0
+    while (m := jsonwire.TOKEN.match(text, pos)) is not None:
+        pos = m.end()
+        if m.group("ws"):
+            continue
+        tok = m.group()
+        if m.group("punct") is not None:
+            if tok in "{[":
+                if depth == 0 and tok != "{":
+                    return NO_ID
+                depth += 1
+                expect_key = depth == 1
+            elif tok in "}]":
+                depth -= 1
+                if depth <= 0:
+                    return NO_ID
+            elif tok == "," and depth == 1:
+                expect_key = True
+            continue
+        if depth == 0:
+            return NO_ID
+        if depth == 1 and expect_key:
+            key, expect_key = tok, False
+        elif depth == 1 and key == '"id"':
+            return jsonwire.parse(tok).value
+        elif depth == 1:
+            key = None
+    return NO_ID

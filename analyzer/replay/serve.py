@@ -75,9 +75,11 @@ def serve_stdio(responder: Responder, stdin: BinaryIO, stdout: BinaryIO) -> int:
 
 
 def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults | None = None,
-          on_ready: Callable[[str], None] | None = None, allow_origins: Sequence[str] = ()) -> int:
+          on_ready: Callable[[str], None] | None = None, allow_origins: Sequence[str] = (),
+          max_body: int | None = None) -> int:
     """Load the session and serve it: on stdin/stdout, or on HTTP at `listen` ([HOST:]PORT),
-    answering the Origins `allow_origins` names besides local ones (analyzer/origins.py)."""
+    answering the Origins `allow_origins` names besides local ones (analyzer/origins.py) and
+    reading request bodies up to `max_body` bytes (serve_http.DEFAULT_MAX_BODY when None)."""
     from mcptap import store
     from mcptap.origins import parse_allowed
     from mcptap.proxy import parse_listen
@@ -92,7 +94,7 @@ def serve(db_path: str, ref: str, *, listen: str | None = None, faults: Faults |
     responder = Responder(Recording(recorded), faults)
     if listen is None:
         return serve_stdio(responder, sys.stdin.buffer, sys.stdout.buffer)
-    from mcptap.replay.serve_http import serve_http
+    from mcptap.replay.serve_http import DEFAULT_MAX_BODY, serve_http
 
     host, port = parse_listen(listen)
-    return serve_http(responder, host, port, on_ready, allow_origins)
+    return serve_http(responder, host, port, on_ready, allow_origins, max_body or DEFAULT_MAX_BODY)

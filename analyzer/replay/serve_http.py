@@ -3,7 +3,8 @@ one POST per client message, an answer as JSON or as an event stream of the requ
 unanswered request keeps its stream open until it is cancelled (a `notifications/cancelled`
 POST, or, as 2026-07-28 says, the client closing the stream), its session ends or serve stops.
 A request whose Host or Origin is not local (analyzer/origins.py: DNS rebinding) is refused, and a
-POST whose Content-Type is not application/json gets 415, before anything is read of its body."""
+POST whose Content-Type is not application/json gets 415, and one whose Content-Length is past
+`--max-body` (DEFAULT_MAX_BODY) gets 413, before anything is read of its body."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from mcptap.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
 from mcptap.analysis.outstanding import Held, Outstanding
 from mcptap.replay.responder import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
 
-MAX_BODY_BYTES = 1 << 30
+DEFAULT_MAX_BODY = 16 << 20
+"""The largest request body read (16 MiB, `serve --listen --max-body`); a longer one gets 413 unread."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -48,8 +50,14 @@ class _Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
-        if not 0 <= length <= MAX_BODY_BYTES:
+        if length < 0:
             self._json(400, error_frame(None, INVALID_REQUEST, "Invalid Request: a body of a known, bounded length"),
+                       {"Connection": "close"})
+            self.close_connection = True
+            return
+        if length > self.server.max_body:
+            self._json(413, error_frame(None, INVALID_REQUEST, f"Request body too large: {length} bytes, more than "
+                                        f"the {self.server.max_body} that mcptap serve --max-body allows"),
                        {"Connection": "close"})
             self.close_connection = True
             return
@@ -150,8 +158,10 @@ class StubHttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], responder: Responder, policy: ListenerPolicy | None = None):
+    def __init__(self, address: tuple[str, int], responder: Responder, policy: ListenerPolicy | None = None,
+                 max_body: int = DEFAULT_MAX_BODY):
         super().__init__(address, _Handler)
+        self.max_body = max_body
         self.policy = policy or ListenerPolicy(address[0])
         self.shared = responder
         self.outstanding = Outstanding()
@@ -186,14 +196,14 @@ class StubHttpServer(ThreadingHTTPServer):
 
 
 def serve_http(responder: Responder, host: str, port: int, on_ready: Callable[[str], None] | None = None,
-               allow_origins: Sequence[str] = ()) -> int:
+               allow_origins: Sequence[str] = (), max_body: int = DEFAULT_MAX_BODY) -> int:
     """Serve until SIGINT or SIGTERM; `on_ready(url)` once listening; `allow_origins`: the
-    `--allow-origin` values (analyzer/origins.py)."""
+    `--allow-origin` values (analyzer/origins.py); `max_body`: the largest request body read."""
     import signal
 
     policy = ListenerPolicy(host, allow_origins)
     try:
-        server = StubHttpServer((host, port), responder, policy)
+        server = StubHttpServer((host, port), responder, policy, max_body)
     except OSError as exc:
         raise MCPTapError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     stop = threading.Event()

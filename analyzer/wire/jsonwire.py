@@ -209,7 +209,7 @@ def _parse_exactly(raw: str | bytes) -> Parsed:
 
 # -- the iterative fallback, for nesting deeper than the C scanner's recursion limit -----------
 
-_TOKEN = re.compile(r"""
+TOKEN = _TOKEN = re.compile(r"""
     (?P<ws>[ \t\n\r]+)
   | (?P<punct>[{}\[\]:,])
   | (?P<string>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")
