@@ -15,7 +15,7 @@ import typer
 
 from mcptap import extras
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnorePathOption, IgnoreOldOption,
-                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, fail,
+                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, diff_writer, fail,
                                one_line_errors)
 
 
@@ -233,6 +233,7 @@ def diff(
     ignore: IgnoreOldOption = None,
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
+    color: ColorOption = None,
 ) -> None:
     """Compare two recorded sessions message by message: the k-th request of a method in one
     direction with the k-th of the other session, and their answers; the same for notifications
@@ -255,6 +256,6 @@ def diff(
 
             jsonout.write_document(sys.stdout, sessiondiff.as_json(outcome).items())
         else:
-            sessiondiff.render(outcome, typer.echo)
+            sessiondiff.render(outcome, diff_writer(color_on(color)))
         sys.stdout.flush()
     raise typer.Exit(outcome.exit_status)

@@ -103,6 +103,28 @@ def color_on(asked: bool | None, stream=None) -> bool:
         return False
 
 
+_DIFF_WORD = re.compile(r"^(\s*(?:answer )?)(changed|added|removed|no answer)\b|^(equal|different)(?=:)")
+DIFF_STYLES = {"changed": "yellow", "added": "green", "removed": "red", "no answer": "red", "equal": "bold green",
+               "different": "bold red"}
+
+
+def diff_writer(colour: bool):
+    """typer.echo for diff's and replay's report lines, the kind of each change and the verdict
+    coloured (rich styles) when `colour`; the lines are already escaped (printable)."""
+    if not colour:
+        return typer.echo
+    from mcptap.report.columns import paint
+
+    def write(line: str) -> None:
+        m = _DIFF_WORD.match(line)
+        if m:
+            word = m.group(2) or m.group(3)
+            line = (m.group(1) or "") + paint(word, DIFF_STYLES[word]) + line[m.end():]
+        typer.echo(line, color=True)
+
+    return write
+
+
 def on_terminal(stream=None) -> bool:
     """Whether `stream` (stdout) is a terminal: tables are drawn for a reader; piped, they are
     plain lines, uncut, for programs."""

@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
-                               IgnorePathOption, SessionArgument, app, deprecated, fail, one_line_errors)
+from mcptap.cli.common import (AllowOriginOption, ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
+                               IgnorePathOption, SessionArgument, app, color_on, deprecated, diff_writer, fail,
+                               one_line_errors)
 
 
 @app.command(short_help='Send a recorded client side to a live server and diff the answers.')
@@ -29,6 +30,7 @@ def replay(
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
+    color: ColorOption = None,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
     recording's transport was; by default the server it was recorded from), answer the server's own requests with the recorded answers,
@@ -51,7 +53,7 @@ def replay(
         jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
         sys.stdout.flush()
     else:
-        replay_mod.render(outcome, typer.echo)
+        replay_mod.render(outcome, diff_writer(color_on(color)))
     if outcome.error is not None:
         sys.stderr.write(f"mcptap: error: {outcome.error}\n")
     raise typer.Exit(outcome.exit_status)

@@ -198,6 +198,14 @@ def test_show_is_coloured_on_a_terminal_unless_no_color(demo_db):
     assert ESC not in on_terminal(argv, env={"NO_COLOR": "1"})[1]
 
 
+def test_diff_colours_its_verdict_on_a_terminal_or_with_color_and_not_with_no_color(demo_db):
+    argv = mcptap("diff", "demo", "demo-http", "--db", str(demo_db))
+    status, coloured = on_terminal(argv, env={"NO_COLOR": ""})
+    assert status == 1 and ESC in coloured
+    assert ESC not in on_terminal(argv, env={"NO_COLOR": "1"})[1]
+    assert ESC not in run(argv).stdout and ESC in run([*argv, "--color"]).stdout
+
+
 def test_sessions_draws_a_table_on_a_terminal_and_plain_whole_lines_when_piped(demo_db):
     status, drawn = on_terminal(mcptap("sessions", "--db", str(demo_db)), env={"NO_COLOR": "1"})
     assert status == 0 and "─".encode() in drawn and ESC not in drawn
