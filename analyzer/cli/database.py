@@ -88,7 +88,8 @@ def sessions(
             sys.stdout.write("(no sessions yet)\n")
         else:
             columns.show(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
-                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color))
+                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color),
+                         counts={7: "bold red", 8: "yellow"})
         sys.stdout.flush()
 
 

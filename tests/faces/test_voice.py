@@ -215,6 +215,17 @@ def test_sessions_draws_a_table_on_a_terminal_and_plain_whole_lines_when_piped(d
     assert "─" not in piped and all(any(line.startswith(i) for line in piped.splitlines()) for i in ids)
 
 
+def test_the_terminal_table_shows_a_hostile_label_escaped_and_its_markup_as_text(tmp_path):
+    label = "[bold]x[/bold]\x1b]0;owned\x07\u202e"
+    log = tmp_path / "hostile.jsonl"
+    log.write_text(json.dumps({"session": label, "ts": 1.5, "direction": "c2s", "raw": "{}"}) + "\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    status, drawn = on_terminal(mcptap("sessions", "--db", str(db)), env={"NO_COLOR": ""})
+    assert status == 0 and b"[bold]x[/bold]" in drawn and b"\\x1b]0;owned\\x07\\u202e" in drawn
+    assert b"\x1b]" not in drawn and "\u202e".encode() not in drawn
+
+
 def test_no_hand_written_ansi_codes_remain_in_the_product():
     root = Path(__file__).resolve().parents[2]
     found = [str(p.relative_to(root)) for folder in ("analyzer", "addons") for p in (root / folder).rglob("*.py")
