@@ -15,7 +15,7 @@ import typer
 
 from mcptap import extras
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnorePathOption, IgnoreOldOption,
-                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, diff_writer, fail,
+                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, diff_writer, fail, names_a_file,
                                one_line_errors)
 
 
@@ -140,17 +140,12 @@ def analyze(
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
 
 
-LOG_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".log", ".har", ".mitm", ".flows", ".dump", ".gz", ".zst")
-"""An `analyze` argument with one of these extensions (or a /) is a FILE even when it is missing."""
-
-
 def _files_and_sessions(args: list[str], alias: list[str] | None) -> tuple[list[str], list[str]]:
     """`analyze`'s arguments split into FILEs (`-`, a path that exists, or one that looks like a
     path: a / or a log's extension) and SESSIONs (the rest, and the hidden --session alias's)."""
     files, sessions = [], []
     for arg in args:
-        is_file = arg == "-" or os.path.exists(arg) or os.sep in arg or arg.lower().endswith(LOG_EXTENSIONS)
-        (files if is_file else sessions).append(arg)
+        (files if names_a_file(arg) else sessions).append(arg)
     return files, [*sessions, *(alias or ())]
 
 

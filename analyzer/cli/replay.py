@@ -3,19 +3,24 @@ live server) and serve (the server, for a live client)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated, Optional
 
 import typer
 
 from mcptap.cli.common import (AllowOriginOption, ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
-                               IgnorePathOption, SessionArgument, app, color_on, deprecated, diff_writer, fail,
-                               one_line_errors)
+                               IgnorePathOption, app, color_on, deprecated, diff_writer, fail,
+                               one_line_errors, session_of_log)
 
 
 @app.command(short_help='Send a recorded client side to a live server and diff the answers.')
 def replay(
-    session: SessionArgument,
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="The recorded session: id, unique id prefix, or label (the newest); or a frame log "
+                                "holding one session (- is stdin; .gz, .zst), replayed from a temporary database "
+                                "(or --db when given).")],
     db: DbOption = DEFAULT_DB,
     command: Annotated[Optional[str], typer.Option(
         "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio "
@@ -43,7 +48,8 @@ def replay(
 
     if ignore:
         deprecated("--ignore", "--ignore-path")
-    with one_line_errors():
+    with one_line_errors(), contextlib.ExitStack() as cleanup:
+        db, session = session_of_log(ctx, db, session, cleanup)
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse,
                                     ignore=[*(ignore_path or ()), *(ignore or ())],
                                     timeout=timeout, record=not no_record)
@@ -61,7 +67,11 @@ def replay(
 
 @app.command(short_help='Answer a live client as the recorded server.')
 def serve(
-    session: SessionArgument,
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="The recorded session: id, unique id prefix, or label (the newest); or a frame log "
+                                "file holding one session (.gz, .zst), served from a temporary database (or --db "
+                                "when given).")],
     db: DbOption = DEFAULT_DB,
     listen: Annotated[Optional[str], typer.Option(
         "--listen", metavar="[HOST:]PORT", help="Serve Streamable HTTP here (path /mcp; port 0: any free port); "
@@ -91,12 +101,13 @@ def serve(
         sys.stderr.write(f"mcptap serve: session {session} on {url} (Ctrl-C stops)\n")
         sys.stderr.flush()
 
-    with one_line_errors():
+    with one_line_errors(), contextlib.ExitStack() as cleanup:
         try:
             faults = serve_mod.Faults(drop=set(drop or ()), delay=serve_mod.parse_delays(delay or ()),
                                       corrupt=set(corrupt or ()), pace=pace)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        db, session = session_of_log(ctx, db, session, cleanup, stdin=listen is not None)
         status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready,
                                  allow_origins=allow_origin or ())
     raise typer.Exit(status)

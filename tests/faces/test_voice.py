@@ -307,3 +307,30 @@ def test_a_zst_file_without_zstandard_is_one_line_naming_the_extra(tmp_path):
                "from mcptap.__main__ import main; main()")
     result = run([sys.executable, "-c", blocked, str(tmp_path / "x.db"), str(packed)])
     assert result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"mcptap[zstd]" in result.stderr
+
+
+def test_replay_takes_a_compressed_frame_log_as_its_session(demo_db, tmp_path):
+    log = tmp_path / "one.jsonl.gz"
+    assert run(mcptap("export", "demo", "--db", str(demo_db), "-o", str(log))).returncode == 0
+    result = run(mcptap("replay", str(log), "--command", f"{sys.executable} -m mcptap.demo.server"))
+    assert result.returncode == 0, result.stderr
+    assert b"equal: 6 messages compared" in result.stdout
+
+
+def test_replay_reads_its_log_from_stdin_and_serve_serves_a_log_file(demo_db, tmp_path):
+    plain = run(mcptap("export", "demo", "--db", str(demo_db))).stdout
+    replayed = run(mcptap("replay", "-", "--no-record", "--command", f"{sys.executable} -m mcptap.demo.server"),
+                   input=plain)
+    assert replayed.returncode == 0, replayed.stderr
+    log = tmp_path / "one.jsonl"
+    log.write_bytes(plain)
+    hello = json.loads(json.loads(plain.splitlines()[1])["raw"])
+    served = run(mcptap("serve", str(log)), input=json.dumps(hello).encode() + b"\n")
+    assert served.returncode == 0 and json.loads(served.stdout.splitlines()[0])["id"] == hello["id"]
+
+
+def test_serve_on_stdio_refuses_stdin_as_its_log_and_a_log_of_several_sessions_in_one_line(tmp_path):
+    refused = run(mcptap("serve", "-"))
+    assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1
+    several = run(mcptap("replay", str(CORPUS), "--command", "true"))
+    assert several.returncode == 2 and several.stderr.count(b"\n") == 1 and b"2 sessions" in several.stderr
