@@ -16,7 +16,7 @@ import typer
 from mcptap import extras
 from mcptap.errors import warn_stderr
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnorePathOption, IgnoreOldOption,
-                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, fail,
+                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, diff_writer, fail, names_a_file,
                                one_line_errors)
 
 
@@ -184,17 +184,12 @@ def _analyze_dataset(path: str, engine_name, master, revision, rules_policy, job
                                      progress=shown.advance)
 
 
-LOG_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".log", ".har", ".mitm", ".flows", ".dump", ".gz", ".zst")
-"""An `analyze` argument with one of these extensions (or a /) is a FILE even when it is missing."""
-
-
 def _files_and_sessions(args: list[str], alias: list[str] | None) -> tuple[list[str], list[str]]:
     """`analyze`'s arguments split into FILEs (`-`, a path that exists, or one that looks like a
     path: a / or a log's extension) and SESSIONs (the rest, and the hidden --session alias's)."""
     files, sessions = [], []
     for arg in args:
-        is_file = arg == "-" or os.path.exists(arg) or os.sep in arg or arg.lower().endswith(LOG_EXTENSIONS)
-        (files if is_file else sessions).append(arg)
+        (files if names_a_file(arg) else sessions).append(arg)
     return files, [*sessions, *(alias or ())]
 
 
@@ -277,6 +272,7 @@ def diff(
     ignore: IgnoreOldOption = None,
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Report format (table is text).")] = DiffFormat.text,
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
+    color: ColorOption = None,
 ) -> None:
     """Compare two recorded sessions message by message: the k-th request of a method in one
     direction with the k-th of the other session, and their answers; the same for notifications
@@ -299,6 +295,6 @@ def diff(
 
             jsonout.write_document(sys.stdout, sessiondiff.as_json(outcome).items())
         else:
-            sessiondiff.render(outcome, typer.echo)
+            sessiondiff.render(outcome, diff_writer(color_on(color)))
         sys.stdout.flush()
     raise typer.Exit(outcome.exit_status)

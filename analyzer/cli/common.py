@@ -79,6 +79,53 @@ def sessions_of(positional: list[str] | None, alias: list[str] | None) -> list[s
     return named or None
 
 
+LOG_EXTENSIONS = (".jsonl", ".json", ".ndjson", ".log", ".har", ".mitm", ".flows", ".dump", ".gz", ".zst")
+"""An argument with one of these extensions (or a /) names a FILE of frames even when it is missing."""
+
+
+def names_a_file(arg: str) -> bool:
+    """Whether a FILE-or-SESSION argument is a file of frames: `-` (stdin), a path that exists, or
+    one that looks like a path (a / or a log's extension); any other is a SESSION."""
+    return arg == "-" or os.path.exists(arg) or os.sep in arg or arg.lower().endswith(LOG_EXTENSIONS)
+
+
+def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.ExitStack, *,
+                   stdin: bool = True) -> tuple[str, str]:
+    """replay's and serve's SESSION: a session of `db`, or a frame log (or capture; `-`, .gz and
+    .zst as everywhere) holding one session, imported into a temporary database (into --db when
+    it is given on the command line): (the database, the session) to use."""
+    import tempfile
+
+    if not names_a_file(ref):
+        return db, ref
+    if ref == "-" and not stdin:
+        raise fail("stdin is the client's here: give the log as a file")
+    from mcptap import outfile, store
+    from mcptap.readers import importer
+
+    if getattr(ctx.get_parameter_source("db"), "name", None) != "COMMANDLINE":
+        db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "log.db")
+    plain = cleanup.enter_context(outfile.frames_in(ref, cleanup.enter_context(
+        tempfile.TemporaryDirectory(prefix="mcptap-"))))
+    with outfile.named_as_given({ref: plain}):
+        importer.detect_format(plain)
+        conn = store.connect(db)
+        try:
+            imported = list(importer.import_file(conn, plain, origin=ref,
+                                                 warn=lambda m: say_warning(m)))
+        finally:
+            conn.close()
+    if len(imported) != 1:
+        raise fail(f"{ref} holds {len(imported)} sessions: import it with `mcptap import` and name one")
+    return db, imported[0].id
+
+
+def say_warning(message: str) -> None:
+    from mcptap.wire.textsafe import printable
+
+    sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
+
+
 def deprecated(old: str, new: str) -> None:
     """One line on stderr: an option name kept for old scripts, and the one to use."""
     sys.stderr.write(f"mcptap: warning: {old} is deprecated; use {new}\n")
@@ -101,6 +148,28 @@ def color_on(asked: bool | None, stream=None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+_DIFF_WORD = re.compile(r"^(\s*(?:answer )?)(changed|added|removed|no answer)\b|^(equal|different)(?=:)")
+DIFF_STYLES = {"changed": "yellow", "added": "green", "removed": "red", "no answer": "red", "equal": "bold green",
+               "different": "bold red"}
+
+
+def diff_writer(colour: bool):
+    """typer.echo for diff's and replay's report lines, the kind of each change and the verdict
+    coloured (rich styles) when `colour`; the lines are already escaped (printable)."""
+    if not colour:
+        return typer.echo
+    from mcptap.report.columns import paint
+
+    def write(line: str) -> None:
+        m = _DIFF_WORD.match(line)
+        if m:
+            word = m.group(2) or m.group(3)
+            line = (m.group(1) or "") + paint(word, DIFF_STYLES[word]) + line[m.end():]
+        typer.echo(line, color=True)
+
+    return write
 
 
 def on_terminal(stream=None) -> bool:

@@ -88,7 +88,8 @@ def sessions(
             sys.stdout.write("(no sessions yet)\n")
         else:
             columns.show(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
-                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color))
+                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color),
+                         counts={7: "bold red", 8: "yellow"})
         sys.stdout.flush()
 
 
@@ -138,7 +139,7 @@ def show(
         sid = store.resolve_session(conn, session)
         out = sys.stdout
         if fmt is TranscriptFormat.text:
-            width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else PIPED_WIDTH
+            width = shutil.get_terminal_size((160, 24)).columns
             for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
                 out.write(paint(line) + "\n")
         else:
@@ -152,10 +153,6 @@ def show(
         out.flush()
 
 
-PIPED_WIDTH = 160
-"""The width a frame's one-line preview is cut to when stdout is not a terminal (--full: whole)."""
-
-
 def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_code: int, paint) -> None:
     from mcptap.report import follow
 
@@ -163,7 +160,7 @@ def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_
         sys.stdout.write(paint(line) + "\n")
         sys.stdout.flush()
 
-    width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else PIPED_WIDTH
+    width = shutil.get_terminal_size((160, 24)).columns
     with one_line_errors():
         try:
             follow.follow_session(db, session, write, width=width, full=full, stderr=stderr, per_code=per_code)

@@ -3,20 +3,25 @@ live server) and serve (the server, for a live client)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Annotated, Optional
 
 import typer
 
 from mcptap.errors import say_error
-from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
-                               IgnorePathOption, MaxFrameOption, MAX_FRAME_DEFAULT, SessionArgument, app, deprecated,
-                               fail, max_frame_of, one_line_errors)
+from mcptap.cli.common import (AllowOriginOption, ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnoreOldOption,
+                               IgnorePathOption, MaxFrameOption, MAX_FRAME_DEFAULT, app, color_on, deprecated,
+                               diff_writer, fail, max_frame_of, one_line_errors, session_of_log)
 
 
 @app.command(short_help='Send a recorded client side to a live server and diff the answers.')
 def replay(
-    session: SessionArgument,
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="The recorded session: id, unique id prefix, or label (the newest); or a frame log "
+                                "holding one session (- is stdin; .gz, .zst), replayed from a temporary database "
+                                "(or --db when given).")],
     db: DbOption = DEFAULT_DB,
     command: Annotated[Optional[str], typer.Option(
         "--command", metavar='"CMD ARGS..."', help="Start the live server with this command line, over stdio "
@@ -35,6 +40,7 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not record the replay as a new session.")] = False,
     max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
+    color: ColorOption = None,
 ) -> None:
     """Send the client side of a recorded session to a live server (stdio or HTTP, whatever the
     recording's transport was: --command, --url, an HTTP recording's URL by default, or with
@@ -49,7 +55,8 @@ def replay(
     if ignore:
         deprecated("--ignore", "--ignore-path")
     limit = max_frame_of(max_frame)
-    with one_line_errors():
+    with one_line_errors(), contextlib.ExitStack() as cleanup:
+        db, session = session_of_log(ctx, db, session, cleanup)
         outcome = replay_mod.replay(db, session, command=command, url=url, sse=sse,
                                     ignore=[*(ignore_path or ()), *(ignore or ())],
                                     timeout=timeout, record=not no_record, command_from_log=command_from_log,
@@ -60,7 +67,7 @@ def replay(
         jsonout.write_document(sys.stdout, replay_mod.as_json(outcome).items())
         sys.stdout.flush()
     else:
-        replay_mod.render(outcome, typer.echo)
+        replay_mod.render(outcome, diff_writer(color_on(color)))
     if outcome.error is not None:
         say_error(outcome.error)
     raise typer.Exit(outcome.exit_status)
@@ -68,7 +75,11 @@ def replay(
 
 @app.command(short_help='Answer a live client as the recorded server.')
 def serve(
-    session: SessionArgument,
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help="The recorded session: id, unique id prefix, or label (the newest); or a frame log "
+                                "file holding one session (.gz, .zst), served from a temporary database (or --db "
+                                "when given).")],
     db: DbOption = DEFAULT_DB,
     listen: Annotated[Optional[str], typer.Option(
         "--listen", metavar="[HOST:]PORT", help="Serve Streamable HTTP here (path /mcp; port 0: any free port); "
@@ -103,7 +114,7 @@ def serve(
         sys.stderr.write(printable(f"mcptap serve: session {session} on {url} (Ctrl-C stops)") + "\n")
         sys.stderr.flush()
 
-    with one_line_errors():
+    with one_line_errors(), contextlib.ExitStack() as cleanup:
         try:
             faults = serve_mod.Faults(drop=set(drop or ()), delay=serve_mod.parse_delays(delay or ()),
                                       corrupt=set(corrupt or ()), pace=pace)
@@ -113,6 +124,7 @@ def serve(
             body_limit = parse_size(max_body)
         except ValueError as exc:
             raise fail(f"--max-body: {exc}") from None
+        db, session = session_of_log(ctx, db, session, cleanup, stdin=listen is not None)
         status = serve_mod.serve(db, session, listen=listen, faults=faults, on_ready=ready,
                                  allow_origins=allow_origin or (), max_body=body_limit)
     raise typer.Exit(status)

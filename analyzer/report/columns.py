@@ -35,22 +35,26 @@ def paint(text: str, style: str) -> str:
 
 
 def show(out: IO[str], head: Sequence[str], rows: Sequence[Sequence[str]], *, right: Collection[int] = (),
-         terminal: bool = False, colour: bool = False) -> None:
+         terminal: bool = False, colour: bool = False, counts: dict[int, str] | None = None) -> None:
     """The rows for a reader: on a terminal (and up to RICH_ROWS) a table drawn by rich, in
-    colour when `colour`; else `write`'s plain columns, whole."""
+    colour when `colour` (`counts`: a column's style where its count is not 0 or -, e.g. errors
+    in red); else `write`'s plain columns, whole."""
     if not terminal or len(rows) > RICH_ROWS:
         write(out, head, rows, right=right, colour=colour)
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
     from rich import box
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, highlight=False, collapse_padding=True)
     for i, name in enumerate(head):
         table.add_column(name, justify="right" if i in right else "left", overflow="fold", min_width=len(name),
                          no_wrap=i == 0)
+    styles = counts or {}
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell, style=styles[i]) if i in styles and cell not in ("0", "-") else Text(cell)
+                        for i, cell in enumerate(row)))
     Console(file=out, force_terminal=colour, no_color=not colour, color_system="standard" if colour else None,
             highlight=False, markup=False, emoji=False).print(table)
 

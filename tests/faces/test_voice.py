@@ -198,6 +198,14 @@ def test_show_is_coloured_on_a_terminal_unless_no_color(demo_db):
     assert ESC not in on_terminal(argv, env={"NO_COLOR": "1"})[1]
 
 
+def test_diff_colours_its_verdict_on_a_terminal_or_with_color_and_not_with_no_color(demo_db):
+    argv = mcptap("diff", "demo", "demo-http", "--db", str(demo_db))
+    status, coloured = on_terminal(argv, env={"NO_COLOR": ""})
+    assert status == 1 and ESC in coloured
+    assert ESC not in on_terminal(argv, env={"NO_COLOR": "1"})[1]
+    assert ESC not in run(argv).stdout and ESC in run([*argv, "--color"]).stdout
+
+
 def test_sessions_draws_a_table_on_a_terminal_and_plain_whole_lines_when_piped(demo_db):
     status, drawn = on_terminal(mcptap("sessions", "--db", str(demo_db)), env={"NO_COLOR": "1"})
     assert status == 0 and "─".encode() in drawn and ESC not in drawn
@@ -205,6 +213,17 @@ def test_sessions_draws_a_table_on_a_terminal_and_plain_whole_lines_when_piped(d
     piped = run(mcptap("sessions", "--db", str(demo_db))).stdout.decode()
     ids = [s["id"] for s in json.loads(run(mcptap("sessions", "--db", str(demo_db), "--format", "json")).stdout)["sessions"]]
     assert "─" not in piped and all(any(line.startswith(i) for line in piped.splitlines()) for i in ids)
+
+
+def test_the_terminal_table_shows_a_hostile_label_escaped_and_its_markup_as_text(tmp_path):
+    label = "[bold]x[/bold]\x1b]0;owned\x07\u202e"
+    log = tmp_path / "hostile.jsonl"
+    log.write_text(json.dumps({"session": label, "ts": 1.5, "direction": "c2s", "raw": "{}"}) + "\n", encoding="utf-8")
+    db = tmp_path / "h.db"
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    status, drawn = on_terminal(mcptap("sessions", "--db", str(db)), env={"NO_COLOR": ""})
+    assert status == 0 and b"[bold]x[/bold]" in drawn and b"\\x1b]0;owned\\x07\\u202e" in drawn
+    assert b"\x1b]" not in drawn and "\u202e".encode() not in drawn
 
 
 def test_no_hand_written_ansi_codes_remain_in_the_product():
@@ -288,3 +307,30 @@ def test_a_zst_file_without_zstandard_is_one_line_naming_the_extra(tmp_path):
                "from mcptap.__main__ import main; main()")
     result = run([sys.executable, "-c", blocked, str(tmp_path / "x.db"), str(packed)])
     assert result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"mcptap[zstd]" in result.stderr
+
+
+def test_replay_takes_a_compressed_frame_log_as_its_session(demo_db, tmp_path):
+    log = tmp_path / "one.jsonl.gz"
+    assert run(mcptap("export", "demo", "--db", str(demo_db), "-o", str(log))).returncode == 0
+    result = run(mcptap("replay", str(log), "--command", f"{sys.executable} -m mcptap.demo.server"))
+    assert result.returncode == 0, result.stderr
+    assert b"equal: 6 messages compared" in result.stdout
+
+
+def test_replay_reads_its_log_from_stdin_and_serve_serves_a_log_file(demo_db, tmp_path):
+    plain = run(mcptap("export", "demo", "--db", str(demo_db))).stdout
+    replayed = run(mcptap("replay", "-", "--no-record", "--command", f"{sys.executable} -m mcptap.demo.server"),
+                   input=plain)
+    assert replayed.returncode == 0, replayed.stderr
+    log = tmp_path / "one.jsonl"
+    log.write_bytes(plain)
+    hello = json.loads(json.loads(plain.splitlines()[1])["raw"])
+    served = run(mcptap("serve", str(log)), input=json.dumps(hello).encode() + b"\n")
+    assert served.returncode == 0 and json.loads(served.stdout.splitlines()[0])["id"] == hello["id"]
+
+
+def test_serve_on_stdio_refuses_stdin_as_its_log_and_a_log_of_several_sessions_in_one_line(tmp_path):
+    refused = run(mcptap("serve", "-"))
+    assert refused.returncode == 2 and refused.stderr.count(b"\n") == 1
+    several = run(mcptap("replay", str(CORPUS), "--command", "true"))
+    assert several.returncode == 2 and several.stderr.count(b"\n") == 1 and b"2 sessions" in several.stderr
