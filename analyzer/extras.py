@@ -12,12 +12,13 @@ import importlib
 
 from mcptap.errors import MCPTapError
 
-EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib")}
+EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib")}
 """The modules each extra installs."""
 
 
-class MissingExtra(MCPTapError):
-    """What is asked for needs an extra that is not installed."""
+class MissingExtra(MCPTapError, ImportError):
+    """What is asked for needs an extra that is not installed (an ImportError too: `import
+    mcptap.data` on a plain install raises it, in one line naming the extra)."""
 
 
 def need(extra: str, what: str) -> None:
@@ -29,4 +30,4 @@ def need(extra: str, what: str) -> None:
         except ImportError:
             missing.append(module)
     if missing:
-        raise MissingExtra(f"{what} needs {' and '.join(missing)}: pip install 'mcptap[{extra}]'")
+        raise MissingExtra(f"{what} needs {', '.join(missing)}: pip install 'mcptap[{extra}]'")
