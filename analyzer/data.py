@@ -2,12 +2,16 @@
 
     import mcptap.data as mt
 
+    db = mt.open_db("incident.db", fresh=True)              # a database (fresh: made anew)
+    mt.import_log(db, "incident.jsonl")                     # frame-log, mitmproxy dump or HAR: sessions imported
+    mt.analyze(db)                                          # mcptap analyze: one row per session analysed
+    mt.export_log(db, "audit.jsonl", session="inc")         # frame-log JSONL, as mcptap export
     mt.sessions("mcp.db")                                   # one row per session
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
     mt.exchanges("mcp.db")                                  # HTTP exchanges
-    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50, p95, max
+    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50_s, p95_s, max_s
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
 
@@ -23,14 +27,19 @@ raises mcptap.store.cells.BadCell naming it where it would break a loader."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from mcptap import extras
 
-from mcptap import store
+extras.need("notebook", "the pandas API (mcptap.data)")
+
+import numpy as np  # noqa: E402 - after the check that names the extra
+import pandas as pd  # noqa: E402
+
+from mcptap import store  # noqa: E402
 
 from mcptap.store import cells, queries
 
@@ -86,6 +95,73 @@ def _seconds(when: Any) -> float | None:
     if stamp.tzinfo is None:
         stamp = stamp.tz_localize("UTC")
     return stamp.timestamp()
+
+
+# -- making a database: import and analysis ------------------------------------------------------
+
+def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
+    """The database at `path`, with mcptap's tables (created when there is none); its path, for
+    the other calls. `fresh`: a database made anew, for an audit each run repeats: an SQLite file
+    there (and its -wal and -shm) is removed first; any other file is refused (ValueError)."""
+    path = os.fspath(path)
+    if fresh and os.path.exists(path):
+        with open(path, "rb") as fh:
+            if fh.read(len(store.SQLITE_HEADER)) != store.SQLITE_HEADER:
+                raise ValueError(f"{path} is not an SQLite database: left as it is")
+        for name in (path, path + "-wal", path + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(name)
+    store.connect(path).close()
+    return path
+
+
+def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
+    if isinstance(db, sqlite3.Connection):
+        return next(row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main")
+    return os.fspath(db)
+
+
+def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *, new_id: bool = False,
+               keep_credentials: bool = False) -> pd.DataFrame:
+    """Bring a log into the database as `mcptap import` does (frame-log JSONL, a mitmproxy dump,
+    a HAR file; all of it or nothing, credentials redacted unless kept): one row per session
+    imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`."""
+    from mcptap.readers import importer
+
+    conn = store.connect(_path(db))
+    try:
+        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials)
+    finally:
+        conn.close()
+    return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
+                        columns=["id", "name", "frames", "stderr_lines", "merged"])
+
+
+def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None = None,
+            revision: str | None = None) -> pd.DataFrame:
+    """Run `mcptap analyze` over the database (or one `session`; `revision`: the one to judge a
+    session by when it does not say), storing its messages and findings: one row per session
+    analysed, its `id`, `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
+    from mcptap import engine
+
+    report = engine.analyze(_path(db), session=session, fallback_revision=revision)
+    rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
+             for level in SEVERITIES)) for s in report.sessions]
+    return pd.DataFrame(rows, columns=["id", "revision", "revision_source", "frames", "errors", "warnings", "infos"])
+
+
+def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *,
+               session: str | Sequence[str] | None = None) -> int:
+    """Write sessions (ids, id prefixes or labels; None: all) as frame-log JSONL, as `mcptap
+    export` does (every recorded table of each, file mode 0600): `import_log` of it gives them
+    back. The number of frames written."""
+    from mcptap.outfile import private_text
+    from mcptap.readers import exporter
+
+    with _conn(db, ("sessions", "frames")) as conn:
+        ids = _sessions_filter(conn, session) or store.session_ids(conn)
+        with private_text(os.fspath(path)) as out:
+            return exporter.export(conn, out, ids)
 
 
 # -- reading in chunks, typed as they come ------------------------------------------------------
@@ -229,8 +305,9 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
 
 
 def latency(msgs: pd.DataFrame) -> pd.DataFrame:
-    """Per method, Wireshark's service response time: calls, errors, unanswered, p50, p95 and
-    max latency in ms, from a `messages` frame (requests and their answers)."""
+    """Per method, Wireshark's service response time: calls, errors, unanswered, and the p50,
+    p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the JSON report), from a
+    `messages` frame (requests and their answers)."""
     requests = msgs[msgs["kind"] == "request"]
     errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
     grouped = requests.groupby("method", observed=True)
@@ -238,9 +315,9 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
         "calls": grouped.size(),
         "errors": errors.reindex(grouped.size().index, fill_value=0),
         "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
-        "p50_ms": grouped["latency_s"].quantile(0.5) * 1e3,
-        "p95_ms": grouped["latency_s"].quantile(0.95) * 1e3,
-        "max_ms": grouped["latency_s"].max() * 1e3,
+        "p50_s": grouped["latency_s"].quantile(0.5),
+        "p95_s": grouped["latency_s"].quantile(0.95),
+        "max_s": grouped["latency_s"].max(),
     })
     return table.sort_values("calls", ascending=False)
 

@@ -12,13 +12,14 @@ import importlib
 
 from mcptap.errors import MCPTapError
 
-EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib"), "parquet": ("pyarrow",),
+EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
           "spark": ("pyspark", "pyarrow")}
 """The modules each extra installs."""
 
 
-class MissingExtra(MCPTapError):
-    """What is asked for needs an extra that is not installed."""
+class MissingExtra(MCPTapError, ImportError):
+    """What is asked for needs an extra that is not installed (an ImportError too: `import
+    mcptap.data` on a plain install raises it, in one line naming the extra)."""
 
 
 def need(extra: str, what: str) -> None:
@@ -30,4 +31,4 @@ def need(extra: str, what: str) -> None:
         except ImportError:
             missing.append(module)
     if missing:
-        raise MissingExtra(f"{what} needs {' and '.join(missing)}: pip install 'mcptap[{extra}]'")
+        raise MissingExtra(f"{what} needs {', '.join(missing)}: pip install 'mcptap[{extra}]'")

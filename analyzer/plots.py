@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 
-import pandas as pd
-from matplotlib.figure import Figure
+from mcptap import extras
 
-from mcptap import data
+extras.need("notebook", "the figures (mcptap.plots)")
+
+import pandas as pd  # noqa: E402 - after the check that names the extra
+from matplotlib.figure import Figure  # noqa: E402
+
+from mcptap import data  # noqa: E402
 from mcptap.wire.textsafe import printable
 
 KIND_COLOURS = {"request": "#1f77b4", "response": "#2ca02c", "error": "#d62728", "notification": "#9467bd",

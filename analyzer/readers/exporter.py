@@ -1,5 +1,7 @@
-"""`mcptap export`: sessions as frame-log JSONL (framelog.py); `mcptap import` of the output gives
-back identical frames, session rows and stderr lines."""
+"""`mcptap export`: sessions as frame-log JSONL (framelog.py, exchangelog.py): every recorded table
+a session has (its row, its HTTP exchanges, its frames with their exchange and SSE event id, its
+stderr lines); `mcptap import` of the output gives them back identical, and an export of that
+import is the same file."""
 
 from __future__ import annotations
 
@@ -9,23 +11,27 @@ from typing import TextIO
 
 from mcptap import store
 
-from mcptap.wire import framelog
+from mcptap.wire import exchangelog, framelog
 
 PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 
 
 def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
            progress: Callable[[int], None] | None = None) -> int:
-    """Write each session (its row, its frames in seq order, its stderr lines); the frame count.
+    """Write each session (its row, its exchanges in the order they started, its frames in seq
+    order, its stderr lines); the frame count.
     `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end)."""
     written = 0
     for sid in session_ids:
-        out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
+        out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid), whole=True)) + "\n")
+        for row in store.session_exchanges(conn, sid):
+            out.write(framelog.dumps(exchangelog.exchange_record(sid, row)) + "\n")
         told = written
         cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
+        refs = store.frame_refs(conn, sid)  # seq -> (exchange, SSE event id) of the frames that crossed HTTP
         for f in store.iter_frames(conn, sid):
             out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
-                                                           cut.get(f.seq))) + "\n")
+                                                           cut.get(f.seq), *refs.get(f.seq, (None, None)))) + "\n")
             written += 1
             if progress is not None and written - told == PROGRESS_EVERY:
                 progress(PROGRESS_EVERY)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mcptap import extras, store
 
 from mcptap.readers import importstate
+from mcptap.readers.exchangerows import ExchangeRows
 from mcptap.readers.importstate import FrameLines, ImportedSession
 
 from mcptap.wire import framelog
@@ -43,6 +44,9 @@ class _Target:
     frames: list = field(default_factory=list)  # rows whose raw bytes are stored as TEXT
     blobs: list = field(default_factory=list)  # ... and as BLOB
     stderr: list = field(default_factory=list)
+    exchanges: list = field(default_factory=list)  # exchange rows to insert
+    refs: list = field(default_factory=list)  # (exchange, event id, session id, seq) of frames that crossed HTTP
+    whole: bool = False  # a version-2 session record: its fields are the session's whole row
 
     def state(self) -> tuple:
         """What importstate.SetAside keeps of a finished target (its rows written, its row complete)."""
@@ -164,7 +168,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     aside = None if locate else importstate.SetAside()  # the finished ones (locate: none are)
     pending_rows = pending_bytes = frames = 0
     batch, opened = 1, 0
-    SessionIn, StderrIn = framelog.SessionIn, framelog.StderrIn
+    SessionIn, StderrIn, ExchangeIn = framelog.SessionIn, framelog.StderrIn, framelog.ExchangeIn
+    exchanges = ExchangeRows(conn, new_id, keep_credentials)
     writer = store.import_writer(conn)
     try:
         try:
@@ -174,7 +179,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                         warn(message)
                     for item in items:
                         if item.__class__ is tuple:  # a frame, redacted: see _prepare
-                            session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated = item
+                            (session, given, ts, direction, raw, text, incomplete, paths, line, transport, truncated,
+                             refs) = item
                             kind = None
                         else:
                             session, kind = item.session, item.__class__
@@ -192,6 +198,11 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                             active.append(target)
                         if kind is SessionIn:
                             target.fields.update(item.fields)
+                            target.whole = target.whole or item.whole
+                            continue
+                        if kind is ExchangeIn:
+                            target.exchanges.append(exchanges.row(item, target.result.id))
+                            pending_rows += 1
                             continue
                         if kind is StderrIn:
                             ts = item.ts
@@ -207,6 +218,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                                 text = store.stored_as_text(raw)
                             (target.frames if text else target.blobs).append(
                                 (target.result.id, seq, ts, direction, raw, size, incomplete, paths))
+                            if refs is not None:
+                                target.refs.append((exchanges.id_of(session, refs[0]), refs[1], target.result.id, seq))
                             pending_bytes += len(raw)
                             frames += 1
                             if target.result.lines is not None:
@@ -250,7 +263,8 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
 def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -> tuple[list, list[str]]:
     """A block's records, each frame as the tuple the writer stores it from (session, seq as
     written, ts, direction, bytes to store, whether they are stored as text, incomplete, the
-    `redacted` column, line, transport): read (framelog.records) and redacted."""
+    `redacted` column, line, transport, cut size, (exchange, SSE event id) or None): read
+    (framelog.records) and redacted."""
     warnings: list[str] = []
     items: list = []
     as_text, FrameIn = store.stored_as_text, framelog.FrameIn
@@ -262,7 +276,7 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
             if redactor is not None:  # a stderr line, a session's command line: redacted as at capture
                 if rec.__class__ is framelog.StderrIn:
                     rec.raw = redactor.text(rec.raw)[0]
-                else:
+                elif rec.__class__ is framelog.SessionIn:
                     rec.fields = redactor.session_fields(rec.fields)
             items.append(rec)
             continue
@@ -271,8 +285,9 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
             raw, paths = redactor.frame(raw)
         if paths or rec.redacted:
             paths = json.dumps(list(dict.fromkeys((rec.redacted or []) + (paths or []))))
+        refs = (rec.exchange, rec.event_id) if rec.exchange is not None or rec.event_id is not None else None
         items.append((rec.session, rec.seq, rec.ts, rec.direction, raw, as_text(raw, rec.utf8), int(rec.incomplete),
-                      paths, rec.line, rec.transport, rec.truncated))
+                      paths, rec.line, rec.transport, rec.truncated, refs))
     return items, warnings
 
 
@@ -349,12 +364,16 @@ def _count(conn, target: _Target) -> None:
 
 
 def _flush(conn, target: _Target) -> None:
-    if not (target.frames or target.blobs or target.stderr or target.created):
+    if not (target.frames or target.blobs or target.stderr or target.exchanges or target.created):
         return
     if target.created:
         _insert_session(conn, target)
     store.insert_frame_bytes(conn, target.frames, target.blobs, or_ignore=target.or_ignore)
     store.insert_rows(conn, (), target.stderr, or_ignore=target.or_ignore)
+    for row in target.exchanges:
+        store.insert_exchange(conn, row)
+    store.set_frame_refs(conn, target.refs)
+    target.exchanges, target.refs = [], []
     target.result.frames += len(target.frames) + len(target.blobs)
     target.result.stderr_lines += len(target.stderr)
     target.frames, target.blobs, target.stderr = [], [], []
@@ -362,7 +381,10 @@ def _flush(conn, target: _Target) -> None:
 
 def _insert_session(conn, target: _Target) -> None:
     """The session's row, from what the file said of it so far (completed in _finish)."""
-    row = {"transport": "import", "label": target.result.name, "source": target.source, **target.fields}
+    if target.whole:  # the session's whole row, as exported: nothing of the import's own
+        row = {"transport": "import", **target.fields}
+    else:
+        row = {"transport": "import", "label": target.result.name, "source": target.source, **target.fields}
     row["id"] = target.result.id
     row.setdefault("started_at", target.first_ts if target.first_ts is not None else 0.0)
     store.insert_session(conn, row)

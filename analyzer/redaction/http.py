@@ -91,6 +91,28 @@ class Redactor:
             out.append([name, value])
         return out, redacted
 
+    def exchange(self, fields: dict) -> dict:
+        """An exchange's fields (headers as [name, value] lists, `redacted` a list) with the
+        credentials of its headers, URL and legacy endpoint redacted, `redacted` naming what was
+        (added to what it named already)."""
+        if self.keep:
+            return fields
+        out, said = dict(fields), []
+        for column in ("request_headers", "response_headers"):
+            if out.get(column) is not None:
+                out[column], redacted = self.headers([tuple(pair) for pair in out[column]])
+                said += redacted
+        out["url"], redacted = self.url(out["url"])
+        said += redacted
+        if out.get("endpoint") is not None:
+            out["endpoint"], redacted = self.url(out["endpoint"])
+            said += [f"endpoint:{what}" for what in redacted]
+        before = out.get("redacted") or []
+        added = [name for name in dict.fromkeys(said) if name not in before]
+        if added:
+            out["redacted"] = before + added
+        return out
+
     def url(self, url: str) -> tuple[str, list[str]]:
         """The URL with token query parameters and userinfo passwords masked, and what was."""
         if self.keep:

@@ -125,7 +125,7 @@ def render(db: str, *, session: str | None = None, progress: Callable[[int], Non
     table = data.latency(msgs) if not msgs.empty else pd.DataFrame()
     parts.append("<h2>Service response time per method</h2>")
     if not table.empty:
-        table = table.astype({"calls": "int64", "errors": "int64", "unanswered": "int64"}).round(2)
+        table = table.astype({"calls": "int64", "errors": "int64", "unanswered": "int64"}).round(6)
     parts.append(_table(table, list(table.columns), index=True) if not table.empty else
                  "<p class='muted'>No answered requests.</p>")
     stage("writing the report", sum(sizes[sid] for sid in detailed))

@@ -17,11 +17,12 @@ from mcptap.store.connections import (  # noqa: F401
     write_transaction,
 )
 from mcptap.store.recorded import (  # noqa: F401
-    _INSERT_FRAME, append_rows, count_frames, cut_frames, end_session, frames_after, frames_per_session,
-    get_session, insert_frame_bytes, insert_frames, insert_http_frames, insert_rows, insert_session,
+    _INSERT_FRAME, append_rows, count_frames, cut_frames, end_session, exchange_exists, frame_refs, frames_after,
+    frames_per_session,
+    get_session, insert_exchange, insert_frame_bytes, insert_frames, insert_http_frames, insert_rows, insert_session,
     insert_stderr, iter_frames, iter_http_frames, iter_raw_frames, iter_stderr, list_sessions, replace_frame,
     replace_session_fields, replace_stderr, resolve_session, session_exchanges, session_exists, session_fields,
-    session_ids, stderr_after, stored_counts, upsert_exchange,
+    session_ids, set_frame_refs, stderr_after, stored_counts, upsert_exchange,
 )
 from mcptap.store.derived import (  # noqa: F401
     analysis_summaries, clear_analyses, clear_analysis, drop_message_index, ensure_message_indexes,

@@ -83,6 +83,33 @@ def upsert_exchange(conn: sqlite3.Connection, exchange: dict) -> None:
     )
 
 
+def insert_exchange(conn: sqlite3.Connection, exchange: dict) -> None:
+    """A new exchange row (an import's): its id must not be stored yet."""
+    cols = [c for c in EXCHANGE_COLUMNS if c in exchange]
+    conn.execute(f"INSERT INTO exchanges ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                 [exchange[c] for c in cols])
+
+
+def exchange_exists(conn: sqlite3.Connection, exchange_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM exchanges WHERE id = ?", (exchange_id,)).fetchone() is not None
+
+
+def set_frame_refs(conn: sqlite3.Connection, rows: Sequence[tuple[str | None, str | None, str, int]]) -> None:
+    """(exchange id, event id, session id, seq) of frames stored already: the HTTP exchange each
+    crossed in and its SSE event id (an import's)."""
+    conn.executemany("UPDATE frames SET exchange_id = ?, event_id = ? WHERE session_id = ? AND seq = ?", rows)
+
+
+def frame_refs(conn: sqlite3.Connection, session_id: str) -> dict[int, tuple[str | None, str | None]]:
+    """seq -> (exchange id, event id) of the session's frames that crossed HTTP (none in a
+    database without the HTTP columns)."""
+    if not has_column(conn, "frames", "exchange_id"):
+        return {}
+    return {seq: (exchange, event) for seq, exchange, event in conn.execute(
+        "SELECT seq, exchange_id, event_id FROM frames WHERE session_id = ? "
+        "AND (exchange_id IS NOT NULL OR event_id IS NOT NULL)", (session_id,))}
+
+
 def insert_frames(conn: sqlite3.Connection, session_id: str, frames: Iterable[FrameRow], *, or_ignore: bool = False) -> None:
     conn.executemany(_or_ignore(_INSERT_FRAME) if or_ignore else _INSERT_FRAME,
                      (frame_row(session_id, *f) for f in frames))

@@ -6,7 +6,11 @@ A frame line: {"session": "s1", "seq": 1, "ts": 1764460800.01, "direction": "c2s
 mcptap adds two optional record lines, which other tools' logs need not have:
   {"record": "session", "session": ID, "transport": ..., "label": ..., "started_at": ..., ...}
       the session's own row; "spool": true marks a spool written while the database failed;
-  {"record": "stderr", "session": ID, "seq": N, "ts": ..., "raw": ...}   a server stderr line.
+  {"record": "stderr", "session": ID, "seq": N, "ts": ..., "raw": ...}   a server stderr line;
+  {"record": "exchange", "session": ID, "id": ..., ...}   an HTTP exchange (exchangelog.py), and on
+      a frame that crossed it `meta.exchange` and `meta.event_id`.
+A session record with `"version": 2` is the session's whole row (import adds nothing of its own);
+a record without `version` is of version 1, as every log before exchanges were written.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from dataclasses import dataclass
 import orjson
 
 from mcptap.wire.bounded import CUT
+from mcptap.wire.exchangelog import ExchangeIn, frame_refs, read_exchange, read_refs
 from mcptap.errors import ImportFormatError
 from mcptap.wire.sessionfields import FIELD_KINDS, SESSION_FIELDS
 from mcptap.wire.textsafe import json_text, storable as _text
 
 DIRECTIONS = ("c2s", "s2c")
+VERSION = 2
+"""The frame-log version `export` writes (a session record's `version`); import reads 1 and 2."""
 
 
 def _raw_fields(raw: bytes) -> dict:
@@ -42,9 +49,11 @@ def dumps(record: dict) -> str:
 
 
 def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False,
-                 redacted: str | None = None, truncated: int | None = None) -> dict:
+                 redacted: str | None = None, truncated: int | None = None, exchange: str | None = None,
+                 event_id: str | None = None) -> dict:
     """`redacted`: the frames column (JSON array text of the member paths redaction replaced);
-    `truncated`: the full size of a frame its recorder stored cut at --max-frame (`meta.truncated`)."""
+    `truncated`: the full size of a frame its recorder stored cut at --max-frame (`meta.truncated`);
+    `exchange`, `event_id`: the HTTP exchange it crossed in and its SSE event id."""
     rec = {"session": session, "seq": seq, "ts": ts, "direction": direction, **_raw_fields(raw)}
     meta = {}
     if truncated is not None:
@@ -53,6 +62,8 @@ def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, 
         meta["incomplete"] = True
     if redacted:
         meta["redacted"] = json.loads(redacted)
+    if exchange is not None or event_id is not None:
+        meta.update(frame_refs(exchange, event_id))
     if meta:
         rec["meta"] = meta
     return rec
@@ -88,10 +99,11 @@ def stderr_line(row: tuple) -> str:
     return f'{{"record":"stderr","session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},{_raw_json(stored)}{meta}}}'
 
 
-def session_record(row: dict, *, spool: bool = False) -> dict:
+def session_record(row: dict, *, spool: bool = False, whole: bool = False) -> dict:
     """A session's row as a frame-log record: SESSION's recorded members under the same names
-    and values (docs/contract.md; `session` is its id, `command` the argument list)."""
-    rec = {"record": "session", "session": row["id"]}
+    and values (docs/contract.md; `session` is its id, `command` the argument list). `whole`: the
+    record is the session's whole row (`version` 2, what `export` writes)."""
+    rec = {"record": "session", "session": row["id"], **({"version": VERSION} if whole else {})}
     rec.update({c: row[c] for c in SESSION_FIELDS if c != "id" and row.get(c) is not None})
     if isinstance(rec.get("command"), str):
         rec["command"] = command_list(rec["command"])
@@ -124,6 +136,8 @@ class FrameIn:
     redacted: list | None = None  # meta.redacted: member paths a recorder's redaction replaced
     utf8: bool = False  # `raw` is known to be UTF-8 (it was written as text)
     truncated: int | None = None  # meta.truncated: a frame stored cut at --max-frame, its full size
+    exchange: str | None = None  # meta.exchange: the HTTP exchange it crossed in
+    event_id: str | None = None  # meta.event_id: its SSE event's id
 
 
 @dataclass(slots=True)
@@ -142,9 +156,10 @@ class SessionIn:
     fields: dict
     spool: bool
     line: int
+    whole: bool = False  # version 2: the fields are the session's whole row
 
 
-Record = FrameIn | StderrIn | SessionIn
+Record = FrameIn | StderrIn | SessionIn | ExchangeIn
 
 
 def _loads(line: bytes):
@@ -162,7 +177,7 @@ def looks_like_framelog(first_line: bytes) -> bool:
         obj = _loads(first_line)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
-    return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr"))
+    return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr", "exchange"))
 
 
 BLOCK_BYTES = 1 << 20
@@ -307,6 +322,13 @@ def _session_fields(obj: dict) -> dict:
     return fields
 
 
+def _version(obj: dict) -> int:
+    version = obj.get("version", 1)
+    if version.__class__ is not int or not 1 <= version <= VERSION:
+        raise ValueError(f"'version' {version!r} is not a frame-log version this mcptap reads (1 to {VERSION})")
+    return version
+
+
 def _raw(obj: dict) -> bytes:
     if "raw" in obj:
         if not isinstance(obj["raw"], str):
@@ -402,15 +424,18 @@ def _record(obj: dict, lineno: int, default_session: str, names: dict[str, str] 
         raw, utf8 = _raw_and_utf8(obj)
         if "meta" in obj:
             incomplete, redacted, truncated = _incomplete(obj), _redacted(obj), _truncated(obj, len(raw))
+            exchange, event_id = read_refs(obj["meta"] or {})
         else:
-            incomplete, redacted, truncated = False, None, None
+            incomplete, redacted, truncated, exchange, event_id = False, None, None, None, None
         return FrameIn(session, _seq(obj), _time(obj), direction, raw, incomplete, transport, lineno, redacted,
-                       utf8, truncated)
+                       utf8, truncated, exchange, event_id)
     if kind == "stderr":
         return StderrIn(session, _optional_int(obj, "seq"), _number(obj, "ts"), _raw(obj), _incomplete(obj), lineno)
     if kind == "session":
         spool = obj.get("spool")
         if spool is not None and spool.__class__ is not bool:
             raise ValueError("'spool' must be true or false")
-        return SessionIn(session, _session_fields(obj), bool(spool), lineno)
+        return SessionIn(session, _session_fields(obj), bool(spool), lineno, _version(obj) >= 2)
+    if kind == "exchange":
+        return read_exchange(obj, session, lineno, _text)
     raise ValueError(f"unknown record {kind!r}")

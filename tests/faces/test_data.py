@@ -77,7 +77,26 @@ def test_findings_point_at_their_frame_and_time(recording):
 def test_latency_table_per_method(recording):
     table = mt.latency(mt.messages(recording))
     assert table.loc["ping", "calls"] == 2 and table.loc["tools/list", "unanswered"] == 1
-    assert table.loc["ping", "max_ms"] == pytest.approx(250.0)
+    assert table.loc["ping", "max_s"] == pytest.approx(0.25) and not any(c.endswith("_ms") for c in table.columns)
+
+
+def test_a_log_is_imported_into_a_fresh_database_and_analyzed_through_the_public_calls(tmp_path):
+    log = tmp_path / "incident.jsonl"
+    log.write_text('{"session": "inc", "ts": 1000.0, "direction": "c2s", "raw": "{\\"jsonrpc\\":\\"2.0\\",'
+                   '\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
+                   '{"session": "inc", "ts": 1000.5, "direction": "s2c", "raw": "noise"}\n', encoding="utf-8")
+    for _ in range(2):  # fresh: the second run starts from nothing again
+        db = mt.open_db(tmp_path / "audit.db", fresh=True)
+        imported = mt.import_log(db, log)
+        assert list(zip(imported["id"], imported["frames"])) == [("inc", 2)]
+        analysed = mt.analyze(db, revision="2025-11-25")
+        assert list(analysed["id"]) == ["inc"] and analysed["errors"][0] >= 1
+    assert "parse-error" in set(mt.findings(db)["code"])
+    other = tmp_path / "notes.txt"
+    other.write_text("mine", encoding="utf-8")
+    with pytest.raises(ValueError):
+        mt.open_db(other, fresh=True)
+    assert other.read_text(encoding="utf-8") == "mine"
 
 
 def test_raw_and_value_give_one_frame_exactly(recording):

@@ -65,6 +65,23 @@ def test_the_committed_notebooks_carry_their_outputs():
     assert any("image/png" in o.get("data", {}) for c in explore.cells for o in c.get("outputs", []))
 
 
+def test_the_audit_notebook_calls_only_the_public_api_and_draws_both_findings_of_the_http_log_on_a_timeline():
+    import ast
+
+    import nbformat
+
+    audit = nbformat.read(NOTEBOOKS / "incident-audit.ipynb", as_version=4)
+    code = [c for c in audit.cells if c.cell_type == "code"]
+    source = "\n".join("\n".join(line for line in c.source.splitlines() if not line.startswith("%")) for c in code)
+    imported = {a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names} | {
+        n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
+    assert imported == {"pathlib", "mcptap.data", "mcptap.plots", "mcptap.demo.notebooks"}
+    outputs = [o for c in code for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
+    shown = "".join("".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
+    assert "notification-not-accepted" in shown and "bad-jsonrpc-version" in shown  # the exchanges came along
+
+
 def test_a_notebook_reads_the_recording_MCPTAP_NOTEBOOK_DB_names_and_records_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("MCPTAP_NOTEBOOK_DB", str(tmp_path / "mine.db"))
     assert data.recording(tmp_path) == str(tmp_path / "mine.db")

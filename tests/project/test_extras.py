@@ -92,3 +92,13 @@ def test_importing_a_capture_without_the_proxy_extra_says_which_to_install(tmp_p
         assert result.returncode == 2, result.stderr
         (line,) = result.stderr.decode().splitlines()
         assert "capture.har (a HAR file) needs mitmproxy: pip install 'mcptap[proxy]'" in line, line
+
+
+@pytest.mark.parametrize("module", ["mcptap.data", "mcptap.plots"])
+def test_the_pandas_api_without_the_notebook_extra_says_in_one_line_which_to_install(module):
+    script = PLAIN[2].split("sys.argv")[0] + (
+        f"try:\n    import {module}\nexcept ImportError as exc:\n    print(type(exc).__name__, exc)\n")
+    result = run([*PLAIN[:2], script])
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stdout.decode().splitlines()
+    assert line.startswith("MissingExtra ") and "pip install 'mcptap[notebook]'" in line and "numpy" in line

@@ -1,5 +1,6 @@
 """Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_server.py {streamable|json|sse} PORT, or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo; login (a password argument);
+sdk_http_server.py {streamable|json|sse|resumable} PORT (resumable: streamable with an event store, so every SSE
+event has an id), or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo; login (a password argument);
 slow (progress `steps` times); ticks (progress every `interval` seconds, each progress message the server's clock when
 it was sent); ask (elicits a name from the client: a server-to-client request); sample (asks the client's model for a
 haiku: sampling, a server-to-client request)."""
@@ -68,6 +69,28 @@ async def sample(topic: str, ctx: Context) -> str:
     return f"the model said: {result.content.text}"
 
 
+class EventStore:
+    """Every event kept in memory, numbered: the SSE events carry ids (`id: 7`), and a client may resume."""
+
+    def __init__(self):
+        self.events = []  # (stream id, message)
+
+    async def store_event(self, stream_id, message):
+        self.events.append((stream_id, message))
+        return str(len(self.events))
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        from mcp.server.streamable_http import EventMessage
+
+        if not last_event_id.isdigit() or not 0 < int(last_event_id) <= len(self.events):
+            return None
+        stream = self.events[int(last_event_id) - 1][0]
+        for n, (sid, message) in enumerate(self.events[int(last_event_id):], int(last_event_id) + 1):
+            if sid == stream and message is not None:
+                await send_callback(EventMessage(message, str(n)))
+        return stream
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "stdio":
@@ -81,5 +104,7 @@ if __name__ == "__main__":
                     ssl_keyfile=sys.argv[4], log_level="warning")
     elif mode == "sse":
         server.run("sse", host="127.0.0.1", port=port)
+    elif mode == "resumable":
+        server.run("streamable-http", host="127.0.0.1", port=port, event_store=EventStore())
     else:
         server.run("streamable-http", host="127.0.0.1", port=port, json_response=mode == "json")
