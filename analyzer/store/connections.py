@@ -205,5 +205,10 @@ def compact(conn: sqlite3.Connection) -> None:
                               "write-ahead log: run mcptap redact again once it is closed")
 
 
+def path_of(conn: sqlite3.Connection) -> str:
+    """The file a connection has open (its main database)."""
+    return next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main")
+
+
 def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
