@@ -117,7 +117,7 @@ def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
 
 def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
     if isinstance(db, sqlite3.Connection):
-        return next(row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main")
+        return store.path_of(db)
     return os.fspath(db)
 
 
