@@ -47,7 +47,8 @@ def method_objects(report: Report) -> list[dict]:
     """The service response time table: per request method, counts (`tool_errors`: tools/call
     results with `isError: true`, apart from the JSON-RPC `errors`) and latencies in seconds."""
     return [{"method": method, "calls": calls, "errors": errors, "tool_errors": tool_errors,
-             "unanswered": unanswered, "p50_s": jsonout.seconds(p50), "p95_s": jsonout.seconds(p95), "max_s": jsonout.seconds(top)}
+             "unanswered": unanswered, "p50_s": jsonout.seconds(p50), "p95_s": jsonout.seconds(p95),
+             "max_s": jsonout.seconds(top)}
             for method, calls, errors, tool_errors, unanswered, p50, p95, top in _method_seconds(report)]
 
 

@@ -76,11 +76,13 @@ def test_tool_errors_are_a_column_of_the_json_report_the_table_and_the_pandas_ap
     from tests.support.sessions import handshake, req
 
     frames = list(handshake()) + [
-        ("c2s", req(1, "tools/call", {"name": "t"})), ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}'),
+        ("c2s", req(1, "tools/call", {"name": "t"})),
+        ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}'),
         ("c2s", req(2, "tools/call", {"name": "t"})), ("s2c", '{"jsonrpc":"2.0","id":2,"result":{"content":[]}}')]
     log = tmp_path / "tools.jsonl"
-    log.write_text("".join(json.dumps({"session": "s", "seq": i, "ts": 1000.0 + i / 100, "direction": d, "raw": raw}) + "\n"
-                           for i, (d, raw) in enumerate(frames, 1)), encoding="utf-8")
+    records = [{"session": "s", "seq": i, "ts": 1000.0 + i / 100, "direction": d, "raw": raw}
+               for i, (d, raw) in enumerate(frames, 1)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     db = str(tmp_path / "t.db")
     conn = store.connect(db)
     importer.import_file(conn, str(log))
