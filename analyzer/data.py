@@ -11,7 +11,7 @@
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
     mt.exchanges("mcp.db")                                  # HTTP exchanges
-    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50_s, p95_s, max_s
+    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, tool_errors, p50_s, ...
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
 
@@ -54,7 +54,7 @@ SEVERITIES = ["error", "warning", "info"]
 FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "exchange_id", "event_id", "redacted",
                  "raw"]
 MESSAGE_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "direction", "kind", "id", "method", "paired_frame",
-                   "latency_s"]
+                   "latency_s", "tool_error"]
 FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "message", "related_frame"]
 
 
@@ -254,9 +254,43 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
 def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
              columns: Iterable[str] | None = None) -> pd.DataFrame:
     """What `mcptap analyze` made of each frame: one row per frame (`idx` missing) and per batch
-    element, with its kind, id (JSON text), method, the frame it pairs with and the latency, and
-    the frame's time."""
+    element, with its kind, id (JSON text), method, the frame it pairs with and the latency, the
+    frame's time, and `tool_error`: an answer to tools/call whose result says `isError: true` (the
+    call failed, though JSON-RPC-wise it was answered; those frames are read to tell)."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
+    if "tool_error" not in columns:
+        return _messages(db, session, start, end, columns)
+    keys = [c for c in ("session_id", "frame_seq", "idx") if c not in columns]
+    read = _messages(db, session, start, end, [c for c in columns if c != "tool_error"] + keys)
+    with _conn(db, ("sessions", "frames", "messages")) as conn:
+        failed = tool_errors(conn, _sessions_filter(conn, session)) if not read.empty else set()
+    if failed:
+        read["tool_error"] = [(str(s), int(f), None if pd.isna(i) else int(i)) in failed
+                              for s, f, i in zip(read["session_id"], read["frame_seq"], read["idx"])]
+    else:
+        read["tool_error"] = pd.Series(False, index=read.index, dtype="bool")
+    return read[columns]
+
+
+def tool_errors(conn: sqlite3.Connection, ids: list[str] | None = None) -> set[tuple[str, int, int | None]]:
+    """(session id, frame, batch element or None) of every answer to tools/call whose result says
+    `isError: true`, by the analysis' own test (analyzer/analysis/statistics.py `tool_error`)."""
+    from mcptap.analysis.statistics import TOOL_CALL, tool_error
+
+    if not store.has_table(conn, "messages"):
+        return set()
+    sql, params = queries.tool_answers(ids)
+    found = set()
+    for sid, seq, idx, raw in conn.execute(sql, params or ()):
+        value = jsonwire.parse(raw).value
+        if idx is not None:
+            value = value[idx] if type(value) is list and idx < len(value) else None
+        if tool_error(TOOL_CALL, value):
+            found.add((sid, seq, idx))
+    return found
+
+
+def _messages(db, session, start, end, columns: list[str]) -> pd.DataFrame:
     with _conn(db, ("sessions", "frames", "messages")) as conn:
         if not store.has_table(conn, "messages"):
             return _read(conn, queries.EMPTY, [], columns, {})
@@ -305,15 +339,19 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
 
 
 def latency(msgs: pd.DataFrame) -> pd.DataFrame:
-    """Per method, Wireshark's service response time: calls, errors, unanswered, and the p50,
-    p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the JSON report), from a
-    `messages` frame (requests and their answers)."""
+    """Per method, Wireshark's service response time: calls, errors (JSON-RPC error answers),
+    tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
+    unanswered, and the p50, p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the
+    JSON report), from a `messages` frame (requests and their answers)."""
     requests = msgs[msgs["kind"] == "request"]
     errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
     grouped = requests.groupby("method", observed=True)
+    counts = {"calls": grouped.size(), "errors": errors.reindex(grouped.size().index, fill_value=0)}
+    if "tool_error" in msgs:
+        failed = msgs[msgs["tool_error"].fillna(False).astype(bool)].groupby("method", observed=True).size()
+        counts["tool_errors"] = failed.reindex(grouped.size().index, fill_value=0)
     table = pd.DataFrame({
-        "calls": grouped.size(),
-        "errors": errors.reindex(grouped.size().index, fill_value=0),
+        **counts,
         "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
         "p50_s": grouped["latency_s"].quantile(0.5),
         "p95_s": grouped["latency_s"].quantile(0.95),

@@ -10,6 +10,7 @@ import math
 from mcptap.analysis import mcp
 from mcptap.analysis.classify import BATCH, ERROR, INVALID, NOTIFICATION, REQUEST
 from mcptap.analysis.exchanges import Posted
+from mcptap.analysis.statistics import tool_error
 from mcptap.analysis.messages import _MISSING, Frame, MessageRow, Msg, Req, WireMsg, id_key, loose_key
 from mcptap.wire.jsonwire import NumberText
 
@@ -89,7 +90,7 @@ class Pairing:
         req = self.outstanding.pop(key, None)
         if req is not None:
             msg.pairing, msg.request, msg.related = "matched", req, req.seq
-            self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req)
+            self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req, msg.value)
             return
         done = self.answered.get(key)
         if done is not None:
@@ -101,12 +102,13 @@ class Pairing:
                 if other_key[0] == request_direction and loose_key(req.id) == loose:
                     del self.outstanding[other_key]
                     msg.pairing, msg.request, msg.related = "type-mismatch", req, req.seq
-                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, other_key, req)
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, other_key, req, msg.value)
                     return
         msg.pairing = "unknown"
 
-    def _answer(self, row: MessageRow, kind: str, seq: int, ts: float, key: tuple, req: Req) -> None:
-        """The response (its messages `row`, `kind`, frame `seq` and time `ts`) answers `req`."""
+    def _answer(self, row: MessageRow, kind: str, seq: int, ts: float, key: tuple, req: Req, value=None) -> None:
+        """The response (its messages `row`, `kind`, frame `seq` and time `ts`; `value`, when the
+        exact path built it) answers `req`."""
         self.answered[key] = (req.seq, seq)
         latency = ts - req.ts
         if not _isfinite(latency):  # a log's impossible times
@@ -117,6 +119,8 @@ class Pairing:
             stats["latencies"].add(latency)
         if kind == ERROR:
             stats["errors"] += 1
+        elif value is not None and tool_error(req.method, value):
+            stats["tool_errors"] += 1
         if req.row is not None:
             req.row[7], req.row[8] = seq, latency
             self._rows.append(req.row)
@@ -137,7 +141,7 @@ class Pairing:
             if loose is not None and loose_key(req.id) == loose and self.outstanding.get(own_key) is req:
                 del self.outstanding[own_key]
                 msg.pairing, msg.request, msg.related = "type-mismatch", req, req.seq
-                self._answer(msg.row, msg.kind, msg.seq, msg.ts, own_key, req)
+                self._answer(msg.row, msg.kind, msg.seq, msg.ts, own_key, req, msg.value)
                 return
         other = self.outstanding.get(key)
         if other is not None:
@@ -162,7 +166,7 @@ class Pairing:
                 if req is not None and self.outstanding.get(key) is req:
                     del self.outstanding[key]
                     msg.pairing, msg.request, msg.related = "http-rejected", req, req.seq
-                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req)
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, req, msg.value)
                 else:
                     msg.pairing, msg.related = "http-error", scope.seq
                 return
@@ -185,7 +189,7 @@ class Pairing:
                 if self.outstanding.get(key) is last.request:
                     del self.outstanding[key]
                     msg.request = last.request
-                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, last.request)
+                    self._answer(msg.row, msg.kind, msg.seq, msg.ts, key, last.request, msg.value)
         elif last.kind == INVALID:
             msg.pairing, msg.related = "unreadable", last.seq
         else:

@@ -26,7 +26,7 @@ from mcptap.analysis.messages import (_MISSING, FindingRow, Frame, MessageRow, M
 from mcptap.analysis.notifications import Notifications, _progressed
 from mcptap.analysis.pairing import _NO_META, Pairing
 from mcptap.analysis.rules import Hit, Rule
-from mcptap.analysis.statistics import Statistics, _storable, _storable_uncached
+from mcptap.analysis.statistics import TOOL_CALL, Statistics, _storable, _storable_uncached, may_be_tool_error
 from mcptap.wire import jsonwire
 from mcptap.wire.jsonwire import NumberText
 
@@ -280,7 +280,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             if (req is None or req is self.init_request or req.batch is not None
                     or (self._scope is not None and self._scope.requests.get(key) is not req)
                     or (req.cancelled is not None and req.cancelled < seq)
-                    or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))):
+                    or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))
+                    or (req.method == TOOL_CALL and kind is RESPONSE and may_be_tool_error(raw))):
                 return False
             row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]
             self._rows.append(row)

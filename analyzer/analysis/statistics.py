@@ -1,5 +1,6 @@
 """Service response time per method (Wireshark's SRT) in the session core: calls, errors,
-unanswered requests and a latency sketch per method, and the session's summary."""
+tool errors (a tools/call result with `isError: true`: an answer, yet the call failed), unanswered
+requests and a latency sketch per method, and the session's summary."""
 
 from __future__ import annotations
 
@@ -23,6 +24,17 @@ def _storable(text: str) -> str:
 
 _storable_uncached = storable
 
+TOOL_CALL = "tools/call"
+
+
+def tool_error(method: str | None, answer) -> bool:
+    """Whether an answer (a response's value, as the exact parser gives it) to a request of
+    `method` is a tool's error: a tools/call result with `isError: true` (MCP, CallToolResult)."""
+    if method != TOOL_CALL or type(answer) is not dict:
+        return False
+    result = answer.get("result")
+    return type(result) is dict and result.get("isError") is True
+
 
 class Statistics:
     """SessionAnalysis's statistics part (`method_stats`, `_by_method`: set up in its __init__)."""
@@ -37,7 +49,8 @@ class Statistics:
         name = _storable(method) if method is not None else None
         stats = self.method_stats.get(name)
         if stats is None:
-            stats = self.method_stats[name] = {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()}
+            stats = self.method_stats[name] = {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                               "latencies": LatencySketch()}
         known = (name, stats)
         if len(self._by_method) < 10_000:
             self._by_method[method] = known
@@ -47,3 +60,11 @@ class Statistics:
         return {"id": self.session_id, "revision": self.revision or self.declared_revision,
                 "revision_source": self.revision_source, "frames": self.frames, "kinds": dict(self.kinds),
                 "findings": dict(self.severities)}
+
+
+def may_be_tool_error(raw: str | bytes) -> bool:
+    """Whether a tools/call answer may say `isError` (the exact path then reads it): the name
+    written as it is, or any escape that could spell it."""
+    if raw.__class__ is bytes:
+        return b"isError" in raw or b"\\u" in raw
+    return "isError" in raw or "\\u" in raw

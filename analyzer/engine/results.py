@@ -24,7 +24,8 @@ class AnalysisFailed(MCPTapError):
 class Report:
     sessions: list[dict] = field(default_factory=list)
     findings: list[tuple] = field(default_factory=list)
-    methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, unanswered, latencies (a LatencySketch)
+    methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, tool_errors, unanswered,
+    # latencies (a LatencySketch)
     stored: bool = False
     not_stored_reason: str | None = None
     db_path: str = ""
@@ -44,8 +45,10 @@ class SessionResult:
 
 def merge_methods(total: dict, stats: dict) -> None:
     for method, s in stats.items():
-        t = total.setdefault(method, {"calls": 0, "errors": 0, "unanswered": 0, "latencies": LatencySketch()})
+        t = total.setdefault(method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                      "latencies": LatencySketch()})
         t["calls"] += s["calls"]
         t["errors"] += s["errors"]
+        t["tool_errors"] += s.get("tool_errors", 0)
         t["unanswered"] += s["unanswered"]
         t["latencies"].merge(s["latencies"])

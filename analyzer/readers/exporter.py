@@ -30,8 +30,9 @@ def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
         cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
         refs = store.frame_refs(conn, sid)  # seq -> (exchange, SSE event id) of the frames that crossed HTTP
         for f in store.iter_frames(conn, sid):
-            out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
-                                                           cut.get(f.seq), *refs.get(f.seq, (None, None)))) + "\n")
+            record = framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
+                                           cut.get(f.seq), *refs.get(f.seq, (None, None)))
+            out.write(framelog.dumps(record) + "\n")
             written += 1
             if progress is not None and written - told == PROGRESS_EVERY:
                 progress(PROGRESS_EVERY)

@@ -67,10 +67,12 @@ def session_objects(report: Report) -> list[dict]:
 
 
 def method_objects(report: Report) -> list[dict]:
-    """The service response time table: per request method, counts and latencies in seconds."""
-    return [{"method": method, "calls": calls, "errors": errors, "unanswered": unanswered,
-             "p50_s": jsonout.seconds(p50), "p95_s": jsonout.seconds(p95), "max_s": jsonout.seconds(top)}
-            for method, calls, errors, unanswered, p50, p95, top in _method_seconds(report)]
+    """The service response time table: per request method, counts (`tool_errors`: tools/call
+    results with `isError: true`, apart from the JSON-RPC `errors`) and latencies in seconds."""
+    return [{"method": method, "calls": calls, "errors": errors, "tool_errors": tool_errors,
+             "unanswered": unanswered, "p50_s": jsonout.seconds(p50), "p95_s": jsonout.seconds(p95),
+             "max_s": jsonout.seconds(top)}
+            for method, calls, errors, tool_errors, unanswered, p50, p95, top in _method_seconds(report)]
 
 
 def write_json(report: Report, out: IO[str]) -> None:
@@ -98,18 +100,18 @@ def write_sarif(report: Report, out: IO[str], *, root: str | None = None, source
 
 
 def _method_seconds(report: Report) -> list[tuple]:
-    """(method, calls, errors, unanswered, p50 s, p95 s, max s) per request method."""
+    """(method, calls, errors, tool errors, unanswered, p50 s, p95 s, max s) per request method."""
     rows = []
     for method, s in sorted(report.methods.items(), key=lambda kv: str(kv[0])):
         sketch = s["latencies"]
-        rows.append((method, s["calls"], s["errors"], s["unanswered"],
+        rows.append((method, s["calls"], s["errors"], s.get("tool_errors", 0), s["unanswered"],
                      sketch.quantile(0.5), sketch.quantile(0.95), sketch.max))
     return rows
 
 
 def method_rows(report: Report) -> list[tuple]:
-    """(method, calls, errors, unanswered, p50 ms, p95 ms, max ms) per request method."""
-    return [(*row[:4], *(None if v is None else v * 1e3 for v in row[4:])) for row in _method_seconds(report)]
+    """(method, calls, errors, tool errors, unanswered, p50 ms, p95 ms, max ms) per request method."""
+    return [(*row[:5], *(None if v is None else v * 1e3 for v in row[5:])) for row in _method_seconds(report)]
 
 
 @dataclass
@@ -257,10 +259,11 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
         rest, methods = methods[SCREEN_ROWS:], methods[:SCREEN_ROWS]
     else:
         rest = []
-    rows = [(printable(str(method)), str(calls), str(errors), str(unanswered), *(_ms(v) for v in (p50, p95, top)))
-            for method, calls, errors, unanswered, p50, p95, top in methods]
-    columns.write(out, ("method", "calls", "errors", "unanswered", "p50 ms", "p95 ms", "max ms"),
-                  rows, right={1, 2, 3, 4, 5, 6})
+    rows = [(printable(str(method)), str(calls), str(errors), str(tool_errors), str(unanswered),
+             *(_ms(v) for v in (p50, p95, top)))
+            for method, calls, errors, tool_errors, unanswered, p50, p95, top in methods]
+    columns.write(out, ("method", "calls", "errors", "tool errors", "unanswered", "p50 ms", "p95 ms", "max ms"),
+                  rows, right={1, 2, 3, 4, 5, 6, 7})
     if rest:
         out.write(f"and {len(rest):,} more methods: {sum(r[1] for r in rest):,} calls\n")
     totals = {"error": 0, "warning": 0, "info": 0}

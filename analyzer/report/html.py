@@ -125,7 +125,8 @@ def render(db: str, *, session: str | None = None, progress: Callable[[int], Non
     table = data.latency(msgs) if not msgs.empty else pd.DataFrame()
     parts.append("<h2>Service response time per method</h2>")
     if not table.empty:
-        table = table.astype({"calls": "int64", "errors": "int64", "unanswered": "int64"}).round(6)
+        table = table.astype({"calls": "int64", "errors": "int64", "tool_errors": "int64", "unanswered": "int64"}
+                             ).round(6)
     parts.append(_table(table, list(table.columns), index=True) if not table.empty else
                  "<p class='muted'>No answered requests.</p>")
     stage("writing the report", sum(sizes[sid] for sid in detailed))
@@ -141,15 +142,19 @@ def render(db: str, *, session: str | None = None, progress: Callable[[int], Non
 
 
 def _requests_and_errors(db: str, ids: list[str] | None) -> pd.DataFrame:
-    """The `messages` rows data.latency reads (kind, method, paired_frame, latency_s) of the
-    requests and error answers, of these sessions (None: all), in one query: data.messages reads
+    """The `messages` rows data.latency reads (kind, method, paired_frame, latency_s, tool_error) of
+    the requests, error answers and tool errors, of these sessions (None: all), in one query: data.messages reads
     session by session, which thousands of small sessions made take a minute."""
     conn = store.open_existing(db)
     try:
         if not store.has_table(conn, "messages"):
             return pd.DataFrame()
         sql, params = queries.requests_and_errors(ids)
-        return pd.read_sql_query(sql, conn, params=params, dtype={"paired_frame": "Int64", "latency_s": "float64"})
+        msgs = pd.read_sql_query(sql, conn, params=params, dtype={"paired_frame": "Int64", "latency_s": "float64"})
+        failed = len(data.tool_errors(conn, ids))  # tools/call answers with isError: one row each
+        return pd.concat([msgs.assign(tool_error=False), pd.DataFrame(
+            {"kind": ["response"] * failed, "method": ["tools/call"] * failed, "tool_error": [True] * failed})],
+            ignore_index=True) if failed else msgs.assign(tool_error=False)
     finally:
         conn.close()
 

@@ -13,7 +13,7 @@ from mcptap.store.rows import (  # noqa: F401
 )
 from mcptap.store.connections import (  # noqa: F401
     BUSY_TIMEOUT_S, REQUIRED_COLUMNS, begin_write, begin_write_now, checkpoint, commit, compact, connect,
-    ensure_schema, erase_on_write, has_column, path_of, has_table, import_writer, open_existing, rollback,
+    ensure_schema, erase_on_write, has_column, has_table, import_writer, open_existing, path_of, rollback,
     write_transaction,
 )
 from mcptap.store.recorded import (  # noqa: F401

@@ -212,3 +212,8 @@ def path_of(conn: sqlite3.Connection) -> str:
 
 def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def path_of(conn: sqlite3.Connection) -> str:
+    """The file of a connection's main database ("" for one in memory)."""
+    return next(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main")

@@ -131,6 +131,15 @@ def requests_and_errors(ids: list[str] | None) -> tuple[str, list | None]:
             f"WHERE kind IN ('request', 'error'){clause}"), ids or None
 
 
+def tool_answers(ids: list[str] | None) -> tuple[str, list | None]:
+    """(session_id, frame_seq, idx, raw bytes) of the answers to tools/call of these sessions
+    (None: all): the frames a tool's error (`isError: true`) can be in."""
+    clause = "" if ids is None else f" AND m.session_id IN ({', '.join('?' * len(ids))})"
+    return ("SELECT m.session_id, m.frame_seq, m.idx, CAST(f.raw AS BLOB) FROM messages m JOIN frames f "
+            "ON f.session_id = m.session_id AND f.seq = m.frame_seq "
+            f"WHERE m.kind = 'response' AND m.method = 'tools/call'{clause}"), ids or None
+
+
 def frame_raw(conn: sqlite3.Connection, session_id: str, seq: int) -> str | bytes | None:
     """One frame's stored raw (str when UTF-8, else bytes), or None without that frame."""
     row = conn.execute("SELECT raw FROM frames WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()

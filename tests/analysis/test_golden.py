@@ -1,7 +1,8 @@
-"""The analyzer's JSON report over a corpus of sessions (tests/golden/corpus/: every stdio case of
-tests/analysis/test_rules.py and its near neighbour, and a live demo recording) is exactly the
-committed one (tests/golden/expected/), analyzed from the file and from a database it was imported
-into. A change of the report shows here as a diff to review; when it is meant:
+"""The analyzer's JSON report over a corpus of sessions (tests/golden/corpus/: every case of
+tests/analysis/test_rules.py and its near neighbour, those over HTTP with their exchanges, and a
+live demo recording) is exactly the committed one (tests/golden/expected/), analyzed from the file
+and from a database it was imported into. A change of the report shows here as a diff to review;
+when it is meant:
 
     pytest tests/analysis/test_golden.py --regenerate-golden
 

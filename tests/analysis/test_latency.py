@@ -36,3 +36,66 @@ def test_merged_sketches_answer_as_one():
 
 def test_an_empty_sketch_has_no_quantiles():
     assert LatencySketch().quantile(0.5) is None
+
+
+# -- tool errors: a tools/call answered with `isError: true` is counted apart ---------------------
+
+TOOL_ERROR_CASES = [  # (the answer's result, counted as a tool error)
+    ('{"content":[],"isError":true}', True),
+    ('{"content":[],"is\\u0045rror":true}', True),  # the name spelled with an escape: the same member
+    ('{"content":[],"isError":false}', False),
+    ('{"content":[]}', False),
+    ('{"content":[],"isError":"true"}', False),
+]
+
+
+def test_a_tool_result_with_isError_true_is_a_tool_error_not_an_error_on_both_paths():
+    import json
+
+    from tests.support.sessions import analyze, handshake, req
+
+    frames = list(handshake())
+    for n, (result, _) in enumerate(TOOL_ERROR_CASES, 1):
+        frames += [("c2s", req(n, "tools/call", {"name": "t", "arguments": {}})),
+                   ("s2c", '{"jsonrpc":"2.0","id":%d,"result":%s}' % (n, result))]
+    frames += [("c2s", req(99, "tools/call", {"name": "t"})),
+               ("s2c", json.dumps({"jsonrpc": "2.0", "id": 99, "error": {"code": -32602, "message": "no"}}))]
+    analysis, _, findings = analyze(frames)  # the exact and the fast path, compared
+    stats = analysis.method_stats["tools/call"]
+    expected = sum(counted for _, counted in TOOL_ERROR_CASES)
+    assert (stats["calls"], stats["errors"], stats["tool_errors"]) == (len(TOOL_ERROR_CASES) + 1, 1, expected)
+
+
+def test_tool_errors_are_a_column_of_the_json_report_the_table_and_the_pandas_api(tmp_path):
+    import io
+    import json
+
+    import mcptap.data as mt
+    from mcptap import engine, report, store
+    from mcptap.readers import importer
+    from tests.support.sessions import handshake, req
+
+    frames = list(handshake()) + [
+        ("c2s", req(1, "tools/call", {"name": "t"})),
+        ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}'),
+        ("c2s", req(2, "tools/call", {"name": "t"})), ("s2c", '{"jsonrpc":"2.0","id":2,"result":{"content":[]}}')]
+    log = tmp_path / "tools.jsonl"
+    records = [{"session": "s", "seq": i, "ts": 1000.0 + i / 100, "direction": d, "raw": raw}
+               for i, (d, raw) in enumerate(frames, 1)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    db = str(tmp_path / "t.db")
+    conn = store.connect(db)
+    importer.import_file(conn, str(log))
+    conn.close()
+    result = engine.analyze(db, workers=1)
+    out = io.StringIO()
+    report.write_json(result, out)
+    (tools,) = [m for m in json.loads(out.getvalue())["methods"] if m["method"] == "tools/call"]
+    assert (tools["calls"], tools["errors"], tools["tool_errors"]) == (2, 0, 1)
+    table = io.StringIO()
+    report.write_table(result, table)
+    header = next(line for line in table.getvalue().splitlines() if line.startswith("method"))
+    assert "tool errors" in header
+    latency = mt.latency(mt.messages(db))
+    assert (latency.loc["tools/call", "errors"], latency.loc["tools/call", "tool_errors"]) == (0, 1)
+    assert list(mt.messages(db, columns=["frame_seq", "tool_error"]).query("tool_error")["frame_seq"]) == [5]

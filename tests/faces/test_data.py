@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pandas as pd
 import pytest
 
@@ -92,6 +94,9 @@ def test_a_log_is_imported_into_a_fresh_database_and_analyzed_through_the_public
         analysed = mt.analyze(db, revision="2025-11-25")
         assert list(analysed["id"]) == ["inc"] and analysed["errors"][0] >= 1
     assert "parse-error" in set(mt.findings(db)["code"])
+    conn = sqlite3.connect(db)  # an open connection serves as well as a path
+    assert list(mt.analyze(conn)["id"]) == ["inc"]
+    conn.close()
     other = tmp_path / "notes.txt"
     other.write_text("mine", encoding="utf-8")
     with pytest.raises(ValueError):

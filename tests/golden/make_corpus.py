@@ -6,9 +6,9 @@ purpose.
     python tests/golden/make_corpus.py            # rules.jsonl from tests/analysis/test_rules.py CASES
     python tests/golden/make_corpus.py --demo     # and demo.jsonl, a live `mcptap demo` recording
 
-rules.jsonl: for every stdio case of tests/analysis/test_rules.py, a session named CODE that fires
-it and one named CODE~near that must not, 1 ms between frames (the cases over HTTP need exchanges,
-which a frame log does not carry). demo.jsonl: the two demo sessions (stdio and HTTP frames), with
+rules.jsonl: for every case of tests/analysis/test_rules.py, a session named CODE that fires it
+and one named CODE~near that must not, 1 ms between frames; a case over HTTP as a version-2 log:
+its exchanges as exchange records (ids prefixed with the session's name) and each frame's exchange. demo.jsonl: the two demo sessions (stdio and HTTP frames), with
 the recording machine's command line, host and pid replaced."""
 
 from __future__ import annotations
@@ -36,19 +36,39 @@ def rules_corpus() -> str:
     out, n = [], 0
     for code in sorted(CASES):
         for name, frames in zip((code, f"{code}~near"), CASES[code]):
-            if hasattr(frames, "exchanges"):
-                continue  # over HTTP (tests.support.sessions.Http)
             t0 = START + 3600 * n
             n += 1
-            out.append(line({"record": "session", "session": name, "transport": "stdio", "label": name,
-                             "started_at": t0, "ended_at": t0 + 0.001 * (len(frames) + 1), "exit_status": 0}))
+            http = hasattr(frames, "exchanges")  # over HTTP (tests.support.sessions.Http)
+            session = {"record": "session", "session": name, "transport": "http" if http else "stdio",
+                       "label": name, "started_at": t0, "ended_at": t0 + 0.001 * (len(frames) + 1)}
+            out.append(line({**session, "version": 2} if http else {**session, "exit_status": 0}))
+            for exchange in frames.exchanges if http else ():
+                out.append(line(exchange_record(name, exchange, t0)))
             for seq, frame in enumerate(frames, 1):
                 record = {"session": name, "seq": seq, "ts": round(t0 + 0.001 * seq, 6), "direction": frame[0],
                           "raw": frame[1]}
-                if len(frame) == 3:
+                if http:
+                    record["meta"] = {"exchange": f"{name}/{frame[2]}"}
+                elif len(frame) == 3:
                     record["meta"] = {"truncated": frame[2]}
                 out.append(line(record))
     return "".join(out)
+
+
+EXCHANGE_TIMES = ("started_at", "request_end", "response_at", "ended_at")
+
+
+def exchange_record(session: str, row: dict, t0: float) -> dict:
+    """An exchange of a test case (its times on the clock tests.support.sessions.analyze gives its
+    frames, frame k at 1000 + k ms) as a record of the session starting at t0 (frame k at t0 + (k + 1) ms)."""
+    record = {"record": "exchange", "session": session, "events": 0}
+    for key, value in row.items():
+        if value is None:
+            continue
+        if key in EXCHANGE_TIMES:
+            value = round(value - 1000.0 + t0 + 0.001, 7)
+        record[key] = f"{session}/{value}" if key == "id" else value
+    return record
 
 
 def demo_corpus() -> str:

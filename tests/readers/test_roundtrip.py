@@ -100,7 +100,8 @@ def test_an_http_session_imported_under_a_new_id_keeps_its_exchanges_apart_from_
                             "(SELECT 1 FROM exchanges x WHERE x.id = f.exchange_id AND x.session_id = f.session_id)")
     assert dangling.fetchone()[0] == 0
     conn.close()
-    original = dict(sqlite3.connect(recording).execute("SELECT session_id, count(*) FROM exchanges GROUP BY session_id"))
+    per_session = "SELECT session_id, count(*) FROM exchanges GROUP BY session_id"
+    original = dict(sqlite3.connect(recording).execute(per_session))
     assert sorted(exchanges.values()) == sorted(list(original.values()) * 2)
     _, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]

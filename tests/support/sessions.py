@@ -139,7 +139,7 @@ def _as_bytes(raw):
 
 def outcome(method_stats: dict) -> dict:
     """Per-method statistics in comparable form (latency sketches by their quantiles)."""
-    return {m: (s["calls"], s["errors"], s["unanswered"], s["latencies"].count,
+    return {m: (s["calls"], s["errors"], s["tool_errors"], s["unanswered"], s["latencies"].count,
                 [s["latencies"].quantile(q) for q in (0.5, 0.95, 1.0)]) for m, s in method_stats.items()}
 
 

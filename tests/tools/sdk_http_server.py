@@ -1,6 +1,7 @@
 """Test server on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
 sdk_http_server.py {streamable|json|sse|resumable} PORT (resumable: streamable with an event store, so every SSE
-event has an id), or https PORT CERT KEY, or stdio (the same server over stdio). Tools: echo; login (a password argument);
+event has an id), or https PORT CERT KEY, or stdio (the same server over stdio).
+Tools: echo; login (a password argument);
 slow (progress `steps` times); ticks (progress every `interval` seconds, each progress message the server's clock when
 it was sent); ask (elicits a name from the client: a server-to-client request); sample (asks the client's model for a
 haiku: sampling, a server-to-client request)."""
