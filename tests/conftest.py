@@ -157,7 +157,7 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
 
 FAST_TIER = frozenset({
     "wire/test_framing.py", "wire/test_jsonwire.py", "wire/test_sse.py",
-    "capture/test_chunkqueue.py", "capture/test_chunkwire.py",
+    "capture/test_chunkqueue.py", "capture/test_chunkwire.py", "capture/test_auth_capture.py",
     "store/test_store.py", "store/test_writer.py",
     "readers/test_importer.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
