@@ -89,6 +89,7 @@ class HttpFrames:
         or in an HTTP error's body, can only answer what that exchange carried; an answer on a
         GET stream answers the session's outstanding requests by id."""
         if direction == C2S and exchange is not None and refused(self._exchange_rows.get(exchange)):
+            self.refused_seqs[exchange] = seq
             self._refused_frame(seq, ts, direction, raw)
             return
         row = self._exchange_rows.get(exchange) if exchange is not None and direction == S2C else None
