@@ -116,3 +116,16 @@ def test_the_sdk_oauth_client_through_mitmdump_with_the_addon_has_every_exchange
     assert code in token["request_body"].replace("%5B", "[").replace("%5D", "]")  # the same code, told apart
     assert_no_token_in_clear(db)
     assert_no_false_findings(db)
+    session = rows[0]["session_id"]
+    shown = run(mcptap("show", "--db", str(db), session))
+    assert shown.returncode == 0, shown.stderr
+    lines = [line.split() for line in shown.stdout.decode().splitlines()]
+    assert [words[3] for words in lines if len(words) > 3 and words[1] == "http"] == roles
+    document = json.loads(run(mcptap("show", "--db", str(db), session, "--format", "json")).stdout)
+    assert [e["role"] for e in document["session"]["exchanges"]] == roles
+    from mcptap import data
+
+    assert sorted(data.exchanges(str(db))["role"].dropna()) == sorted(roles)
+    report = tmp_path / "report.html"
+    assert run(mcptap("report", "--db", str(db), "-o", str(report))).returncode == 0
+    assert "auth-token" in report.read_text(encoding="utf-8")
