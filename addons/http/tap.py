@@ -27,8 +27,11 @@ Every session still open when the proxy stops is ended then, after its streams' 
 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
-id. Anything else passing the proxy (a browser's traffic in
-explicit mode, OAuth metadata) is not recorded. Under `mcptap proxy`, a request its guard refused
+id. The exchanges of an OAuth flow (addons/http/auth.py: discovery,
+registration, authorization, token) are recorded as exchanges with their role and bodies, never as
+frames, in the session their client is in or makes next; so is the body of an HTTP error that is
+no JSON-RPC message, beside its exchange. Anything else passing the proxy (a browser's traffic in
+explicit mode) is not recorded. Under `mcptap proxy`, a request its guard refused
 (addons/http/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames.
 
 This module is mitmproxy's hooks; the bookkeeping they drive (sessions, exchanges, what is queued)

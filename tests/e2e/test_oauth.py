@@ -129,3 +129,11 @@ def test_the_sdk_oauth_client_through_mitmdump_with_the_addon_has_every_exchange
     report = tmp_path / "report.html"
     assert run(mcptap("report", "--db", str(db), "-o", str(report))).returncode == 0
     assert "auth-token" in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("url", ["ftp://mcp.example.com", "https://mcp.example.com/mcp", "not a url"])
+def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_2(tmp_path, url):
+    done = run(mcptap("proxy", "--db", str(tmp_path / "rec.db"), "--upstream", "http://127.0.0.1:9/mcp",
+                      "--listen", "127.0.0.1:0", "--public-url", url))
+    assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, done.stderr
+    assert b"--public-url" in done.stderr
