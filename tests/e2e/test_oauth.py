@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_no_false_findings, mcptap, run, tool, wait_for
+from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tool, wait_for
 from tests.support.http_helpers import START_TIMEOUT_S, accepting, free_port, http_server, mcptap_proxy, mitmdump
 
 MODES = ["legacy", "auto"]
@@ -27,13 +27,19 @@ TOKEN = re.compile(rb"\b(?:at|rt)-[A-Za-z0-9_-]{20,}")  # what the test authoriz
 MASKED = re.compile(r"^Bearer \[redacted:[0-9a-f]{16}\]$")
 
 
-@pytest.fixture(scope="module")
-def oauth_server(sdk_python):
+@contextlib.contextmanager
+def running_oauth_server(sdk_python: str, *fault: str):
     """(authorization server URL, MCP server URL) of a running tests/tools/sdk_oauth_server.py."""
     as_port, rs_port = free_port(), free_port()
-    with http_server([sdk_python, tool("sdk_oauth_server.py"), str(as_port), str(rs_port)], rs_port) as rs:
+    with http_server([sdk_python, tool("sdk_oauth_server.py"), str(as_port), str(rs_port), *fault], rs_port) as rs:
         wait_for(lambda: accepting(as_port), START_TIMEOUT_S, "the authorization server to listen")
         yield f"http://127.0.0.1:{as_port}", rs
+
+
+@pytest.fixture(scope="module")
+def oauth_server(sdk_python):
+    with running_oauth_server(sdk_python) as urls:
+        yield urls
 
 
 def oauth_client(sdk_python: str, mode: str, url: str, proxy: str | None = None) -> dict:
@@ -137,3 +143,40 @@ def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_2(tmp_path, url
                       "--listen", "127.0.0.1:0", "--public-url", url))
     assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, done.stderr
     assert b"--public-url" in done.stderr
+
+
+def found_codes(db: Path) -> set[str]:
+    status, report = analyze_json(db)
+    return {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
+
+
+@pytest.mark.parametrize("fault, expected", [("no-challenge", {"auth-challenge-missing"}),
+                                             ("bare-challenge", set())])
+def test_a_planted_challenge_fault_of_a_real_server_is_found_and_its_allowed_neighbour_is_not(
+        sdk_python, tmp_path, fault, expected):
+    db = tmp_path / "rec.db"
+    with running_oauth_server(sdk_python, fault) as (_, rs), mcptap_proxy(db, f"{rs}/mcp") as proxy:
+        out = oauth_client(sdk_python, "legacy", f"{proxy.url}/mcp")  # the well-known metadata still leads it
+    assert out["echo"] == "behind oauth"
+    assert found_codes(db) == expected
+
+
+@pytest.mark.parametrize("fault, expected", [("open-origin", {"dns-rebinding-unprotected"}), ("guarded-origin", set())])
+def test_a_loopback_server_that_serves_a_foreign_origin_is_found_and_one_that_refuses_it_is_not(
+        sdk_python, tmp_path, fault, expected):
+    import urllib.error
+    import urllib.request
+
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}}}).encode()
+    with running_oauth_server(sdk_python, fault) as (_, rs), \
+            mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy['port']}"}))
+        request = urllib.request.Request(f"{rs}/mcp", data=body, headers={
+            "Origin": "http://evil.example", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        with contextlib.suppress(urllib.error.HTTPError):
+            opener.open(request, timeout=30).read()
+    assert found_codes(db) == expected

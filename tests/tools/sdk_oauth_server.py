@@ -3,8 +3,11 @@ an authorization server (the SDK's `create_auth_routes`: RFC 8414 metadata, dyna
 registration, /authorize answering with a redirect that carries the code at once, /token) on
 AS_PORT, and the MCP server (`MCPServer` with `AuthSettings`: 401 challenges naming its RFC 9728
 protected-resource metadata, tokens checked against the authorization server's store) on RS_PORT.
-Usage: sdk_oauth_server.py AS_PORT RS_PORT [RESOURCE_URL]. RESOURCE_URL (default
-http://127.0.0.1:RS_PORT/mcp) is what the metadata names as the resource. Tool: echo."""
+Usage: sdk_oauth_server.py AS_PORT RS_PORT [FAULT]. FAULT, planted in the MCP server's answers:
+`no-challenge` (a 401 without WWW-Authenticate), `bare-challenge` (a Bearer challenge without
+resource_metadata: allowed from 2025-11-25 when the well-known metadata is there); and, with no
+authorization at all, `open-origin` (the DNS-rebinding protection off: a foreign Origin is served)
+or `guarded-origin` (the protection on). Tool: echo."""
 
 import asyncio
 import secrets
@@ -73,16 +76,35 @@ class MemoryAS:
                           scope=" ".join(scopes))
 
 
+def planted(fault: str, app):
+    """The app, with its 401 challenges changed as `fault` says."""
+    if fault not in ("no-challenge", "bare-challenge"):
+        return app
+
+    async def wrapped(scope, receive, send):
+        async def sending(message):
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                headers = [(n, v) for n, v in message["headers"] if n.lower() != b"www-authenticate"]
+                if fault == "bare-challenge":
+                    headers.append((b"www-authenticate", b'Bearer error="invalid_token"'))
+                message = {**message, "headers": headers}
+            await send(message)
+        await app(scope, receive, sending)
+    return wrapped
+
+
 async def main() -> None:
     as_port, rs_port = int(sys.argv[1]), int(sys.argv[2])
-    resource = sys.argv[3] if len(sys.argv) > 3 else f"http://127.0.0.1:{rs_port}/mcp"
+    fault = sys.argv[3] if len(sys.argv) > 3 else ""
+    resource = f"http://127.0.0.1:{rs_port}/mcp"
     issuer = f"http://127.0.0.1:{as_port}/"  # as the metadata writes it (a URL with its path)
     provider = MemoryAS()
     as_app = Starlette(routes=create_auth_routes(
         provider, AnyHttpUrl(issuer), client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"],
                                                                                 default_scopes=["mcp"])))
-    server = MCPServer("mcptap-oauth-test-server", token_verifier=ProviderTokenVerifier(provider),
-                       auth=AuthSettings(issuer_url=issuer, resource_server_url=resource, required_scopes=["mcp"],
+    open_ = fault.endswith("-origin")
+    server = MCPServer("mcptap-oauth-test-server") if open_ else MCPServer(
+        "mcptap-oauth-test-server", token_verifier=ProviderTokenVerifier(provider), auth=AuthSettings(issuer_url=issuer, resource_server_url=resource, required_scopes=["mcp"],
                                          # the audience is the URL the client used (a proxy's): not checked here
                                          validate_token_resource=False))
 
@@ -91,8 +113,9 @@ async def main() -> None:
         """Return the text."""
         return text
 
-    rs_app = server.streamable_http_app(
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    rs_app = planted(fault, server.streamable_http_app(transport_security=TransportSecuritySettings(
+        enable_dns_rebinding_protection=fault != "open-origin", allowed_hosts=[f"127.0.0.1:{rs_port}"],
+        allowed_origins=[f"http://127.0.0.1:{rs_port}"])))
     servers = [uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
                for app, port in ((as_app, as_port), (rs_app, rs_port))]
     await asyncio.gather(*(s.serve() for s in servers))
