@@ -240,7 +240,7 @@ class McpTap(ExchangeBook):
             if ex.role is not None:
                 ex.response_body = body or None
                 if self.rewriter is not None and ex.role == "auth-discovery" and auth.PRM_PATH in ex.path:
-                    self._rewrite_metadata(flow, ex, body)
+                    self._rewrite_metadata(flow, ex)
             elif body and resp.status_code >= 400 and b'"jsonrpc"' not in body:
                 ex.response_body = body  # the HTTP error's own explanation: no JSON-RPC message
                 ex.role = auth.refusal_role(resp.status_code, header_fields(resp.headers.fields).get(b"www-authenticate"))
@@ -270,13 +270,19 @@ class McpTap(ExchangeBook):
             ex.rewritten = (ex.rewritten or []) + [["header", "WWW-Authenticate", v, n]
                                                    for v, n in zip(values, new) if n is not None]
 
-    def _rewrite_metadata(self, flow: http.HTTPFlow, ex: Exchange, body: bytes) -> None:
+    def _rewrite_metadata(self, flow: http.HTTPFlow, ex: Exchange) -> None:
         """The protected-resource metadata's `resource` names the proxy (RFC 9728 §3.3: the URL the
         client used). The stored body stays the upstream's; the client's version is kept beside it."""
         public = self._public(flow)
-        new = self.rewriter.metadata(body, public) if public is not None and not ex.content_encoding else None
+        if public is None or flow.response.raw_content is None:
+            return
+        try:
+            body = flow.response.content  # decoded, whatever its Content-Encoding
+        except ValueError:
+            return
+        new = self.rewriter.metadata(body, public)
         if new is not None:
-            flow.response.content = new  # and its Content-Length
+            flow.response.content = new  # encoded as it came, and its Content-Length
             ex.rewritten = (ex.rewritten or []) + [["body", "resource", body.decode("utf-8", "replace"),
                                                     new.decode("utf-8", "replace")]]
 
