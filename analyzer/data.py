@@ -325,7 +325,10 @@ def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
 def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None,
               end=None) -> pd.DataFrame:
     """HTTP exchanges (empty for a database with none): method, URL, status, the MCP headers,
-    timings (datetimes), event counts, outcome; headers stay JSON text (parse on demand)."""
+    timings (datetimes), event counts, outcome; headers stay JSON text (parse on demand); `role`
+    names an exchange that is not MCP (auth-discovery, auth-register, auth-authorize, auth-token,
+    auth-challenge, http-error), with its bodies (credentials redacted) and what `mcptap proxy`
+    rewrote (`rewritten`, JSON)."""
     with _conn(db, ("sessions", "exchanges")) as conn:
         if not store.has_table(conn, "exchanges"):
             return pd.DataFrame()

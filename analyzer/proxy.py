@@ -56,6 +56,20 @@ def split_upstream(url: str) -> tuple[str, str]:
     return origin, parts.path if parts.path not in ("", "/") else "/"
 
 
+def public_origin(url: str) -> str:
+    """The origin of `--public-url` (scheme://host[:port]); a path is refused (the proxy keeps
+    the upstream's paths)."""
+    try:
+        parts = urlsplit(url)
+        parts.port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.username:
+        raise MCPTapError(f"--public-url {shown_url(url)!r}: expected an origin, http(s)://HOST[:PORT]")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _check_free(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
@@ -77,30 +91,36 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
-        allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None) -> int:
+        allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None,
+        public_url: str | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
-    `--allow-origin` values (analyzer/origins.py)."""
+    `--allow-origin` values (analyzer/origins.py); `public_url`: the origin clients reach the proxy
+    under (`--public-url`; default: the Host they send), which the OAuth protected-resource metadata
+    and the challenges' `resource_metadata` are made to name (addons/http/auth.py)."""
     from mcptap.origins import ListenerPolicy
     from mcptap.redaction import Redaction
 
     redaction = redaction or Redaction()
     origin, _ = split_upstream(upstream)
     host, port = parse_listen(listen)
-    policy = ListenerPolicy(host, allow_origins, hosts=[urlsplit(upstream).hostname])
+    public = public_origin(public_url) if public_url else None
+    hosts = [urlsplit(upstream).hostname] + ([urlsplit(public).hostname] if public else [])
+    policy = ListenerPolicy(host, allow_origins, hosts=hosts)
     if port:
         _check_free(host, port)
     from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
-                              basic_credentials(upstream), max_frame))
+                              basic_credentials(upstream), max_frame, public))
 
 
 async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
-                 max_frame=None) -> int:
+                 max_frame=None, public=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
+    from mcptap.addons.http.auth import Rewriter
     from mcptap.addons.http.tap import STREAM_AT, McpTap
     from mcptap.addons.http.origin_guard import OriginGuard
 
@@ -109,7 +129,8 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     say = on_ready or (lambda h, p: None)
     # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
     tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say),
-                 guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT)
+                 guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT,
+                 rewriter=Rewriter(upstream, public))
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the

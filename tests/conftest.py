@@ -157,10 +157,10 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
 
 FAST_TIER = frozenset({
     "wire/test_framing.py", "wire/test_jsonwire.py", "wire/test_sse.py",
-    "capture/test_chunkqueue.py", "capture/test_chunkwire.py",
+    "capture/test_chunkqueue.py", "capture/test_chunkwire.py", "capture/test_auth_capture.py",
     "store/test_store.py", "store/test_writer.py",
     "readers/test_importer.py", "readers/test_exchangelog.py",
-    "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
+    "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "project/test_docs.py", "project/test_layout.py",

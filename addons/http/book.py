@@ -45,7 +45,8 @@ class Exchange:
     __slots__ = ("flow_id", "method", "url", "path", "upstream", "started_at", "request_end", "request_fields", "connection",
                  "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
                  "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
-                 "early", "early_bytes", "scout", "legacy_stream", "finished", "kept")
+                 "early", "early_bytes", "scout", "legacy_stream", "finished", "kept", "role", "request_body",
+                 "response_body", "rewritten", "refused")
 
     def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
                  request_end: float | None, request_fields: tuple, connection: str, client: str,
@@ -70,6 +71,23 @@ class Exchange:
         self.legacy_stream = False  # a GET stream that may announce a legacy endpoint
         self.finished = False
         self.kept: Kept | None = None  # an answer larger than the limit, streamed: what is stored of it
+        self.role: str | None = None  # not MCP: the authorization flow's role (addons/http/auth.py), or an error's
+        self.request_body: bytes | None = None  # a body that is no frame (a non-MCP exchange's), as it crossed
+        self.response_body: bytes | None = None
+        self.rewritten: list | None = None  # what `mcptap proxy` changed on the way to the client
+        self.refused = False  # an MCP request answered 401/403: it waits for the session its retry joins
+
+    @property
+    def client_key(self) -> tuple:
+        """Its client's address, whatever the upstream (an authorization server is another one) and
+        the User-Agent (an SDK's OAuth client sends its discovery requests without one)."""
+        return (self.client,)
+
+    @property
+    def holds(self) -> bool:
+        """An exchange of the authorization flow, or a refused MCP request: it belongs to the session
+        its client is in, or the one it goes on to make."""
+        return self.refused or (self.role is not None and self.role.startswith("auth-"))
 
     @property
     def stateless_key(self) -> tuple:
@@ -82,7 +100,9 @@ class Exchange:
                 "method": self.method, "url": self.url, "status": self.status,
                 "request_fields": self.request_fields, "response_fields": self.response_fields,
                 "endpoint": self.endpoint, "started_at": self.started_at, "request_end": self.request_end,
-                "response_at": self.response_at, "ended_at": self.ended_at, "outcome": self.outcome}
+                "response_at": self.response_at, "ended_at": self.ended_at, "outcome": self.outcome,
+                "role": self.role, "request_body": self.request_body, "response_body": self.response_body,
+                "rewritten": self.rewritten}
 
 
 def header_fields(fields: tuple) -> dict[bytes, bytes]:
@@ -134,6 +154,8 @@ class ExchangeBook:
         self.exchanges: dict[str, Exchange] = {}
         self.sessions: dict[tuple, Session] = {}
         self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
+        self.by_client: dict[tuple, Session] = {}  # client address -> its latest session
+        self.held: dict[tuple, list[Exchange]] = {}  # a client's authorization exchanges before it has a session
         self.errors = 0  # faults inside a tap, each said once in the log
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
@@ -174,7 +196,13 @@ class ExchangeBook:
             return
         ex.finished = True
         self.exchanges.pop(ex.flow_id, None)
-        if ex.session is None:  # never told: it joins the sessionless group of its client
+        if ex.session is None and ex.holds:  # the session its client is in, else the next one it makes
+            session = self.by_client.get(ex.client_key)
+            if session is not None and session.open:
+                self._join(ex, session.key)
+            else:
+                self.held.setdefault(ex.client_key, []).append(ex)
+        elif ex.session is None:  # never told: it joins the sessionless group of its client
             self._join(ex, ex.stateless_key)
         if ex.streaming:
             self.journal.close_stream(ex.flow_id, ended_at)
@@ -231,6 +259,7 @@ class ExchangeBook:
         if session is None or not session.open:
             session = self._new_session(key, transport or ("sse" if key[0] == "sse" else "http"), ex)
         ex.session = session
+        self.by_client[ex.client_key] = session
         if key[0] == "http" and ex.connection:
             self.by_connection[ex.connection] = key
         for ts, direction, raw, event_id, incomplete, size in ex.pending:
@@ -241,14 +270,37 @@ class ExchangeBook:
 
     def _new_session(self, key: tuple, transport: str, ex: Exchange) -> Session:
         session = self.sessions[key] = Session(self.new_id(key), key, transport)
+        held = self.held.pop(ex.client_key, ())  # the authorization that came before it: its start is the session's
         upstream, _ = self.redactor.url(ex.upstream)
         text = store.text_cell  # a host, a file name: any bytes (analyzer/store/__init__.py)
         self.journal.session({
-            "id": session.id, "transport": transport, "label": text(self.label), "started_at": ex.started_at,
+            "id": session.id, "transport": transport, "label": text(self.label),
+            "started_at": min([ex.started_at, *(h.started_at for h in held)]),
             "upstream": text(upstream), "recorder": self.recorder, "host": text(socket.gethostname()),
             "pid": os.getpid(), **({"source": text(self.source)} if self.source else {}),
         })
+        for h in held:
+            self._adopt(h, session)
         return session
+
+    def _adopt(self, ex: Exchange, session: Session) -> None:
+        """An exchange held until its client had a session: stored again, in that session."""
+        ex.session = session
+        for ts, direction, raw, event_id, incomplete, size in ex.pending:
+            self.journal.frame(self._row(session.id, ts, direction, raw, ex.flow_id, event_id, incomplete, size))
+        ex.pending.clear()
+        self._exchange(ex)
+
+    def release_held(self) -> None:
+        """At the end: exchanges whose client never made a session join its sessionless group."""
+        for key in list(self.held):
+            first = self.held[key][0]
+            session = self.sessions.get(first.stateless_key)
+            if session is None or not session.open:
+                self._new_session(first.stateless_key, "http", first)  # which adopts them
+            else:
+                for ex in self.held.pop(key):
+                    self._adopt(ex, session)
 
     def _end_session(self, session: Session, ended_at: float) -> None:
         if session.open:

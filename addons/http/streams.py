@@ -12,6 +12,7 @@ from collections.abc import Callable
 from mcptap import store
 from mcptap.errors import warn_stderr
 from mcptap.redaction import Redactor
+from mcptap.redaction.bodies import redact_body
 from mcptap.store.ops import ChunkOp, CloseOp, ExchangeOp, FrameOp, Op, RawExchangeOp, StreamOp
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME, Decoder, cut_row
 from mcptap.wire.sse import SSEParser
@@ -88,6 +89,11 @@ def exchange_row(raw: dict, redactor: Redactor) -> dict:
         redacted += redacted_response
     status = raw["status"]
     text = store.text_cell
+    request_body, redacted_body = redact_body(redactor, h.get("content-type"), raw.get("request_body"))
+    redacted += redacted_body
+    response_body, redacted_body = redact_body(redactor, r.get("content-type"), raw.get("response_body"))
+    redacted += [f"response:{what}" for what in redacted_body]
+    rewritten = raw.get("rewritten")
     endpoint = raw["endpoint"]
     if endpoint is not None:  # the legacy endpoint is a URL too: redacted as the exchange's (same tokens)
         endpoint, redacted_endpoint = redactor.url(endpoint)
@@ -104,6 +110,8 @@ def exchange_row(raw: dict, redactor: Redactor) -> dict:
         "redacted": json.dumps(redacted) if redacted else None,
         "started_at": raw["started_at"], "request_end": raw["request_end"], "response_at": raw["response_at"],
         "ended_at": raw["ended_at"], "outcome": text(raw["outcome"]),
+        "role": raw.get("role"), "request_body": text(request_body), "response_body": text(response_body),
+        "rewritten": store.json_cell(rewritten) if rewritten else None,
     }
 
 

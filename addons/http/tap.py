@@ -27,8 +27,11 @@ Every session still open when the proxy stops is ended then, after its streams' 
 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
-id. Anything else passing the proxy (a browser's traffic in
-explicit mode, OAuth metadata) is not recorded. Under `mcptap proxy`, a request its guard refused
+id. The exchanges of an OAuth flow (addons/http/auth.py: discovery,
+registration, authorization, token) are recorded as exchanges with their role and bodies, never as
+frames, in the session their client is in or makes next; so is the body of an HTTP error that is
+no JSON-RPC message, beside its exchange. Anything else passing the proxy (a browser's traffic in
+explicit mode) is not recorded. Under `mcptap proxy`, a request its guard refused
 (addons/http/origin_guard.py: a foreign Host or Origin) is recorded as an exchange without frames.
 
 This module is mitmproxy's hooks; the bookkeeping they drive (sessions, exchanges, what is queued)
@@ -44,6 +47,7 @@ from collections.abc import Callable
 from mitmproxy import ctx, exceptions, http
 
 from mcptap import __version__
+from mcptap.addons.http import auth
 from mcptap.addons.http.book import (C2S, S2C, SCOUT_BYTES, Exchange, ExchangeBook, is_json, is_sse,
                                      content_length, header_fields, header_text, log)
 from mcptap.addons.http.origin_guard import CLIENT_HEADERS, REFUSED
@@ -65,7 +69,7 @@ class McpTap(ExchangeBook):
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
                  on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
-                 guard=None, stream_at: int | None = None) -> None:
+                 guard=None, stream_at: int | None = None, rewriter=None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (analyzer/readers/http_capture.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
@@ -81,6 +85,7 @@ class McpTap(ExchangeBook):
         self.max_frame = max_frame  # a larger frame is stored cut (analyzer/wire/bounded.py)
         self.stream_at = stream_at
         self._guard = guard
+        self.rewriter = rewriter  # `mcptap proxy`: what must name the proxy (addons/http/auth.py Rewriter)
         self._kept_requests: dict[str, Kept] = {}  # streamed request bodies, by flow, until `request`
 
     # -- options -------------------------------------------------------------------------------
@@ -164,7 +169,10 @@ class McpTap(ExchangeBook):
         else:
             body, size = self._body(req.raw_content, h.get(b"content-encoding"))
         method = req.method
-        if not refused and not self._is_mcp_request(method, h, body):
+        # the authorization flow's requests may carry MCP-Protocol-Version too (both SDKs send it on discovery)
+        role = None if refused or b'"jsonrpc"' in body else auth.role(method, req.path,
+                                                                      header_text(h.get(b"content-type")), body)
+        if role is None and not refused and not self._is_mcp_request(method, h, body):
             return
         scheme, host, port, path = req.scheme, req.host, req.port, req.path
         # mitmproxy's req.url, made in the recorder process (where mitmproxy's versions differ: made here)
@@ -173,6 +181,9 @@ class McpTap(ExchangeBook):
         ex = self.exchanges[flow.id] = Exchange(flow.id, method, url, path, f"{scheme}://{host}:{port}",
                                                 req.timestamp_start, req.timestamp_end, fields, flow.client_conn.id,
                                                 peer[0] if peer else "", h.get(b"user-agent"))
+        if role is not None:  # the authorization flow's, not MCP's: stored with its exchange, never a frame
+            ex.role, ex.request_body = role, body or None
+            return
         if refused:
             ex.outcome = refused
         elif body and method == "POST":
@@ -194,7 +205,13 @@ class McpTap(ExchangeBook):
         ex.response_type = header_text(h.get(b"content-type"))
         ex.content_encoding = header_text(h.get(b"content-encoding"))
         sse = is_sse(ex.response_type)
-        if ex.session is None:
+        if self.rewriter is not None and ex.status in (401, 403):
+            self._rewrite_challenge(flow, ex)
+        if ex.role is not None:
+            return  # not MCP: its answer is read whole in `response`
+        if ex.status in (401, 403) and not sse:
+            ex.refused = True  # its session is the one its client is in, or makes with the retry
+        if ex.session is None and not ex.refused:
             assigned = header_text(h.get(b"mcp-session-id"))
             if assigned:
                 self._join(ex, ("http", ex.upstream, assigned))
@@ -220,11 +237,54 @@ class McpTap(ExchangeBook):
                 ex.kept = None  # its pieces went: one copy of the frame is held, not two
             else:
                 body, size = self._body(resp.raw_content, ex.content_encoding)
-            if body and (is_json(ex.response_type) or b'"jsonrpc"' in body):
+            if ex.role is not None:
+                ex.response_body = body or None
+                if self.rewriter is not None and ex.role == "auth-discovery" and auth.PRM_PATH in ex.path:
+                    self._rewrite_metadata(flow, ex)
+            elif body and resp.status_code >= 400 and b'"jsonrpc"' not in body:
+                ex.response_body = body  # the HTTP error's own explanation: no JSON-RPC message
+                ex.role = auth.refusal_role(resp.status_code, header_fields(resp.headers.fields).get(b"www-authenticate"))
+            elif body and (is_json(ex.response_type) or b'"jsonrpc"' in body):
                 self._frame(ex, end, S2C, body, None, size=size)
         self._finish(ex, end, "complete")
         if ex.method == "DELETE" and 200 <= resp.status_code < 300 and ex.session is not None:
             self._end_session(ex.session, end)
+
+    # -- the authorization flow through `mcptap proxy` ----------------------------------------------
+
+    def _public(self, flow: http.HTTPFlow) -> str | None:
+        fields = flow.metadata.get(CLIENT_HEADERS) or flow.request.headers.fields
+        return self.rewriter.public_origin(header_text(header_fields(fields).get(b"host")))
+
+    def _rewrite_challenge(self, flow: http.HTTPFlow, ex: Exchange) -> None:
+        """`resource_metadata` in a 401/403 challenge names the proxy: what the client must fetch
+        through it. The stored headers stay the upstream's; the change is kept beside them."""
+        public = self._public(flow)
+        if public is None:
+            return
+        headers = flow.response.headers
+        values = headers.get_all("www-authenticate")
+        new = [self.rewriter.challenge(v, public) for v in values]
+        if any(n is not None for n in new):
+            headers.set_all("www-authenticate", [n if n is not None else v for v, n in zip(values, new)])
+            ex.rewritten = (ex.rewritten or []) + [["header", "WWW-Authenticate", v, n]
+                                                   for v, n in zip(values, new) if n is not None]
+
+    def _rewrite_metadata(self, flow: http.HTTPFlow, ex: Exchange) -> None:
+        """The protected-resource metadata's `resource` names the proxy (RFC 9728 §3.3: the URL the
+        client used). The stored body stays the upstream's; the client's version is kept beside it."""
+        public = self._public(flow)
+        if public is None or flow.response.raw_content is None:
+            return
+        try:
+            body = flow.response.content  # decoded, whatever its Content-Encoding
+        except ValueError:
+            return
+        new = self.rewriter.metadata(body, public)
+        if new is not None:
+            flow.response.content = new  # encoded as it came, and its Content-Length
+            ex.rewritten = (ex.rewritten or []) + [["body", "resource", body.decode("utf-8", "replace"),
+                                                    new.decode("utf-8", "replace")]]
 
     def _body(self, raw: bytes | None, encoding: bytes | str | None) -> tuple[bytes, int]:
         """A whole body as its frame is stored: decoded a step at a time and cut at the limit
@@ -248,6 +308,7 @@ class McpTap(ExchangeBook):
         now = self.clock()
         for ex in list(self.exchanges.values()):
             self._finish(ex, now, "open at shutdown")
+        self.release_held()
         for session in self.sessions.values():
             if session.open:
                 self._end_session(session, now)

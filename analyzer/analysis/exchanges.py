@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from mcptap.analysis import mcp
-from mcptap.analysis.classify import REQUEST
-from mcptap.analysis.messages import Frame, Msg, id_key
+from mcptap.analysis.classify import REQUEST, classify
+from mcptap.analysis.messages import _MISSING, Frame, Msg, id_key
+from mcptap.analysis.statistics import _storable
+from mcptap.wire import jsonwire
 
 C2S, S2C = mcp.C2S, mcp.S2C
 
@@ -41,6 +43,16 @@ def client_gone(row: dict) -> bool:
     """The exchange ended with its client gone before the answer was complete."""
     outcome = (row.get("outcome") or "").lower()
     return outcome.startswith("error") and any(why in outcome for why in CLIENT_GONE)
+
+
+def refused(row: dict | None) -> bool:
+    """The exchange was refused 401/403 with an answer that is no JSON-RPC message (an OAuth
+    challenge, or another explanation of the status the capture stored beside the exchange)."""
+    return row is not None and row.get("status") in (401, 403) and row.get("role") is not None
+
+
+AUTH_ROLES = frozenset({"auth-discovery", "auth-register", "auth-authorize", "auth-token"})
+"""Roles of exchanges of the authorization flow, not MCP's (addons/http/auth.py)."""
 
 
 def http_error(row: dict) -> bool:
@@ -76,6 +88,10 @@ class HttpFrames:
         what it carried, for the transport rules and for pairing. An answer in a POST's exchange,
         or in an HTTP error's body, can only answer what that exchange carried; an answer on a
         GET stream answers the session's outstanding requests by id."""
+        if direction == C2S and exchange is not None and refused(self._exchange_rows.get(exchange)):
+            self.refused_seqs[exchange] = seq
+            self._refused_frame(seq, ts, direction, raw)
+            return
         row = self._exchange_rows.get(exchange) if exchange is not None and direction == S2C else None
         if row is not None and (row["method"] == "POST" or http_error(row)):
             self._scope, self._scope_error = self._posted.get(exchange, NOTHING_POSTED), http_error(row)
@@ -101,6 +117,25 @@ class HttpFrames:
                                             tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION),
                                             requests, entry)
 
+    def _refused_frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
+        """A request body the server refused with 401/403 before reading it (MCP basic/authorization:
+        the client authorizes, then sends the same request again): answered by that refusal, so not
+        awaiting an answer, and not the session's first request either; the retry is the request.
+        Its messages get their rows (kind, id, method), and nothing else follows from them."""
+        parsed = jsonwire.parse(raw)
+        value = parsed.value
+        if parsed.error is not None or type(value) is not dict:
+            self.frame(seq, ts, direction, raw)  # not one message: judged as it is
+            return
+        self.frames += 1
+        sig, kind = classify(value)
+        method = value.get("method")
+        ident = value.get("id", _MISSING)
+        id_json = None if ident is _MISSING else (str(ident) if type(ident) is int else jsonwire.to_json(ident))
+        self._rows.append([self.session_id, seq, None, direction, kind, id_json,
+                           _storable(method) if type(method) is str else None, None, None])
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+
     def _streams_closed(self) -> None:
         """2026-07-28 over HTTP: "Closing the SSE response stream MUST be treated as cancellation"
         (and so is the client closing the request before any answer came): a request still
@@ -118,6 +153,8 @@ class HttpFrames:
         init_seq = self.init_request.seq if self.init_request is not None else None
         self.assigned_session = None
         for row in self.exchanges:
+            if row.get("role") in AUTH_ROLES:
+                continue  # not MCP: the authorization rules read them (`_auth_rules`)
             ex = HttpExchange(row, self._posted.get(row["id"]), init_seq)
             for rule in self._dispatch.exchange:
                 hit = rule.check(ex, self)

@@ -55,7 +55,8 @@ class Lifecycle:
             if self.init_result_seq is None or self.initialized_seq is None:
                 facts.append("early")
             elif (direction == C2S and self.server_version != self.init_requested_version
-                  and "version-went-on" not in self.once):
+                  and "version-went-on" not in self.once
+                  and not mcp.allowed_downgrade(self.init_requested_version, self.server_version)):
                 facts.append("version-mismatch")
             if method in mcp.CAPABILITY_GATES and not self._gate_open(method):
                 facts.append("gated")

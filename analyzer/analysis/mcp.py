@@ -192,6 +192,14 @@ def gate_missing(method: str, revision: str | None, server_caps: object, client_
     return side, path
 
 
+def allowed_downgrade(requested: object, answered: object) -> bool:
+    """The server answered an older revision it supports than the client asked for: what the
+    lifecycle allows ("Otherwise, the server MUST respond with another protocol version it
+    supports"); a client that goes on has accepted it."""
+    return (type(requested) is str and type(answered) is str and answered in KNOWN_REVISIONS
+            and answered < requested)
+
+
 def revision_at_least(revision: str | None, minimum: str) -> bool:
     if revision not in KNOWN_REVISIONS:
         return False

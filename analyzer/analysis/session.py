@@ -67,6 +67,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self.http_flavour = (("legacy-sse" if any(e.get("endpoint") for e in exchanges) else "streamable")
                              if exchanges else None)
         self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
+        self.refused_seqs: dict[str, int] = {}  # exchange id -> the request frame it refused 401/403
         self._exchange_rows = {e["id"]: e for e in exchanges or ()}
         # HTTP: what the answer being analysed may answer (its exchange's body; None: the session's
         # outstanding requests by id, as on a GET stream or stdio), and whether it is an HTTP error's body
@@ -281,7 +282,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                     or (self._scope is not None and self._scope.requests.get(key) is not req)
                     or (req.cancelled is not None and req.cancelled < seq)
                     or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))
-                    or (req.method == TOOL_CALL and kind is RESPONSE and may_be_tool_error(raw))):
+                    or (req.method == TOOL_CALL and (kind is ERROR or (kind is RESPONSE and may_be_tool_error(raw))))):
                 return False
             row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]
             self._rows.append(row)
@@ -356,6 +357,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                     facts.append("init-response")
             if self.stateless and kind == RESPONSE and mcp.bad_result_type(_result_type(msg.value)):
                 facts.append("result-type")
+            if kind == ERROR and req is not None and req.method == "tools/call":
+                facts.append("tool-call-error")
         else:
             return
         if facts:

@@ -59,6 +59,10 @@ def proxy(
         "--insecure", help="An https upstream: do not verify its certificate (a self-signed test server).")] = False,
     max_frame: MaxFrameOption = MAX_FRAME_DEFAULT,
     allow_origin: AllowOriginOption = None,
+    public_url: Annotated[Optional[str], typer.Option(
+        "--public-url", metavar="URL",
+        help="The origin clients reach the proxy under, when it is not the one they send as Host (behind a TLS "
+             "front or another name): what OAuth metadata and challenges are rewritten to name.")] = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -74,7 +78,7 @@ def proxy(
         extras.need("proxy", "mcptap proxy")
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
-                               insecure=insecure, allow_origins=allow_origin or (),
+                               insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,
                                on_ready=proxy_mod.say_listening(upstream, db))
     raise typer.Exit(status)
 

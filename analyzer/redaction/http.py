@@ -18,10 +18,14 @@ CREDENTIAL_HEADERS = frozenset({
 })
 """Header names (lower case) whose value is a credential."""
 
-_CREDENTIAL_NAME = re.compile(
+CREDENTIAL_NAME = _CREDENTIAL_NAME = re.compile(
     r"(?:^|[-_.])(?:token|access[-_]?token|refresh[-_]?token|id[-_]?token|api[-_]?key|apikey|key|jwt|secret|"
-    r"client[-_]?secret|password|passwd|pwd|auth|authorization|bearer|sig|signature|code)$", re.IGNORECASE)
+    r"client[-_]?secret|password|passwd|pwd|auth|authorization|bearer|sig|signature|code|verifier|assertion)$", re.IGNORECASE)
 """Query parameter names (and header names beyond the list above) that carry a credential."""
+
+CHALLENGE_HEADERS = frozenset({"www-authenticate", "proxy-authenticate"})
+"""Header names whose value is a challenge (`Bearer error="invalid_token", resource_metadata="..."`):
+it asks for a credential and carries none."""
 
 URL_HEADERS = frozenset({"referer", "location", "content-location"})
 """Header names whose value is a URL: its token query parameters and password are redacted as the
@@ -58,6 +62,8 @@ class Redactor:
         none: a credential header, a URL header (Referer) holding a token, a `Bearer` token
         under any name."""
         lower = name.lower()
+        if lower in CHALLENGE_HEADERS:
+            return None
         secret = self._names.get(lower)
         if secret is None:
             secret = self._names[lower] = lower in CREDENTIAL_HEADERS or bool(_CREDENTIAL_NAME.search(lower))

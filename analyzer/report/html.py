@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from mcptap import __version__, data, engine, outfile, plots, store
+from mcptap.report import httplines
 from mcptap.store import queries
 from mcptap.wire.textsafe import printable
 
@@ -171,6 +172,11 @@ def _session(db: str, sid: str) -> str:
     out = [f"<h2 id='s-{_e(sid)}'>Session {_e(sid)}</h2>"]
     fig = plots.sequence(db, sid)
     out.append(f"<img alt='sequence diagram of session {_e(sid)}' class='sequence' src='{_png(fig)}'>")
+    conn = store.open_existing(db)
+    try:
+        out.append(httplines.html_table(httplines.role_exchanges(conn, sid)))
+    finally:
+        conn.close()
     found = data.findings(db, session=sid)
     if found.empty:
         out.append("<p>No findings.</p>")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from mcptap import report, store
 
-from mcptap.report import jsonout
+from mcptap.report import httplines, jsonout
 
 from mcptap.store import cells
 
@@ -128,7 +128,11 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
     for item in by_frame.pop(None, []):
         yield "        " + finding_line(item)
     yield COLUMNS_LINE
-    for entry in timeline(conn, session_id, stderr):
+    t0 = a.session["started_at"]
+    for entry in httplines.merged(timeline(conn, session_id, stderr), httplines.role_exchanges(conn, session_id)):
+        if httplines.is_exchange(entry):  # the OAuth flow's, an error's own body: no frame
+            yield httplines.line(entry, t0)
+            continue
         yield from entry_lines(a, entry, width, full, by_frame.get(entry[2], ()) if not entry[1] else ())
 
 
@@ -242,6 +246,8 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     for f in a.findings:
         by_frame.setdefault(f[1], []).append(report.finding_object(f))
     t0 = a.session["started_at"]
+    head["exchanges"] = [httplines.record(session_id, (row["started_at"], httplines.EXCHANGE, row), t0)
+                         for row in httplines.role_exchanges(conn, session_id)]
 
     def each() -> Iterator[dict]:
         with cells.diagnosed(conn, [session_id], cells.RECORDED):

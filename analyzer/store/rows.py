@@ -99,7 +99,7 @@ EXCHANGE_COLUMNS = (
     "id", "session_id", "method", "url", "status", "request_type", "response_type", "mcp_session_id",
     "assigned_session", "protocol_version", "accept", "last_event_id", "content_encoding", "endpoint", "events",
     "request_headers", "response_headers", "redacted", "started_at", "request_end", "response_at", "ended_at",
-    "outcome",
+    "outcome", "role", "request_body", "response_body", "rewritten",
 )
 
 

@@ -177,6 +177,19 @@ def cut_frames(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS frames_cut ON frames (session_id, seq) WHERE incomplete = 2")
 
 
+def exchange_bodies(db: Database) -> None:
+    """HTTP exchanges that are not MCP (OAuth discovery, registration, authorization, token) and
+    HTTP errors whose body is not JSON-RPC are stored with their bodies (credentials redacted) and
+    labelled by role; what `mcptap proxy` rewrote on the way to the client is kept beside them."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(exchanges)").fetchall()}
+    # role: auth-discovery | auth-register | auth-authorize | auth-token | auth-challenge | http-error (NULL: MCP);
+    # request_body / response_body: as they crossed (credentials redacted), when they are no frame;
+    # rewritten: JSON, what mcptap proxy changed on the way to the client (both versions)
+    for name in ("role", "request_body", "response_body", "rewritten"):
+        if name not in columns:
+            db.execute(f"ALTER TABLE exchanges ADD COLUMN {name} TEXT")
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
@@ -186,6 +199,7 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0004_replay_link", replay_link),
     ("0005_frame_redactions", frame_redactions),
     ("0006_cut_frames", cut_frames),
+    ("0007_exchange_bodies", exchange_bodies),
 ]
 
 

@@ -1,6 +1,8 @@
 """Every finding code (analyzer/rules): a session that fires it and a near neighbour that must
 not. The table is checked against the registry, so a new code without cases fails here."""
 
+import json
+
 import pytest
 
 from mcptap.analysis.rules import load
@@ -31,6 +33,31 @@ def progress(value, token="t"):
 
 def cancel(target):
     return note("notifications/cancelled", {"requestId": target})
+
+
+# behind OAuth: the initialize POST refused 401 (a Bearer challenge), the authorization flow's
+# exchanges (stored by role, no frames), then the handshake again with a token and a request
+PRM_URL = "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"
+CHALLENGE = f'Bearer error="invalid_token", resource_metadata="{PRM_URL}"'
+AUTHORIZE = "http://127.0.0.1:2/authorize?response_type=code&client_id=c&code_challenge=x&state=s"
+RESOURCE = "resource=http%3A%2F%2F127.0.0.1%3A1%2Fmcp"
+
+
+def behind_oauth(*flow, challenge=CHALLENGE, version=V, refused=None):
+    """`flow`: (role, url, other fields) of each exchange of the authorization flow."""
+    h = handshake(version)
+    headers = json.dumps([["WWW-Authenticate", challenge]] if challenge else [])
+    refusal = {"status": 401, "role": "auth-challenge" if challenge else "http-error", "response_headers": headers,
+               "response_type": "application/json", **(refused or {})}
+    steps = [(refusal, [h[0]])]
+    steps += [({"method": "GET", "status": 200, "role": role, "url": url, **more}, []) for role, url, more in flow]
+    sid = {"mcp_session_id": "S1", "protocol_version": version}
+    steps += [({"assigned_session": "S1", "response_type": "text/event-stream"}, h[:2]), (sid, [h[2]]), (sid, LIST)]
+    return http(*steps)
+
+
+def with_headers(**named):
+    return {"request_headers": json.dumps([["Host", "127.0.0.1:1"], *([n, v] for n, v in named.items())])}
 
 
 # code: (frames that fire it, a near neighbour that must not)
@@ -120,6 +147,23 @@ CASES = {
     "bad-content-type": (over_http({**SESSION, "response_type": "text/plain"}),
                          over_http({**SESSION, "response_type": "text/event-stream"})),
     "notification-not-accepted": (http(HS[0], ({**SESSION, "status": 200}, [H25[2]])), http(*HS)),
+    "dns-rebinding-unprotected": (over_http({**SESSION, **with_headers(Origin="http://evil.example")}),
+                                  over_http({**SESSION, **with_headers(Origin="http://localhost:6274")})),
+    # tools
+    "tool-error-as-jsonrpc-error": (H + [("c2s", req(1, "tools/call", {"name": "x"})),
+                                         ("s2c", err(1, -32603, "disk full while writing the report"))],
+                                    H + [("c2s", req(1, "tools/call", {"name": "x"})),
+                                         ("s2c", err(1, -32603, "Unknown tool: x"))]),
+    # authorization
+    "auth-challenge-missing": (behind_oauth(challenge=None), behind_oauth()),
+    "auth-resource-metadata-missing": (behind_oauth(challenge='Bearer error="invalid_token"', version="2025-06-18"),
+                                       behind_oauth(version="2025-06-18")),
+    "auth-token-in-query": (over_http({**SESSION, "url": "http://127.0.0.1:1/mcp?access_token=[redacted:0123456789abcdef]"}),
+                            over_http({**SESSION, "url": "http://127.0.0.1:1/mcp?tenant=a"})),
+    "auth-resource-missing": (behind_oauth(("auth-authorize", AUTHORIZE, {"status": 302})),
+                              behind_oauth(("auth-authorize", f"{AUTHORIZE}&{RESOURCE}", {"status": 302}))),
+    "auth-server-insecure": (behind_oauth(("auth-discovery", "http://auth.example.com/.well-known/oauth-authorization-server", {})),
+                             behind_oauth(("auth-discovery", "https://auth.example.com/.well-known/oauth-authorization-server", {}))),
     "progress-not-increasing": (H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(2)), ("s2c", progress(2)),
                                      ("s2c", ok(1, {"content": []}))],
                                 H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", progress(2)),

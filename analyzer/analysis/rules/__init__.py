@@ -23,6 +23,7 @@ __all__ = ["EVENTS", "FACTS", "GROUPS", "RULES", "SEVERITIES", "SUBSCRIBED_EVENT
 
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
-    from mcptap.analysis.rules import envelope, lifecycle, methods, pairing, progress, transport  # noqa: F401
+    from mcptap.analysis.rules import (authorization, envelope, lifecycle, methods, pairing, progress,  # noqa: F401
+                                       tools, transport)
 
     return RULES

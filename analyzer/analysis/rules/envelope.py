@@ -181,10 +181,13 @@ def no_result_or_error(sig):
 @rule("response-without-id", group="envelope", severity={"mcp": "error", "jsonrpc": "error", "2025-11-25": "info"},
       on=["envelope"],
       ref="JSON-RPC 2.0 §5: id is REQUIRED in a response; MCP 2025-11-25 JSONRPCErrorResponse makes id optional "
-          "(only when the request id could not be read)",
-      summary="`result` or `error` with no `id` member")
+          "(only when the request id could not be read); a result has an id in every revision",
+      summary="`result` or `error` with no `id` member (an error without one: info in 2025-11-25; a result: "
+              "an error in every revision)")
 def response_without_id(sig):
     if sig.shape == "object" and sig.id == "absent" and sig.method == "absent" and (sig.result or sig.error != "absent"):
+        if sig.result:
+            return Hit("a result with no `id` member (a result always answers a request it names)", severity="error")
         return "a response with no `id` member"
 
 

@@ -4,7 +4,7 @@ revision could be established at all."""
 
 from __future__ import annotations
 
-from mcptap.analysis.mcp import C2S, KNOWN_REVISIONS, S2C
+from mcptap.analysis.mcp import C2S, KNOWN_REVISIONS, S2C, allowed_downgrade
 from mcptap.analysis.rules.registry import Hit, rule
 
 LIFECYCLE = "MCP basic/lifecycle §Initialization"
@@ -54,9 +54,10 @@ def initialized_missing(msg, s):
 
 @rule("protocol-version-unsupported", group="lifecycle", severity="warning", on=["response", "request", "notification"],
       ref='MCP basic/lifecycle §Version Negotiation: "If the client does not support the version in the server\'s '
-          'response, it SHOULD disconnect."',
+          'response, it SHOULD disconnect." (a server answering an older revision it supports is what the '
+          'lifecycle allows: "Otherwise, the server MUST respond with another protocol version it supports")',
       summary="the negotiated protocolVersion is not a known revision, or the server answered a version the "
-              "client did not ask for and the session went on",
+              "client did not ask for (and not an older known one) and the session went on",
       when=['init-response', 'version-mismatch'])
 def protocol_version_unsupported(msg, s):
     if msg.kind == "response" and msg.request is not None and msg.request.method == "initialize" and msg.direction == S2C:
@@ -67,7 +68,8 @@ def protocol_version_unsupported(msg, s):
             return Hit(f"the server answered protocolVersion {version!r}, which is not a known MCP revision")
         return None
     if (msg.direction == C2S and s.init_result_seq is not None and msg.seq > s.init_result_seq
-            and s.server_version != s.init_requested_version and s.first("version-went-on")):
+            and s.server_version != s.init_requested_version
+            and not allowed_downgrade(s.init_requested_version, s.server_version) and s.first("version-went-on")):
         return Hit(f"the client asked for {s.init_requested_version!r}, the server answered {s.server_version!r} "
                    f"(frame {s.init_result_seq}), and the client went on", related=s.init_result_seq)
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end"})
-GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport")
+GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,7 @@ FACTS: dict[str, str] = {
     "http-error": "HTTP: an error body in an exchange that carried no request",
     "after-cancel": "it answers a request that was cancelled before",
     "init-response": "it answers the initialize request",
+    "tool-call-error": "a JSON-RPC error answering tools/call",
     "result-type": "2026-07-28: its result's resultType is missing or not one the revision defines",
     # a request's or notification's method
     "unknown-method": "the method is in no table of the session's revision",

@@ -7,8 +7,11 @@ has no session or version headers."""
 
 from __future__ import annotations
 
+import json
+
 from mcptap.analysis.mcp import STATELESS_REVISIONS
 from mcptap.analysis.rules.registry import Hit, rule
+from mcptap.wire.urls import host_name, is_loopback
 
 HTTP = "MCP basic/transports §Streamable HTTP"
 ANSWERS = ("response", "error")
@@ -104,3 +107,29 @@ def notification_not_accepted(ex, s):
             or not all(k == "notification" or k in ANSWERS for k in ex.kinds)):
         return None
     return Hit(f"{ex} carried only {' and '.join(sorted(set(ex.kinds)))} and was answered {ex.status}, not 202")
+
+
+def _request_header(row: dict, name: str) -> str | None:
+    try:
+        fields = json.loads(row.get("request_headers") or "[]")
+    except ValueError:
+        return None
+    return next((v for n, v in fields if isinstance(n, str) and n.lower() == name and isinstance(v, str)), None)
+
+
+@rule("dns-rebinding-unprotected", group="transport", severity="warning", on=["exchange"],
+      ref=f'{HTTP} §Security Warning: "Servers MUST validate the Origin header on all incoming connections to '
+          'prevent DNS rebinding attacks"; "When running locally, servers SHOULD bind only to localhost"',
+      summary="a server on loopback answered 2xx to a request carrying a foreign Origin (a web page's)")
+def dns_rebinding_unprotected(ex, s):
+    status = ex.status
+    if not isinstance(status, int) or not 200 <= status < 300 or not is_loopback(host_name(ex.row["url"])):
+        return None
+    origin = _request_header(ex.row, "origin")
+    if origin is None:
+        return None
+    host = host_name(origin)
+    if is_loopback(host) or host == host_name("//" + (_request_header(ex.row, "host") or "")):
+        return None
+    return Hit(f"{ex} carried Origin {origin!r} and was answered {status}: a web page on that origin can reach "
+               "this local server (DNS rebinding)")

@@ -1,0 +1,182 @@
+"""Servers behind OAuth, on real traffic: the `mcp` SDK's OAuth client (mcp.client.auth.OAuthClientProvider:
+RFC 9728 discovery from the 401 challenge, RFC 8414 metadata, dynamic client registration, PKCE,
+the authorization redirect completed headlessly, the token request, the same request sent again
+with its token) against the SDK's authorization server and an SDK server that requires its tokens
+(tests/tools/sdk_oauth_server.py), through `mcptap proxy` (reverse: the protected-resource
+metadata and the challenge rewritten to name the proxy) and through mitmdump with the addon
+(explicit proxy: every exchange passes, nothing rewritten). Both eras: the initialize handshake
+and 2026-07-28."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tool, wait_for
+from tests.support.http_helpers import START_TIMEOUT_S, accepting, free_port, http_server, mcptap_proxy, mitmdump
+
+MODES = ["legacy", "auto"]
+TOKEN = re.compile(rb"\b(?:at|rt)-[A-Za-z0-9_-]{20,}")  # what the test authorization server issues
+MASKED = re.compile(r"^Bearer \[redacted:[0-9a-f]{16}\]$")
+
+
+@contextlib.contextmanager
+def running_oauth_server(sdk_python: str, *fault: str):
+    """(authorization server URL, MCP server URL) of a running tests/tools/sdk_oauth_server.py."""
+    as_port, rs_port = free_port(), free_port()
+    with http_server([sdk_python, tool("sdk_oauth_server.py"), str(as_port), str(rs_port), *fault], rs_port) as rs:
+        wait_for(lambda: accepting(as_port), START_TIMEOUT_S, "the authorization server to listen")
+        yield f"http://127.0.0.1:{as_port}", rs
+
+
+@pytest.fixture(scope="module")
+def oauth_server(sdk_python):
+    with running_oauth_server(sdk_python) as urls:
+        yield urls
+
+
+def oauth_client(sdk_python: str, mode: str, url: str, proxy: str | None = None) -> dict:
+    done = subprocess.run([sdk_python, tool("sdk_oauth_client.py"), mode, url, *([proxy] if proxy else [])],
+                          capture_output=True, timeout=90)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    return json.loads(done.stdout.decode().strip().splitlines()[-1])
+
+
+def exchanges(db: Path) -> list[dict]:
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM exchanges ORDER BY started_at")]
+    conn.close()
+    return rows
+
+
+def stored_bytes(db: Path) -> bytes:
+    return b"".join(Path(f"{db}{suffix}").read_bytes() for suffix in ("", "-wal") if Path(f"{db}{suffix}").exists())
+
+
+def assert_no_token_in_clear(db: Path) -> None:
+    assert TOKEN.search(stored_bytes(db)) is None
+    for row in exchanges(db):
+        for name, value in json.loads(row["request_headers"] or "[]"):
+            if name.lower() == "authorization":
+                assert MASKED.match(value), value
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sdk_oauth_client_completes_its_flow_through_mcptap_proxy_which_rewrites_only_what_names_the_server(
+        sdk_python, oauth_server, tmp_path, mode):
+    _, rs = oauth_server
+    db = tmp_path / "rec.db"
+    with mcptap_proxy(db, f"{rs}/mcp") as proxy:
+        out = oauth_client(sdk_python, mode, f"{proxy.url}/mcp")
+    assert out["echo"] == "behind oauth" and out["tools"] == ["echo"]
+    rows = exchanges(db)
+    assert len({r["session_id"] for r in rows}) == 1 and None not in {r["session_id"] for r in rows}
+    challenge = next(r for r in rows if r["status"] == 401)
+    assert challenge["role"] == "auth-challenge" and "invalid_token" in challenge["response_body"]
+    stored_challenge = dict((n.lower(), v) for n, v in json.loads(challenge["response_headers"]))["www-authenticate"]
+    assert f'resource_metadata="{rs}/.well-known/oauth-protected-resource/mcp"' in stored_challenge  # as it came
+    [(where, name, upstream, client)] = json.loads(challenge["rewritten"])
+    assert (where, name, upstream) == ("header", "WWW-Authenticate", stored_challenge)
+    assert client == upstream.replace(rs, proxy.url)
+    [prm] = [r for r in rows if r["role"] == "auth-discovery"]
+    assert json.loads(prm["response_body"])["resource"] == f"{rs}/mcp"  # the stored bytes: the upstream's
+    [(where, name, upstream, client)] = json.loads(prm["rewritten"])
+    assert (where, name, upstream) == ("body", "resource", prm["response_body"])
+    assert json.loads(client) == {**json.loads(upstream), "resource": f"{proxy.url}/mcp"}  # nothing else changed
+    assert all(r["rewritten"] is None for r in rows if r not in (challenge, prm))
+    assert_no_token_in_clear(db)
+    assert_no_false_findings(db)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sdk_oauth_client_through_mitmdump_with_the_addon_has_every_exchange_of_its_flow_stored_in_its_session(
+        sdk_python, oauth_server, tmp_path, mode):
+    auth_server, rs = oauth_server
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    with mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+        out = oauth_client(sdk_python, mode, f"{rs}/mcp", f"http://127.0.0.1:{proxy['port']}")
+    assert proxy["status"] == 0, proxy["errors"]
+    assert out["echo"] == "behind oauth"
+    rows = exchanges(db)
+    assert len({r["session_id"] for r in rows}) == 1 and None not in {r["session_id"] for r in rows}
+    roles = [r["role"] for r in rows if r["role"]]
+    assert roles == ["auth-challenge", "auth-discovery", "auth-discovery", "auth-register", "auth-authorize",
+                     "auth-token"], roles
+    assert all(r["rewritten"] is None for r in rows)  # a forward proxy rewrites nothing
+    token = next(r for r in rows if r["role"] == "auth-token")
+    assert token["url"] == f"{auth_server}/token"
+    redacted = json.loads(token["redacted"])
+    assert {"body:code", "body:code_verifier", "response:body:access_token", "response:body:refresh_token"} <= set(redacted)
+    authorize = next(r for r in rows if r["role"] == "auth-authorize")
+    location = dict((n.lower(), v) for n, v in json.loads(authorize["response_headers"]))["location"]
+    code = re.search(r"code=(\[redacted:[0-9a-f]{16}\])", location.replace("%5B", "[").replace("%5D", "]")).group(1)
+    assert code in token["request_body"].replace("%5B", "[").replace("%5D", "]")  # the same code, told apart
+    assert_no_token_in_clear(db)
+    assert_no_false_findings(db)
+    session = rows[0]["session_id"]
+    shown = run(mcptap("show", "--db", str(db), session))
+    assert shown.returncode == 0, shown.stderr
+    lines = [line.split() for line in shown.stdout.decode().splitlines()]
+    assert [words[3] for words in lines if len(words) > 3 and words[1] == "http"] == roles
+    document = json.loads(run(mcptap("show", "--db", str(db), session, "--format", "json")).stdout)
+    assert [e["role"] for e in document["session"]["exchanges"]] == roles
+    from mcptap import data
+
+    assert sorted(data.exchanges(str(db))["role"].dropna()) == sorted(roles)
+    report = tmp_path / "report.html"
+    assert run(mcptap("report", "--db", str(db), "-o", str(report))).returncode == 0
+    assert "auth-token" in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("url", ["ftp://mcp.example.com", "https://mcp.example.com/mcp", "not a url"])
+def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_2(tmp_path, url):
+    done = run(mcptap("proxy", "--db", str(tmp_path / "rec.db"), "--upstream", "http://127.0.0.1:9/mcp",
+                      "--listen", "127.0.0.1:0", "--public-url", url))
+    assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, done.stderr
+    assert b"--public-url" in done.stderr
+
+
+def found_codes(db: Path) -> set[str]:
+    status, report = analyze_json(db)
+    return {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
+
+
+@pytest.mark.parametrize("fault, expected", [("no-challenge", {"auth-challenge-missing"}),
+                                             ("bare-challenge", set())])
+def test_a_planted_challenge_fault_of_a_real_server_is_found_and_its_allowed_neighbour_is_not(
+        sdk_python, tmp_path, fault, expected):
+    db = tmp_path / "rec.db"
+    with running_oauth_server(sdk_python, fault) as (_, rs), mcptap_proxy(db, f"{rs}/mcp") as proxy:
+        out = oauth_client(sdk_python, "legacy", f"{proxy.url}/mcp")  # the well-known metadata still leads it
+    assert out["echo"] == "behind oauth"
+    assert found_codes(db) == expected
+
+
+@pytest.mark.parametrize("fault, expected", [("open-origin", {"dns-rebinding-unprotected"}), ("guarded-origin", set())])
+def test_a_loopback_server_that_serves_a_foreign_origin_is_found_and_one_that_refuses_it_is_not(
+        sdk_python, tmp_path, fault, expected):
+    import urllib.error
+    import urllib.request
+
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}}}).encode()
+    with running_oauth_server(sdk_python, fault) as (_, rs), \
+            mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{proxy['port']}"}))
+        request = urllib.request.Request(f"{rs}/mcp", data=body, headers={
+            "Origin": "http://evil.example", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        with contextlib.suppress(urllib.error.HTTPError):
+            opener.open(request, timeout=30).read()
+    assert found_codes(db) == expected
