@@ -94,8 +94,9 @@ def serve(
         "--corrupt", metavar="METHOD", help="Fault: answer this method with a frame cut in half (repeatable).")] = None,
     allow_origin: AllowOriginOption = None,
     max_body: Annotated[str, typer.Option(
-        "--max-body", metavar="SIZE", help="With --listen: the largest request body read, in bytes or with K, M or "
-                                           "G; a longer one gets 413 Content Too Large, unread.")] = "16M",
+        "--max-body", metavar="SIZE", help="The largest client frame read, in bytes or with K, M or G: a longer HTTP "
+                                           "body gets 413 Content Too Large, unread; a longer stdio line an Invalid "
+                                           "Request error.")] = "16M",
 ) -> None:
     """Act as the server of a recorded session for a live client: each request is matched to a
     recorded one (method and params, unused ones first, else method in order) and answered with

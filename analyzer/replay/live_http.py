@@ -17,6 +17,8 @@ from mcptap.errors import MCPTapError
 from mcptap.replay.live import CONNECT_TIMEOUT_S, Live, why
 
 SSE_ACCEPT = "text/event-stream"
+DRAIN_BYTES = 1 << 16
+"""The most read of an answer that carries no frames (202, a DELETE's, a legacy POST's): the connection closes after."""
 
 
 class HttpLive(Live):
@@ -114,7 +116,7 @@ class StreamableHttpLive(HttpLive):
                 self.session_id = assigned
             ready.set()
             if response.status in (202, 204):
-                response.read()
+                response.read(DRAIN_BYTES)  # no frames here: the connection closes after a few bytes at most
                 return
             self._frames_of(response)
         except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a header http.client refuses
@@ -133,7 +135,7 @@ class StreamableHttpLive(HttpLive):
                 headers["MCP-Protocol-Version"] = self.protocol_version
             try:
                 conn.request("DELETE", target, headers=headers)
-                conn.getresponse().read()
+                conn.getresponse().read(DRAIN_BYTES)
             except (OSError, ValueError, http.client.HTTPException):  # ValueError: a header value http.client refuses
                 pass
             finally:
@@ -192,7 +194,7 @@ class LegacySseLive(HttpLive):
         conn, target = self._connection(self.endpoint, CONNECT_TIMEOUT_S)
         try:
             conn.request("POST", target, body=raw, headers={"Content-Type": "application/json"})
-            conn.getresponse().read()
+            conn.getresponse().read(DRAIN_BYTES)
         except (OSError, http.client.HTTPException) as exc:
             self._closed(f"POST {self.endpoint} failed: {why(exc)}")
         finally:

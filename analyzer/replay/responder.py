@@ -36,6 +36,9 @@ from mcptap.analysis.classify import NOTIFICATION, REQUEST, classify
 UNKNOWN_METHOD, PARSE_ERROR, INVALID_REQUEST = jsonrpc.METHOD_NOT_FOUND, jsonrpc.PARSE_ERROR, jsonrpc.INVALID_REQUEST
 ANY_METHOD = "*"
 MAX_DELAY_S = 86_400.0
+DEFAULT_MAX_BODY = 16 << 20
+"""The largest client frame read (16 MiB, `serve --max-body`): an HTTP body past it gets 413 unread,
+a stdio line past it an Invalid Request error, never held whole."""
 
 
 @dataclass

@@ -18,10 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from mcptap.errors import MCPTapError
 from mcptap.origins import CONTENT_TYPE_REFUSED, ListenerPolicy, is_json
 from mcptap.analysis.outstanding import Held, Outstanding
-from mcptap.replay.responder import INVALID_REQUEST, Reply, Responder, batch_answer, error_frame, read_frame
+from mcptap.replay.responder import (DEFAULT_MAX_BODY, INVALID_REQUEST, Reply, Responder, batch_answer, error_frame,
+                                     read_frame)
 
-DEFAULT_MAX_BODY = 16 << 20
-"""The largest request body read (16 MiB, `serve --listen --max-body`); a longer one gets 413 unread."""
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -243,3 +243,20 @@ def test_replay_over_http_keeps_a_huge_json_or_event_answer_cut_at_max_frame(tmp
         "WHERE replay_of IS NOT NULL AND direction = 's2c' AND size > 1000000").fetchall()
     conn.close()
     assert rows == [(HUGE_HTTP, 1 << 20, 2)]
+
+
+def test_serve_on_stdio_answers_a_thirty_megabyte_line_with_an_error_without_holding_it(tmp_path):
+    import sys
+
+    db = imported(tmp_path, "stdio", [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping"}'),
+                                      ("s2c", '{"jsonrpc":"2.0","id":1,"result":{}}')])
+    lines = INIT.encode() + b"\n" + big_call(BIG_BODY) + b"\n" + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n'
+    result = subprocess.run([sys.executable, "-c", MEASURED, *mcptap("serve", "--db", str(db), "s1")],
+                            input=lines, capture_output=True, timeout=300)
+    err = result.stderr.decode(errors="replace")
+    assert result.returncode == 0, err[-2000:]
+    answers = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [0, None, 3]
+    assert answers[1]["error"]["code"] == -32600 and "--max-body" in answers[1]["error"]["message"]
+    peak = int(re.search(r"peak_kb=(\d+)", err).group(1))
+    assert peak < PEAK_BOUND_KB // 2, f"serve peaked at {peak // 1024} MB"
