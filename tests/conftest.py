@@ -175,6 +175,8 @@ Every other module's tests are marked `slow`, a new module's too until it is lis
 def pytest_addoption(parser):
     parser.addoption("--regenerate-golden", action="store_true",
                      help="rewrite tests/golden/expected/ from the analyzer's output (tests/analysis/test_golden.py)")
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
 
 
 def pytest_collection_modifyitems(config, items):
