@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from mcptap import store
+from mcptap.analysis import latency as latency_mod
 
 from mcptap.store import cells, queries
 
@@ -238,11 +239,17 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
         "calls": grouped.size(),
         "errors": errors.reindex(grouped.size().index, fill_value=0),
         "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
-        "p50_ms": grouped["latency_s"].quantile(0.5) * 1e3,
-        "p95_ms": grouped["latency_s"].quantile(0.95) * 1e3,
+        "p50_ms": grouped["latency_s"].agg(lambda v: _percentile(v, 0.5)) * 1e3,
+        "p95_ms": grouped["latency_s"].agg(lambda v: _percentile(v, 0.95)) * 1e3,
         "max_ms": grouped["latency_s"].max() * 1e3,
     })
     return table.sort_values("calls", ascending=False)
+
+
+def _percentile(values: pd.Series, q: float) -> float:
+    """The q-quantile by nearest rank, the definition of every face (analysis/latency.py)."""
+    found = latency_mod.nearest_rank(values.dropna().tolist(), q)
+    return np.nan if found is None else found
 
 
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:

@@ -101,9 +101,9 @@ def _build(conn, db, ids, latency, version) -> dict:
                        for line, _ in zip(store.iter_stderr(conn, sid), range(STDERR_LINES))])
         if not rows:
             continue
-        seq, ts, d, size, exchange, k, mid, method, paired, latency, blob = zip(*rows)
+        seq, ts, d, size, exchange, k, mid, method, paired, lat, blob = zip(*rows)
         columns = {"s": [n] * len(rows), "seq": seq, "t": ts, "d": d, "k": k,
-                   "m": [_number(methods, v) for v in method], "p": paired, "l": latency, "z": size,
+                   "m": [_number(methods, v) for v in method], "p": paired, "l": lat, "z": size,
                    "x": [exchanges_of.get(e, -1) for e in exchange], "b": blob}
         for name, dtype in COLUMNS.items():
             parts[name].append(_array(columns[name], dtype, np.nan if dtype is np.float64 else 0))

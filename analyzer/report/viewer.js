@@ -7,9 +7,9 @@
   "use strict";
 
   // ---- the data ------------------------------------------------------------------------------
-  const node = document.getElementById("mcptap-data");
-  const D = JSON.parse(node.textContent);
-  node.textContent = "";  // the parsed document is what stays: the page's copy of the text goes
+  const dataNode = document.getElementById("mcptap-data");
+  const D = JSON.parse(dataNode.textContent);
+  dataNode.textContent = "";  // the parsed document is what stays: the page's copy of the text goes
   const F = D.frames;
   const N = F.seq.length;
   const S = Int32Array.from(F.s), SEQ = Int32Array.from(F.seq), T = Float64Array.from(F.t);
