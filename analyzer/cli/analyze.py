@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import extras
-from mcptap.cli.common import DbOption, DEFAULT_DB, DiffFormat, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
+from mcptap.cli.common import DbOption, DEFAULT_DB, FilterOption, DiffFormat, MaxPerCodeOption, PER_CODE, app, fail, one_line_errors
 
 
 class ReportFormat(str, Enum):
@@ -63,6 +63,7 @@ def analyze(
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
                                             "default: the current folder).")] = None,
+    where: FilterOption = None,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -72,6 +73,8 @@ def analyze(
     Example:  mcptap analyze --db ~/mcp.db --format sarif -o mcp.sarif --fail-on warning
 
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
+
+    Example:  mcptap analyze --db ~/mcp.db --filter 'method == "tools/call"'  (the findings on those frames)
     """
     from mcptap import engine, outfile, report, store
     from mcptap.analysis import mcp, policy
@@ -88,6 +91,10 @@ def analyze(
         if sarif_root is not None and not os.path.isdir(sarif_root):
             raise fail(f"--sarif-root: no folder {sarif_root}")
         rules_policy = policy.build(ignore or (), severity or (), config)
+        if where is not None:
+            from mcptap.store import filterlang
+
+            filterlang.parse(where)  # a bad filter fails before the analysis
         sources = None
         if files:
             if session:
@@ -104,6 +111,13 @@ def analyze(
             result = engine.analyze(db, session=session, fallback_revision=revision, policy=rules_policy,
                                     progress=shown.advance, workers=jobs, sessions=ids if sources is not None else None)
         fmt, fail_on = ReportFormat(fmt).value, FailOn(fail_on).value
+        if where is not None:
+            from mcptap.engine import selection
+
+            if not result.stored:
+                raise fail(f"--filter reads the stored analysis, which could not be stored: {result.not_stored_reason}")
+            keep = selection.select(db, where, ids)
+            result.findings = [f for f in result.findings if f[1] is not None and f[1] in keep.get(f[0], ())]
         if not result.stored:
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
 

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import (DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
+from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
                                NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, app, fail,
                                max_frame_of, one_line_errors, redaction_of)
 
@@ -100,6 +100,7 @@ def show(
     follow: Annotated[bool, typer.Option(
         "--follow", "-f", help="Go on printing frames as they are recorded, until the session ends (Ctrl-C stops); "
                                "without SESSION: the newest session, then the next one to start.")] = False,
+    where: FilterOption = None,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
@@ -110,6 +111,8 @@ def show(
     Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
 
     Example:  mcptap show --db ~/mcp.db --follow time
+
+    Example:  mcptap show --db ~/mcp.db 0193b2 --filter 'method == "tools/call" and latency > 500ms'
     """
     from mcptap import store
     from mcptap.report import jsonout, transcript
@@ -117,6 +120,8 @@ def show(
     if follow:
         if TranscriptFormat(fmt) is not TranscriptFormat.text:
             raise fail("--follow prints the text transcript: leave out --format")
+        if where is not None:
+            raise fail("--follow prints every frame: leave out --filter")
         _follow_session(db, session, full, stderr, max_per_code)
         return
     if session is None:
@@ -124,14 +129,20 @@ def show(
     with one_line_errors():
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
+        keep = None
+        if where is not None:
+            from mcptap.engine import selection
+
+            keep = selection.select(db, where, [sid]).get(sid, set())
         out = sys.stdout
         fmt = TranscriptFormat(fmt)
         if fmt is TranscriptFormat.text:
             width = shutil.get_terminal_size((160, 24)).columns
-            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
+            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code,
+                                              keep=keep):
                 out.write(line + "\n")
         else:
-            head, findings, frames = transcript.records(conn, sid, stderr=stderr)
+            head, findings, frames = transcript.records(conn, sid, stderr=stderr, keep=keep)
             if fmt is TranscriptFormat.json:
                 jsonout.write_document(out, [("session", head), ("findings", findings),
                                              ("frames", jsonout.Stream(frames))])
@@ -163,10 +174,13 @@ def export_cmd(
                                                          help="Session to export (repeatable); default all.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
                                                   help="Write here instead of stdout.")] = None,
+    where: FilterOption = None,
 ) -> None:
     """Write sessions as frame-log JSONL; `mcptap import` of it gives back identical frames.
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+
+    Example:  mcptap export --db ~/mcp.db --filter 'finding or kind == error' -o wrong.jsonl
     """
     from mcptap import outfile, store
     from mcptap.cli import progress
@@ -175,13 +189,19 @@ def export_cmd(
     with one_line_errors():
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
-        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+        keep = None
+        if where is not None:
+            from mcptap.engine import selection
+
+            keep = selection.select(db, where, ids if session else None)
+        total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
+        with progress.meter("exporting", total) as shown:
             if output is None:
-                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
+                exporter.export(conn, sys.stdout, ids, progress=shown.advance, keep=keep)
                 sys.stdout.flush()
             else:
                 with outfile.private_text(output) as fh:
-                    exporter.export(conn, fh, ids, progress=shown.advance)
+                    exporter.export(conn, fh, ids, progress=shown.advance, keep=keep)
 
 
 @app.command("import")

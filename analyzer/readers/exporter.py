@@ -15,15 +15,21 @@ PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 
 
 def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
-           progress: Callable[[int], None] | None = None) -> int:
+           progress: Callable[[int], None] | None = None, keep: dict[str, set[int]] | None = None) -> int:
     """Write each session (its row, its frames in seq order, its stderr lines); the frame count.
-    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end)."""
+    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end).
+    `keep`: only these frames of each session (a display filter's; a session it lacks is left out)."""
     written = 0
     for sid in session_ids:
+        wanted = None if keep is None else keep.get(sid)
+        if keep is not None and not wanted:
+            continue
         out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid))) + "\n")
         told = written
         cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
         for f in store.iter_frames(conn, sid):
+            if wanted is not None and f.seq not in wanted:
+                continue
             out.write(framelog.dumps(framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
                                                            cut.get(f.seq))) + "\n")
             written += 1
