@@ -84,171 +84,267 @@
   function kindOf(i) { return K[i] >= 0 ? KINDS[K[i]] : ""; }
   function dirOf(i) { return D.directions[DIR[i]] || ""; }
 
-  // ---- the display filter ---------------------------------------------------------------------
-  const NUMERIC = { seq: true, time: true, pair: true, latency: true, size: true };
-  const FIELDS = ["session", "seq", "time", "dir", "kind", "method", "id", "pair", "latency", "size", "finding",
-                  "severity", "text"];
-  const OPS = ["==", "!=", "<", "<=", ">", ">=", "contains", "matches"];
-  const UNITS = { "": 1, s: 1, ms: 1e-3, us: 1e-6, "µs": 1e-6, b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6 };
+  // ---- the display filter (docs/filters.md; the same language as analyzer/store/filterlang.py) ----
+  const NUMBER_FIELDS = { seq: null, time: "duration", latency: "duration", size: "size", status: null };
+  const TEXT_FIELDS = ["session", "dir", "kind", "method", "id", "finding", "severity", "text"];
+  const FIELDS = Object.keys(NUMBER_FIELDS).concat(TEXT_FIELDS);
+  const CHOICES = { dir: ["c2s", "s2c"],
+    kind: ["request", "notification", "response", "error", "invalid", "batch", "not-json", "unparseable"],
+    severity: ["error", "warning", "info"] };
+  const UNITS = { duration: { us: 1e-6, "µs": 1e-6, ms: 1e-3, s: 1, min: 60, h: 3600 },
+    size: { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 } };
+  const ORDER_OPS = ["<", "<=", ">", ">="], TEXT_OPS = ["contains", "~"];
+  const SYMBOLS = ["==", "!=", "<=", ">=", "&&", "||", "<", ">", "~", "(", ")", "{", "}", ",", "!"];
+  const NUMBER_RE = /^(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)([A-Za-zµ]*)$/;
+  const PATH_RE = /^(jsonrpc|params|result|error)((?:\.[A-Za-z_$][\w$-]*|\[\d+\])*)$/;
+  const WORD_END = /[\s()"{},!=<>~&|]/;
+
+  function FilterError(message, column) {
+    this.message = "bad filter at column " + column + ": " + message; this.column = column;
+  }
+  function quote(s) { return "'" + s + "'"; }
 
   function tokenize(text) {
     const out = [];
     let i = 0;
-    while (i < text.length) {
+    const n = text.length;
+    while (i < n) {
       const c = text[i];
       if (/\s/.test(c)) { i++; continue; }
-      if (c === '"' || c === "'") {
+      if (c === '"') {
         let j = i + 1, value = "";
-        while (j < text.length && text[j] !== c) {
-          if (text[j] === "\\" && j + 1 < text.length) {
-            const n = text[j + 1];
-            value += n === "n" ? "\n" : n === "t" ? "\t" : n;
+        while (j < n && text[j] !== '"') {
+          if (text[j] === "\\" && j + 1 < n) {
+            const e = text[j + 1];
+            value += e === "n" ? "\n" : e === "t" ? "\t" : e;
             j += 2;
           } else value += text[j++];
         }
-        if (j >= text.length) throw new Error("a string is not closed: " + cut(text.slice(i), 20));
-        out.push({ t: "str", v: value });
+        if (j >= n) throw new FilterError("a string is not closed", i + 1);
+        out.push({ t: "str", v: value, c: i + 1 });
         i = j + 1;
         continue;
       }
-      const two = text.slice(i, i + 2);
-      if (["==", "!=", "<=", ">=", "&&", "||"].includes(two)) { out.push({ t: "op", v: two }); i += 2; continue; }
-      if ("()<>!~=".includes(c)) { out.push({ t: "op", v: c === "~" ? "matches" : c === "=" ? "==" : c }); i++; continue; }
+      const symbol = SYMBOLS.find(s => text.startsWith(s, i));
+      if (symbol) { out.push({ t: "op", v: symbol, c: i + 1 }); i += symbol.length; continue; }
+      if ("=&|".includes(c)) throw new FilterError("unexpected " + quote(c) + " (== compares, && and || join)", i + 1);
       let j = i;
-      while (j < text.length && !/[\s()"'=!<>~&|]/.test(text[j])) j++;
-      if (j === i) throw new Error("unexpected " + JSON.stringify(c));
-      out.push({ t: "word", v: text.slice(i, j) });
+      while (j < n && !WORD_END.test(text[j])) j++;
+      out.push({ t: "word", v: text.slice(i, j), c: i + 1 });
       i = j;
     }
     return out;
   }
 
-  function parse(text) {
+  function parseFilter(text) {  // the tree, as filterlang.parse gives it
     const toks = tokenize(text);
     let pos = 0;
-    const peek = () => toks[pos], next = () => toks[pos++];
-    const isWord = (tok, ...words) => tok && tok.t === "word" && words.includes(tok.v.toLowerCase());
-    const isOp = (tok, ...ops) => tok && tok.t === "op" && ops.includes(tok.v);
-    function orExpr() {
-      let left = andExpr();
-      while (isWord(peek(), "or") || isOp(peek(), "||")) { next(); const right = andExpr(); const l = left; left = i => l(i) || right(i); }
-      return left;
-    }
-    function startsAtom(tok) { return tok && !(isWord(tok, "or", "and") || isOp(tok, "||", "&&", ")")); }
-    function andExpr() {
-      let left = notExpr();
-      while (isWord(peek(), "and") || isOp(peek(), "&&") || startsAtom(peek())) {
-        if (isWord(peek(), "and") || isOp(peek(), "&&")) next();
-        const right = notExpr(); const l = left; left = i => l(i) && right(i);
-      }
-      return left;
-    }
-    function notExpr() {
-      if (isWord(peek(), "not") || isOp(peek(), "!")) { next(); const inner = notExpr(); return i => !inner(i); }
-      return atom();
-    }
-    function atom() {
-      const tok = next();
-      if (!tok) throw new Error("the expression ends too soon");
-      if (isOp(tok, "(")) {
-        const inner = orExpr();
-        if (!isOp(next(), ")")) throw new Error("a parenthesis is not closed");
+    const peek = () => toks[pos], endColumn = text.length + 1;
+    const take = (...words) => {
+      const tok = peek();
+      if (tok && tok.t !== "str" && words.includes(tok.v)) { pos++; return true; }
+      return false;
+    };
+    function either() { let left = both(); while (take("or", "||")) left = ["or", left, both()]; return left; }
+    function both() { let left = negation(); while (take("and", "&&")) left = ["and", left, negation()]; return left; }
+    function negation() { return take("not", "!") ? ["not", negation()] : primary(); }
+    function primary() {
+      const tok = peek();
+      if (!tok) throw new FilterError("the filter ends where a test was expected", endColumn);
+      if (tok.t === "op" && tok.v === "(") {
+        pos++;
+        const inner = either(), close = peek();
+        if (!close || close.t !== "op" || close.v !== ")") throw new FilterError("a parenthesis is not closed", tok.c);
+        pos++;
         return inner;
       }
-      if (tok.t === "op") throw new Error("unexpected " + tok.v);
-      if (tok.t === "word" && FIELDS.includes(tok.v.toLowerCase())) {
-        const field = tok.v.toLowerCase(), op = peek();
-        if (op && ((op.t === "op" && OPS.includes(op.v)) || isWord(op, "contains", "matches"))) {
-          next();
-          const value = next();
-          if (!value || value.t === "op") throw new Error(field + " " + op.v + " needs a value");
-          return compare(field, op.v.toLowerCase(), value);
+      if (tok.t !== "word") throw new FilterError("expected a field, not " + quote(tok.v), tok.c);
+      pos++;
+      const field = fieldOf(tok.v, tok.c), op = peek();
+      if (!op || !((op.t === "op" && ["==", "!=", "<", "<=", ">", ">=", "~"].includes(op.v)) ||
+                   (op.t === "word" && ["contains", "matches", "in"].includes(op.v)))) return ["has", field];
+      pos++;
+      const name = op.v === "matches" ? "~" : op.v;
+      if (name === "in") return ["in", field, choices(field, op.c)];
+      return ["cmp", field, name, value(field, name, op.c)];
+    }
+    function choices(field, col) {
+      const brace = peek();
+      if (!brace || brace.t !== "op" || brace.v !== "{") throw new FilterError("in takes a set: in {a, b}", brace ? brace.c : endColumn);
+      pos++;
+      const values = [value(field, "==", col)];
+      while (take(",")) values.push(value(field, "==", col));
+      const close = peek();
+      if (!close || close.t !== "op" || close.v !== "}") throw new FilterError("a set is not closed with }", close ? close.c : endColumn);
+      pos++;
+      return values;
+    }
+    function value(field, op, opCol) {
+      const tok = peek();
+      if (!tok || tok.t === "op") throw new FilterError(op + " needs a value", tok ? tok.c : endColumn);
+      pos++;
+      return typed(field, op, tok, opCol);
+    }
+    if (!toks.length) throw new FilterError("the filter is empty", 1);
+    const tree = either();
+    if (pos < toks.length) throw new FilterError("unexpected " + quote(toks[pos].v) + " (join tests with and, or)", toks[pos].c);
+    return tree;
+  }
+
+  function fieldOf(word, col) {
+    if (FIELDS.includes(word)) return word;
+    const m = PATH_RE.exec(word);
+    if (m) {
+      const steps = [m[1]];
+      for (const s of m[2].matchAll(/\.([A-Za-z_$][\w$-]*)|\[(\d+)\]/g)) steps.push(s[1] !== undefined ? s[1] : +s[2]);
+      return steps;
+    }
+    throw new FilterError("unknown field " + quote(word) + " (fields: " + FIELDS.join(", ") +
+                          ", or a JSON member such as params.name)", col);
+  }
+
+  function typed(field, op, tok, opCol) {
+    const number = tok.t === "word" ? NUMBER_RE.exec(tok.v) : null;
+    if (field in NUMBER_FIELDS && typeof field === "string") {
+      if (TEXT_OPS.includes(op)) throw new FilterError(field + " is a number: use == != < <= > >= in", opCol);
+      if (!number) throw new FilterError(field + " needs a number, not " + quote(tok.v), tok.c);
+      const unit = number[2].toLowerCase();
+      let scale = 1;
+      if (unit) {
+        const table = UNITS[NUMBER_FIELDS[field]] || {};
+        if (!(unit in table)) {
+          const units = Object.keys(table).length ? Object.keys(table).join(", ") : "none";
+          throw new FilterError(field + " takes no unit " + quote(number[2]) + " (units: " + units + ")", tok.c);
         }
-        return present(field);
+        scale = table[unit];
       }
-      return freeText(tok.v);
+      return ["num", parseFloat(number[1]) * scale];
     }
-    const pred = orExpr();
-    if (pos < toks.length) throw new Error("unexpected " + toks[pos].v);
-    return pred;
-  }
-
-  function number(field, tok) {
-    const m = /^(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)([a-zµ]*)$/i.exec(tok.v);
-    const unit = m ? m[2].toLowerCase() : "";
-    if (!m || !(unit in UNITS)) throw new Error(field + " needs a number, not " + JSON.stringify(tok.v));
-    return parseFloat(m[1]) * UNITS[unit];
-  }
-
-  function textTest(op, value) {
-    if (op === "==") return s => s === value;
-    if (op === "!=") return s => s !== value;
-    if (op === "contains") { const v = value.toLowerCase(); return s => s.toLowerCase().includes(v); }
-    if (op === "matches") {
-      let re;
-      try { re = new RegExp(value, "i"); } catch (e) { throw new Error("not a regular expression: " + value); }
-      return s => re.test(s);
+    if (Array.isArray(field)) {
+      let v;
+      if (tok.t === "word" && (tok.v === "true" || tok.v === "false")) v = ["bool", tok.v === "true"];
+      else if (tok.t === "word" && tok.v === "null") v = ["null", null];
+      else if (number && !number[2]) v = ["num", parseFloat(number[1])];
+      else v = ["str", tok.v];
+      if (ORDER_OPS.includes(op) && v[0] !== "num") throw new FilterError(op + " compares numbers, not " + quote(tok.v), tok.c);
+      if (TEXT_OPS.includes(op) && v[0] !== "str") throw new FilterError(op + " takes a string", tok.c);
+      return checkedRegex(v, op, tok.c);
     }
-    throw new Error(op + " compares numbers; use == != contains matches here");
+    if (ORDER_OPS.includes(op)) throw new FilterError(field + " is text: use == != contains ~ in", opCol);
+    if (field === "id" && op === "==" && number && !number[2] && tok.t === "word") return ["num", parseFloat(number[1])];
+    let text = tok.v;
+    if (CHOICES[field] && (op === "==" || op === "!=") && !CHOICES[field].includes(text))
+      throw new FilterError(field + " is one of " + CHOICES[field].join(", ") + ", not " + quote(text), tok.c);
+    if (field === "kind" && text === "not-json") text = "unparseable";
+    return checkedRegex(["str", text], op, tok.c);
   }
 
+  function checkedRegex(v, op, col) {
+    if (op === "~") {
+      try { v.push(new RegExp(v[1])); } catch (e) { throw new FilterError("not a regular expression: " + e.message, col); }
+    }
+    return v;
+  }
+
+  function idText(v) {  // a value compared with id as the id's JSON text
+    return v[0] === "num" ? (Number.isInteger(v[1]) ? String(v[1]) : String(v[1])) : JSON.stringify(v[1]);
+  }
+
+  // the tree as a predicate over frame indices (filtersql.py's semantics: a missing field is false)
+  const JSONS = new Map();  // frame index -> its parsed JSON (undefined: not JSON), made as filters need them
+  function jsonOf(i) {
+    if (JSONS.has(i)) return JSONS.get(i);
+    let v;
+    if (RAW[i] !== null && !BIN[i]) { try { v = JSON.parse(RAW[i]); } catch (e) { v = undefined; } }
+    JSONS.set(i, v);
+    return v;
+  }
+  function member(i, steps) {  // [found, value]
+    let v = jsonOf(i);
+    for (const s of steps) {
+      if (v === null || typeof v !== "object" || Array.isArray(v) !== (typeof s === "number") ||
+          !Object.prototype.hasOwnProperty.call(v, s)) return [false, undefined];
+      v = v[s];
+    }
+    return [v !== undefined, v];
+  }
+  function textTest(op, v) {
+    if (op === "==") return s => s === v[1];
+    if (op === "contains") return s => s.includes(v[1]);
+    if (op === "~") return s => v[2].test(s);
+    const cmp = { "<": (a, b) => a < b, "<=": (a, b) => a <= b, ">": (a, b) => a > b, ">=": (a, b) => a >= b }[op];
+    return a => cmp(a, v[1]);
+  }
   function byTable(table, test, codeOf) {  // a test on a small table (methods, kinds...), once per entry
     const ok = table.map(v => test(String(v)));
     return i => { const c = codeOf(i); return c >= 0 && ok[c]; };
   }
+  function statusOf(i) { const x = X[i]; return x >= 0 && D.exchanges[x].status !== null ? D.exchanges[x].status : NaN; }
+  const NUMBER_COLUMNS = { seq: i => SEQ[i], time: i => T[i], latency: i => L[i], size: i => Z[i], status: statusOf };
 
-  function compare(field, op, tok) {
-    if (NUMERIC[field]) {
-      const v = number(field, tok);
-      const col = { seq: SEQ, time: T, pair: P, latency: L, size: Z }[field];
-      const missing = field === "pair" ? (x => x === 0) : (x => isNaN(x));
-      const cmp = { "==": (a) => a === v, "!=": (a) => a !== v, "<": (a) => a < v, "<=": (a) => a <= v,
-                    ">": (a) => a > v, ">=": (a) => a >= v }[op];
-      if (!cmp) throw new Error(field + " is a number: use == != < <= > >=");
-      return i => !missing(col[i]) && cmp(col[i]);
-    }
-    const value = tok.v;
-    if (field === "session") {
-      const test = op === "==" ? (s => s.startsWith(value)) : op === "!=" ? (s => !s.startsWith(value)) : textTest(op, value);
-      return byTable(SESSIONS.map(s => s.id), test, i => S[i]);
-    }
-    if (field === "method") return byTable(METHODS, textTest(op, value), i => M[i]);
-    if (field === "kind") return byTable(KINDS, textTest(op, value), i => K[i]);
-    if (field === "dir") return byTable(D.directions, textTest(op, value), i => DIR[i]);
-    if (field === "id") {
-      const quoted = JSON.stringify(value);
-      const test = op === "==" ? (s => s === value || s === quoted) : op === "!=" ? (s => s !== value && s !== quoted)
-        : textTest(op, value);
-      return i => IDS[i] !== null && test(IDS[i]);
-    }
-    if (field === "finding" || field === "severity") {
-      const col = field === "finding" ? 3 : 4;
-      if (op === "!=") return i => !(FINDINGS.get(i) || []).some(f => f[col] === value);
-      const test = textTest(op, value);
-      return i => (FINDINGS.get(i) || []).some(f => test(f[col]));
-    }
-    if (field === "text") { const test = textTest(op, value); return i => RAW[i] !== null && test(RAW[i]); }
-    throw new Error("unknown field " + field);
+  function compile(tree) {
+    const op = tree[0];
+    if (op === "or") { const a = compile(tree[1]), b = compile(tree[2]); return i => a(i) || b(i); }
+    if (op === "and") { const a = compile(tree[1]), b = compile(tree[2]); return i => a(i) && b(i); }
+    if (op === "not") { const a = compile(tree[1]); return i => !a(i); }
+    if (op === "in") { const parts = tree[2].map(v => compile(["cmp", tree[1], "==", v])); return i => parts.some(p => p(i)); }
+    if (op === "has") return has(tree[1]);
+    const [, field, cmp, v] = tree;
+    if (cmp === "!=") { const eq = compile(["cmp", field, "==", v]); return i => !eq(i); }
+    return test(field, cmp, v);
   }
-
-  function present(field) {
+  function has(field) {
+    if (Array.isArray(field)) return i => member(i, field)[0];
     return {
-      session: () => true, seq: () => true, time: () => true, dir: () => true, size: () => true,
-      kind: i => K[i] >= 0, method: i => M[i] >= 0, id: i => IDS[i] !== null, pair: i => P[i] > 0,
-      latency: i => !isNaN(L[i]), finding: i => FINDINGS.has(i), severity: i => FINDINGS.has(i),
-      text: i => RAW[i] !== null,
+      session: () => true, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
+      kind: i => K[i] >= 0, method: i => M[i] >= 0, id: i => IDS[i] !== null, latency: i => !isNaN(L[i]),
+      finding: i => FINDINGS.has(i), severity: i => FINDINGS.has(i), status: i => !isNaN(statusOf(i)),
     }[field];
   }
-
-  let LOWER = null;  // the frames' bytes in lower case, made on the first free-text search
-  function freeText(word) {
-    const v = word.toLowerCase();
-    if (!LOWER) LOWER = RAW.map(r => r === null ? null : r.toLowerCase());
-    const methodHit = METHODS.map(m => m.toLowerCase().includes(v)), kindHit = KINDS.map(k => k.includes(v));
-    return i => (LOWER[i] !== null && LOWER[i].includes(v)) || (M[i] >= 0 && methodHit[M[i]]) ||
-      (K[i] >= 0 && kindHit[K[i]]) || (IDS[i] !== null && IDS[i].toLowerCase().includes(v)) ||
-      (FINDINGS.has(i) && FINDINGS.get(i).some(f => f[3].includes(v)));
+  function test(field, cmp, v) {
+    if (Array.isArray(field)) {
+      return i => {
+        const [found, x] = member(i, field);
+        if (!found) return false;
+        if (v[0] === "bool") return x === v[1];
+        if (v[0] === "null") return x === null;
+        if (v[0] === "num") return typeof x === "number" && textTest(cmp, v)(x);
+        return typeof x === "string" && textTest(cmp, v)(x);
+      };
+    }
+    if (field in NUMBER_COLUMNS) {
+      const col = NUMBER_COLUMNS[field], t = cmp === "==" ? (a => a === v[1]) : textTest(cmp, v);
+      return i => { const a = col(i); return !isNaN(a) && t(a); };
+    }
+    if (field === "session" && cmp === "==") return byTable(SESSIONS.map(s => s.id), s => s.startsWith(v[1]), i => S[i]);
+    if (field === "session") return byTable(SESSIONS.map(s => s.id), textTest(cmp, v), i => S[i]);
+    if (field === "method") return byTable(METHODS, textTest(cmp, v), i => M[i]);
+    if (field === "kind") return byTable(KINDS, textTest(cmp, v), i => K[i]);
+    if (field === "dir") return byTable(D.directions, textTest(cmp, v), i => DIR[i]);
+    if (field === "id") {
+      const t = cmp === "==" ? (s => s === idText(v)) : textTest(cmp, v);
+      return i => IDS[i] !== null && t(IDS[i]);
+    }
+    if (field === "finding" || field === "severity") {
+      const col = field === "finding" ? 3 : 4, t = textTest(cmp, v);
+      return i => (FINDINGS.get(i) || []).some(f => t(f[col]));
+    }
+    if (field === "text") { const t = textTest(cmp, v); return i => RAW[i] !== null && t(RAW[i]); }
+    throw new FilterError("unknown field " + quote(String(field)), 1);
   }
+  function parse(text) { return compile(parseFilter(text)); }
+
+  // for tests and users' scripts: the frames a filter selects ("LABEL-or-SESSION:SEQ"), or its error
+  window.mcptapFilter = function (text) {
+    try {
+      const pred = parse(text), out = [];
+      for (let i = 0; i < N; i++) if (pred(i)) out.push((SESSIONS[S[i]].label || SESSIONS[S[i]].id) + ":" + SEQ[i]);
+      return { frames: out };
+    } catch (e) {
+      if (e instanceof FilterError) return { error: e.message, column: e.column };
+      throw e;
+    }
+  };
 
   // ---- the view: the frames the filter keeps ----------------------------------------------------
   let VIEW = null, VN = N;  // null: every frame

@@ -6,6 +6,7 @@ in docs/img/ are taken here (`pytest tests/faces/test_viewer.py --update-screens
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -175,6 +176,33 @@ def test_the_latency_table_and_chart_hold_the_numbers_of_mcptap_analyze(chrome, 
     assert len(chrome.find_elements("css selector", "#latency-svg g.method")) == len(table)
 
 
+CORPUS = json.loads((IMAGES.parents[1] / "tests" / "data" / "filter_corpus.json").read_text(encoding="utf-8"))
+
+
+def test_the_report_s_script_selects_the_frames_of_every_corpus_filter_and_refuses_the_bad_ones_at_their_column(
+        chrome, tmp_path):
+    """The corpus tests/store/test_filter.py runs through SQL, here through the report's script."""
+    db = tmp_path / "corpus.db"
+    assert run(mcptap("import", "--db", str(db), str(IMAGES.parents[1] / CORPUS["database"]))).returncode == 0
+    page = tmp_path / "corpus.html"
+    assert run(mcptap("report", "--db", str(db), "-o", str(page))).returncode == 0
+    browser.open_page(chrome, page.as_uri())
+    wrong = []
+    for case in CORPUS["cases"]:
+        got = chrome.execute_script("return window.mcptapFilter(arguments[0])", case["filter"])
+        if got.get("frames") != case["frames"]:
+            wrong.append((case["filter"], got, case["frames"]))
+    for case in CORPUS["errors"]:
+        got = chrome.execute_script("return window.mcptapFilter(arguments[0])", case["filter"])
+        if got.get("column") != case["column"] or not got["error"].startswith(f"bad filter at column {case['column']}"):
+            wrong.append((case["filter"], got, case["column"]))
+    assert not wrong, wrong
+    type_filter(chrome, CORPUS["cases"][0]["filter"])
+    shown = [f"{r['session'][:13]}:{r['seq']}" for r in rows(chrome)]
+    assert shown == [f"{'01a23348-5c71' if f.startswith('demo:') else '01a23348-6563'}:{f.split(':')[1]}"
+                     for f in CORPUS["cases"][0]["frames"]]
+
+
 HOSTILE_FRAMES = [
     ("c2s", '{"jsonrpc":"2.0","id":1,"method":"</script><script>window.__pwned=1</script>",'
             '"params":{"x":"<img src=x onerror=\\"window.__pwned=2\\">"}}'),
@@ -209,7 +237,7 @@ def test_a_recording_full_of_script_payloads_runs_nothing_shows_them_as_text_and
     for row in chrome.find_elements("css selector", "#list .row:not([hidden])"):
         row.click()  # every frame through the detail pane, its JSON tree and the diagram
         chrome.execute_script("document.getElementById('zoom-in').click()")
-    type_filter(chrome, "javascript")
+    type_filter(chrome, 'text contains "javascript"')
     assert chrome.execute_script("return window.__pwned") is None
     assert not chrome.find_elements("css selector", "#list img, #detail img, #detail a[href^='javascript'], "
                                                     "#stderr img, [onerror], [onload], [onmouseover]")
