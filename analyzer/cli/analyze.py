@@ -169,10 +169,14 @@ def report_cmd(
     session: Annotated[Optional[str], typer.Option("--session", metavar="ID",
                                                    help="One session (id, unique id prefix or label).")] = None,
     output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="The HTML file to write.")] = "report.html",
+    max_frames: Annotated[int, typer.Option(
+        "--max-frames", metavar="N", min=0,
+        help="Frames the page holds in all: every frame up to N; past it, the frames within 20 of each "
+             "finding and each session's first and last 100 (the page says what it left out).")] = 200_000,
 ) -> None:
-    """Write one self-contained HTML report (no network fetches): the sessions, each finding
-    linked to the frames around it, per-method latency, each session's sequence diagram. The
-    database is analysed first if it has not been.
+    """Write one self-contained HTML file that is a viewer (no network fetches): the sessions, a
+    frame list with a display filter, a detail pane, deep links, a time-scaled sequence diagram,
+    per-method latency. The database is analysed first if it has not been.
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
@@ -183,7 +187,8 @@ def report_cmd(
 
         try:
             with progress.meter() as shown:
-                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage)
+                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage,
+                                 max_frames=max_frames)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")

@@ -28,6 +28,9 @@ from mcptap.wire.textsafe import printable
 MAX_FRAMES = 2_000_000
 """Frames the viewer holds: past it, the sessions with the most severe findings first (each whole);
 the others are rows of the sessions table (`mcptap report --session ID` gives any of them)."""
+MAX_SHOWN = 200_000
+"""`mcptap report --max-frames`'s default: every frame up to it, past it the frames around findings
+and each session's ends."""
 MAX_LISTED = 1000
 """Rows of the sessions table (the ones with the most severe findings first); one line says how
 many more there are."""
@@ -79,10 +82,12 @@ def render(db: str, **kw) -> str:
 
 
 def pieces(db: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
-           stage: Callable[[str, int | None], None] | None = None) -> list[bytes]:
+           stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> list[bytes]:
     """The report's bytes in a few pieces (the page around the recording's JSON, and the JSON), so
     that a million frames are written without another copy of them. `stage(what, frames)`: a step
-    begins (analysing, reading, writing); `progress(n)`: n more of its frames done."""
+    begins (analysing, reading, writing); `progress(n)`: n more of its frames done. Past
+    `max_frames` frames in all, the page holds those within viewdata.NEAR of each finding and each
+    session's first and last viewdata.ENDS (and says so)."""
     conn = store.open_existing(db)
     try:
         ids = [store.resolve_session(conn, session)] if session else store.session_ids(conn)
@@ -102,7 +107,8 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     ranked = _worst_first(sessions)
     viewed = _viewed(ranked, sizes)
     latency = _latency(db, ids if session else None)
-    document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__)
+    trim = sum(sizes[sid] for sid in viewed) > max_frames
+    document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
     stage("writing the report", None)
     script, style = _asset("viewer.js"), _asset("viewer.css")
     payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -112,7 +118,9 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
         db=db, version=__version__, script=script, style=style, payload=_PAYLOAD,
         csp=f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; img-src data:",
         sessions=ranked.head(MAX_LISTED).to_dict("records"), total_sessions=len(sessions), viewed=len(viewed),
-        frames=len(document["frames"]["seq"]), latency=latency,
+        frames=len(document["frames"]["seq"]), latency=latency, left_out=document["left_out"],
+        in_db=sum(sizes[sid] for sid in viewed), max_frames=max_frames, near=viewdata.NEAR, ends=viewdata.ENDS,
+        view_command=f"mcptap show --db {db} SESSION --filter EXPR",
     )
     head, tail = page.split(_PAYLOAD)
     progress(sum(sizes[sid] for sid in viewed))
@@ -170,8 +178,8 @@ def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:
 
 
 def write(db: str, path: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
-          stage: Callable[[str, int | None], None] | None = None) -> None:
-    parts = pieces(db, session=session, progress=progress, stage=stage)
+          stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> None:
+    parts = pieces(db, session=session, progress=progress, stage=stage, max_frames=max_frames)
     with outfile.private_text(path) as fh:
         fh.flush()
         for part in parts:

@@ -23,6 +23,8 @@ RAW_BUDGET = 24_000_000
 """Characters of frames' bytes embedded in all: a report of a million frames stays a file a
 browser opens in seconds (README, The report)."""
 AROUND = 2  # frames before and after a finding's frame embedded first
+NEAR = 20  # a trimmed page: the frames within NEAR of a finding's frame ...
+ENDS = 100  # ... and each session's first and last ENDS
 STDERR_LINES = 20_000  # per session
 MAX_FINDINGS = 100_000  # in all (the database has them all)
 
@@ -66,16 +68,26 @@ def _text(raw) -> str:
     return raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else str(raw)
 
 
-def build(db: str, ids: list[str], latency: list[dict], *, version: str) -> dict:
-    """The document for these sessions (analysed first by the caller)."""
+def build(db: str, ids: list[str], latency: list[dict], *, version: str, trim: bool = False) -> dict:
+    """The document for these sessions (analysed first by the caller); `trim`: only the frames
+    within NEAR of a finding's frame and each session's first and last ENDS (`left_out`: how many
+    frames of each session are not in it)."""
     conn = store.open_existing(db)
     try:
-        return _build(conn, db, ids, latency, version)
+        return _build(conn, db, ids, latency, version, trim)
     finally:
         conn.close()
 
 
-def _build(conn, db, ids, latency, version) -> dict:
+def _near_findings(findings: list[list]) -> set[tuple[int, int]]:
+    near = set()
+    for n, seq, *_ in findings:
+        if seq:
+            near.update((n, s) for s in range(seq - NEAR, seq + NEAR + 1))
+    return near
+
+
+def _build(conn, db, ids, latency, version, trim=False) -> dict:
     sessions = [s for s in store.list_sessions(conn) if s["id"] in set(ids)]
     order = {s["id"]: n for n, s in enumerate(sessions)}
     summaries = store.analysis_summaries(conn) if store.has_table(conn, "analyses") else {}
@@ -91,12 +103,19 @@ def _build(conn, db, ids, latency, version) -> dict:
     budget = RAW_BUDGET - sum(min(size, SHOWN_CHARS) for size in wanted.values())
     have = queries.frame_columns(conn)
     analysed = store.has_table(conn, "messages")
+    near = _near_findings(findings) if trim else set()
+    left_out: dict[str, int] = {}
     for n, s in enumerate(sessions):
         sid, start = s["id"], s["started_at"]
         for ex in store.session_exchanges(conn, sid):
             exchanges_of[ex["id"]] = len(exchanges)
             exchanges.append(_exchange(ex, start))
         rows = queries.viewer_frames(conn, sid, have, analysed, DIRECTIONS, KINDS).fetchall()
+        if trim and len(rows) > 2 * ENDS:
+            kept = [r for k, r in enumerate(rows) if k < ENDS or k >= len(rows) - ENDS or (n, r[0]) in near]
+            if len(kept) < len(rows):
+                left_out[sid] = len(rows) - len(kept)
+            rows = kept
         stderr.append([[round(line.ts - start, 6), _text(line.raw)]
                        for line, _ in zip(store.iter_stderr(conn, sid), range(STDERR_LINES))])
         if not rows:
@@ -127,6 +146,7 @@ def _build(conn, db, ids, latency, version) -> dict:
         "exchanges": exchanges,
         "stderr": stderr,
         "latency": latency,
+        "left_out": left_out,
         "limits": {"shown_chars": SHOWN_CHARS, "raw_budget": RAW_BUDGET, "stderr_lines": STDERR_LINES,
                    "max_findings": MAX_FINDINGS},
     }

@@ -262,6 +262,7 @@ def test_a_big_recording_puts_only_the_rows_in_sight_in_the_page(chrome, tmp_pat
     frames = []
     for i in range(20_000):
         frames += [("c2s", b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % i), ("s2c", b'{"jsonrpc":"2.0","id":%d,"result":{}}' % i)]
+    frames[20000] = ("s2c", b"not json")  # seq 20001: a finding in the middle
     with store.write_transaction(conn):
         store.insert_session(conn, {"id": "big", "transport": "stdio", "started_at": 1000.0, "ended_at": 1100.0})
         store.insert_frames(conn, "big", [(i + 1, 1000.0 + i * 0.002, d, raw, 0) for i, (d, raw) in enumerate(frames)])
@@ -275,6 +276,15 @@ def test_a_big_recording_puts_only_the_rows_in_sight_in_the_page(chrome, tmp_pat
     type_filter(chrome, "id == 19999")
     assert [r["seq"] for r in rows(chrome)] == [39999, 40000]
     assert len(chrome.find_elements("css selector", "#diagram g.arrow")) <= 1500
+    trimmed = tmp_path / "trimmed.html"
+    assert run(mcptap("report", "--db", db, "-o", str(trimmed), "--max-frames", "1000")).returncode == 0
+    browser.open_page(chrome, trimmed.as_uri())
+    note = chrome.find_element("id", "left-out").text
+    assert "of the 40,000 frames" in note and "within 20 of each finding" in note and "mcptap show --db" in note
+    kept = chrome.execute_script("return window.mcptapFilter('seq > 0').frames")
+    seqs = [int(f.split(":")[1]) for f in kept]
+    assert seqs[:100] == list(range(1, 101)) and seqs[-100:] == list(range(39901, 40001))
+    assert set(range(19981, 20022)) <= set(seqs) and len(seqs) < 300
 
 
 def test_the_screenshots_in_the_readme_are_there():
