@@ -119,6 +119,7 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
         csp=f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; img-src data:",
         sessions=ranked.head(MAX_LISTED).to_dict("records"), total_sessions=len(sessions), viewed=len(viewed),
         frames=len(document["frames"]["seq"]), latency=latency, left_out=document["left_out"],
+        by_code=_by_code(document["findings"]),
         in_db=sum(sizes[sid] for sid in viewed), max_frames=max_frames, near=viewdata.NEAR, ends=viewdata.ENDS,
         view_command=f"mcptap show --db {db} SESSION --filter EXPR",
     )
@@ -136,6 +137,16 @@ def _latency(db: str, ids: list[str] | None) -> list[dict]:
     return [{"method": str(method), "calls": int(row.calls), "errors": int(row.errors),
              "unanswered": int(row.unanswered), "p50_ms": _number(row.p50_ms), "p95_ms": _number(row.p95_ms),
              "max_ms": _number(row.max_ms)} for method, row in table.iterrows()]
+
+
+def _by_code(findings: list[list]) -> list[dict]:
+    """The findings counted per code, the most severe codes first, then the most frequent."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in findings:
+        counts[(f[4], f[3])] = counts.get((f[4], f[3]), 0) + 1
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return [{"severity": sev, "code": code, "count": n}
+            for (sev, code), n in sorted(counts.items(), key=lambda kv: (rank.get(kv[0][0], 3), -kv[1], kv[0][1]))]
 
 
 def _number(value) -> float | None:

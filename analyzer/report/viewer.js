@@ -477,10 +477,13 @@
     list.addEventListener("keydown", function (e) {
       if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
       e.preventDefault();
-      const p = selected >= 0 ? positionOf(selected) : -1;
-      const q = Math.max(0, Math.min(VN - 1, p + (e.key === "ArrowDown" ? 1 : -1)));
-      if (VN) select(at(q), { scroll: true });
+      step(e.key === "ArrowDown" ? 1 : -1);
     });
+  }
+  function step(by) {  // the next (1) or previous (-1) frame of the view selected
+    const p = selected >= 0 ? positionOf(selected) : -1;
+    const q = Math.max(0, Math.min(VN - 1, p + by));
+    if (VN) select(at(q), { scroll: true });
   }
   function scrollListTo(i) {
     const p = positionOf(i);
@@ -867,7 +870,16 @@
   const helpButton = document.getElementById("help-toggle");
   if (helpButton) helpButton.addEventListener("click", () => { const h = document.getElementById("help"); h.hidden = !h.hidden; });
   document.addEventListener("keydown", function (e) {
-    if (e.key === "/" && document.activeElement !== filterBox && filterBox) { e.preventDefault(); filterBox.focus(); }
+    const typing = e.target && (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA");
+    if (e.key === "Escape" && e.target === filterBox) { filterBox.blur(); if (list) list.focus(); return; }
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "/" && filterBox) { e.preventDefault(); filterBox.focus(); }
+    else if (e.key === "j" || e.key === "k") { e.preventDefault(); step(e.key === "j" ? 1 : -1); }
+    else if (e.key === "Enter" && selected >= 0) {
+      e.preventDefault();  // the selected frame's detail, in sight
+      const d = document.getElementById("detail");
+      if (d) d.scrollIntoView({ block: "nearest" });
+    }
   });
   window.addEventListener("hashchange", readHash);
   latencyChart();

@@ -49,9 +49,9 @@ def demo(tmp_path_factory):
 
 
 def rows(driver) -> list[dict]:
-    """The frame rows in the page now (only those in sight are there), as their cells' text."""
+    """The frame rows on screen now (only those in sight are in the page), as their cells' text."""
     return driver.execute_script("""
-        return [...document.querySelectorAll('#list .row:not([hidden])')].map(r => ({
+        return [...document.querySelectorAll('#list .row')].filter(r => getComputedStyle(r).display !== 'none').map(r => ({
           index: +r.dataset.index, session: r.children[0].title, seq: +r.children[1].textContent,
           kind: r.children[4].textContent, method: r.children[5].textContent, latency: r.children[8].textContent,
           findings: r.children[10].textContent, selected: r.classList.contains('selected')}));""")
@@ -139,6 +139,14 @@ def test_a_deep_link_opens_that_frame_and_an_http_frame_shows_its_exchange(chrom
     chrome.find_element("css selector", "#list .row.selected").click()  # a click writes the frame's whole id
     assert chrome.current_url.endswith(f"#frame={demo['http']}%3A5")
     assert "session " + demo["http"] in chrome.find_element("id", "diagram-title").text
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(chrome).send_keys("jj").perform()  # j: the next frame, k: the one before
+    browser.wait_for(lambda: f"Frame 7 of session {demo['http']}" in detail.text, what="j to select the next frames")
+    ActionChains(chrome).send_keys("k").perform()
+    browser.wait_for(lambda: f"Frame 6 of session {demo['http']}" in detail.text, what="k to select the frame before")
+    ActionChains(chrome).send_keys("/").perform()
+    assert chrome.switch_to.active_element.get_attribute("id") == "filter"
 
 
 def test_zooming_the_diagram_spreads_its_arrows_in_time_and_an_arrow_opens_its_frame(chrome, demo, request):
