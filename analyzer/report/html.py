@@ -1,8 +1,8 @@
 """`mcptap report`: one self-contained HTML file that works as a viewer (a frame list with a display
 filter, a detail pane, a time-scaled sequence diagram, statistics), opened from `file://` with no
 network: a jinja2 template with autoescaping (viewer.html), the viewer's own script and styles
-inlined (viewer.js, viewer.css), and the recording as one JSON document (analyzer/report/viewdata.py)
-in a `<script type="application/json">` element, every `<`, `>` and `&` in it written as a JSON
+inlined (filter.js, the display filter language, then viewer.js; viewer.css), and the recording
+as one JSON document (analyzer/report/viewdata.py) in a `<script type="application/json">` element, every `<`, `>` and `&` in it written as a JSON
 escape so that no frame can close the element. The page's Content-Security-Policy allows nothing
 but its own script and styles (by hash): no request of any kind, no other script, even if a frame
 found a way into the markup. The script shows text from the traffic only as text."""
@@ -110,7 +110,7 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     trim = sum(sizes[sid] for sid in viewed) > max_frames
     document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
     stage("writing the report", None)
-    script, style = _asset("viewer.js"), _asset("viewer.css")
+    script, style = _asset("filter.js") + "\n" + _asset("viewer.js"), _asset("viewer.css")
     payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
     for char, escape in _SAFE_JSON.items():
         payload = payload.replace(char, escape)
