@@ -158,7 +158,7 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
 FAST_TIER = frozenset({
     "wire/test_framing.py", "wire/test_jsonwire.py", "wire/test_sse.py",
     "capture/test_chunkqueue.py", "capture/test_chunkwire.py",
-    "store/test_store.py", "store/test_writer.py",
+    "store/test_store.py", "store/test_writer.py", "store/test_filter.py",
     "readers/test_importer.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",

@@ -1,8 +1,8 @@
 """The display filter language (analyzer/store/filterlang.py) compiled to SQL over the store
 (filtersql.py): every case of the shared corpus (tests/data/filter_corpus.json, which the report's
 script runs too in tests/faces/test_viewer.py) selects its frames from the database the corpus
-names, and every bad expression is refused with the column the corpus gives; `show`, `export` and
-`analyze --filter` use it, and a bad filter is one line and exit 2."""
+names, and every bad expression is refused with the column the corpus gives; mcptap.data takes it
+(the commands: tests/faces/test_filter_cli.py)."""
 
 from __future__ import annotations
 
@@ -50,27 +50,6 @@ def test_the_corpus_selects_some_frames_and_not_all_and_uses_every_field():
     text = " ".join(c["filter"] for c in CORPUS["cases"])
     assert all(field in text for field in filterlang.FIELDS)
     assert all(word in text for word in (" in {", " ~ ", "contains", " not ", "!", "||", "&&", "ms", "kB", "MB", "("))
-
-
-def test_show_export_and_analyze_take_a_filter_and_a_bad_one_is_one_line_and_exit_2(corpus_db, tmp_path):
-    db = tmp_path / "copy.db"
-    db.write_bytes(corpus_db.read_bytes())
-    shown = run(mcptap("show", "--db", str(db), "demo-http", "--filter", 'method == "tools/call" and dir == c2s',
-                       "--format", "jsonl"))
-    assert shown.returncode == 0
-    frames = [json.loads(line) for line in shown.stdout.decode().splitlines()][1:]
-    assert [f["seq"] for f in frames] == [7, 9, 11] and all(f["record"] == "frame" for f in frames)
-    exported = run(mcptap("export", "--db", str(db), "--filter", "finding"))
-    records = [json.loads(line) for line in exported.stdout.decode().splitlines()]
-    assert [(r["session"][:13], r["seq"]) for r in records if "raw" in r and r.get("record") is None] == [
-        ("01a23348-5c71", 2), ("01a23348-6563", 4)]
-    analysed = run(mcptap("analyze", "--db", str(db), "--filter", "seq == 4", "--format", "json"))
-    assert [(f["code"], f["frame"]) for f in json.loads(analysed.stdout)["findings"]] == [("bad-jsonrpc-version", 4)]
-    for command in (("show", "demo"), ("export",), ("analyze",)):
-        bad = run(mcptap(*command, "--db", str(db), "--filter", 'latency > "slow"'))
-        assert bad.returncode == 2 and bad.stdout == b""
-        assert bad.stderr.decode().splitlines() == [
-            "mcptap: error: bad filter at column 11: latency needs a number, not 'slow'"]
 
 
 def test_the_data_api_gives_the_rows_of_the_frames_a_filter_selects(corpus_db):
