@@ -190,6 +190,9 @@ def smoke(work: Path) -> None:
     if "region" not in (here / "file.sarif").read_text(encoding="utf-8"):
         raise Failed("mcptap analyze FILE --format sarif points at no line of the file")
     run([mcptap, "report", "--db", db, "-o", here / "report.html"], cwd=here)
+    page = (here / "report.html").read_text(encoding="utf-8")
+    if 'id="mcptap-data"' not in page or "mcptap report viewer" not in page or "#list .row" not in page:
+        raise Failed("mcptap report wrote a page without its viewer (template, script or styles missing from the wheel)")
     run([mcptap, "export", "--format", "parquet", "-o", here / "dataset", db], cwd=here)
     dataset_report = json.loads(run([mcptap, "analyze", here / "dataset", "--format", "json"], cwd=here,
                                     ok=(0, 1)).stdout)

@@ -11,6 +11,7 @@
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
     mt.exchanges("mcp.db")                                  # HTTP exchanges
+    mt.frames("mcp.db", filter='method == "tools/call" and latency > 500ms')  # a display filter
     mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, tool_errors, p50_s, ...
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
@@ -22,7 +23,8 @@ chunks of CHUNK_ROWS, filtered in SQL (session, time range, the columns asked fo
 file is never loaded whole. `messages` and `findings` come from `mcptap analyze` (empty until
 it has run). Any function takes a path or an open sqlite3 connection. A cell of a type its column
 does not take (SQLite allows `frames.ts = 'soon'`) is read as it is where pandas takes it, and
-raises mcptap.store.cells.BadCell naming it where it would break a loader."""
+raises mcptap.store.cells.BadCell naming it where it would break a loader. `frames`, `messages`
+and `findings` take a display filter (docs/filters.md): the rows of the frames it selects."""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ import numpy as np  # noqa: E402 - after the check that names the extra
 import pandas as pd  # noqa: E402
 
 from mcptap import store  # noqa: E402
+from mcptap.analysis import latency as latency_mod  # noqa: E402
 
 from mcptap.store import cells, queries
 
@@ -237,7 +240,7 @@ def _read_by_session(conn: sqlite3.Connection, sql: str, params: list, ids: list
 
 
 def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
-           columns: Iterable[str] | None = None) -> pd.DataFrame:
+           columns: Iterable[str] | None = None, filter: str | None = None) -> pd.DataFrame:
     """Frames in (session, seq) order, sessions by start; without their text unless `columns`
     names `raw` (str when the frame is UTF-8, else bytes: the exact bytes either way)."""
     columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
@@ -248,11 +251,22 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
         dtypes = {"session_id": _categories(store.session_ids(conn)), "ts": "datetime",
                   "direction": pd.CategoricalDtype(DIRECTIONS), "incomplete": "bool"}
         coded = [c for c in ("direction",) if c in columns]
-        return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
+        if filter is None:
+            return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
+        keep = _selected(db, conn, filter, ids)
+        ids = [sid for sid in ids if sid in keep]
+        asked = columns
+        columns = list(dict.fromkeys([*columns, "session_id", "seq"]))
+        sql, params = queries.frames_of_session(columns, queries.frame_columns(conn), DIRECTIONS, _seconds(start),
+                                                _seconds(end))
+        if not ids:
+            return pd.DataFrame(columns=asked)
+        frame = _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
+        return _kept(frame, keep, "seq")[asked].reset_index(drop=True)
 
 
 def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
-             columns: Iterable[str] | None = None) -> pd.DataFrame:
+             columns: Iterable[str] | None = None, filter: str | None = None) -> pd.DataFrame:
     """What `mcptap analyze` made of each frame: one row per frame (`idx` missing) and per batch
     element, with its kind, id (JSON text), method, the frame it pairs with and the latency, the
     frame's time, and `tool_error`: an answer to tools/call whose result says `isError: true` (the
@@ -302,11 +316,15 @@ def _messages(db, session, start, end, columns: list[str]) -> pd.DataFrame:
                   "direction": pd.CategoricalDtype(DIRECTIONS), "kind": pd.CategoricalDtype(KINDS),
                   "method": method_dtype, "idx": "Int64", "paired_frame": "Int64", "latency_s": "float64"}
         coded = [c for c in ("direction", "kind", "method") if c in columns]
-        return _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
+        frame = _read_by_session(conn, sql, params, ids, columns, dtypes, coded)
+        if filter is None:
+            return frame
+        return _kept(frame, _selected(db, conn, filter, ids), "frame_seq").reset_index(drop=True)
 
 
 def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None, end=None,
-             severity: str | Sequence[str] | None = None, code: str | Sequence[str] | None = None) -> pd.DataFrame:
+             severity: str | Sequence[str] | None = None, code: str | Sequence[str] | None = None,
+             filter: str | None = None) -> pd.DataFrame:
     """The findings of `mcptap analyze`, with the time of the frame each points at."""
     with _conn(db, ("sessions", "frames", "findings")) as conn:
         if not store.has_table(conn, "findings"):
@@ -319,7 +337,11 @@ def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
                   "code": _categories(queries.distinct(conn, "findings", "code")),
                   "severity": pd.CategoricalDtype(SEVERITIES), "frame_seq": "Int64", "idx": "Int64",
                   "related_frame": "Int64"}
-        return _read(conn, sql, params, FINDING_COLUMNS, dtypes)
+        frame = _read(conn, sql, params, FINDING_COLUMNS, dtypes)
+        if filter is None:
+            return frame
+        return _kept(frame, _selected(db, conn, filter, _sessions_filter(conn, session)),
+                     "frame_seq").reset_index(drop=True)
 
 
 def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None, start=None,
@@ -341,6 +363,28 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
     return frame
 
 
+def _selected(db, conn: sqlite3.Connection, text: str, ids: list[str] | None) -> dict[str, set[int]]:
+    """{session: seqs} a display filter selects: through the engine (analysing sessions not yet
+    analysed) for a path, straight over an open connection."""
+    if isinstance(db, sqlite3.Connection):
+        from mcptap.store import filterlang, filtersql
+
+        out: dict[str, set[int]] = {}
+        for sid, seq in filtersql.frames(conn, filterlang.parse(text), ids):
+            out.setdefault(sid, set()).add(seq)
+        return out
+    from mcptap.engine import selection
+
+    return selection.select(str(db), text, ids)
+
+
+def _kept(frame: pd.DataFrame, keep: dict[str, set[int]], seq_column: str) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    pairs = zip(frame["session_id"].astype(str), frame[seq_column])
+    return frame[[seq in keep.get(sid, ()) for sid, seq in pairs]]
+
+
 def latency(msgs: pd.DataFrame) -> pd.DataFrame:
     """Per method, Wireshark's service response time: calls, errors (JSON-RPC error answers),
     tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
@@ -356,11 +400,17 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame({
         **counts,
         "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
-        "p50_s": grouped["latency_s"].quantile(0.5),
-        "p95_s": grouped["latency_s"].quantile(0.95),
+        "p50_s": grouped["latency_s"].agg(lambda v: _percentile(v, 0.5)),
+        "p95_s": grouped["latency_s"].agg(lambda v: _percentile(v, 0.95)),
         "max_s": grouped["latency_s"].max(),
     })
     return table.sort_values("calls", ascending=False)
+
+
+def _percentile(values: pd.Series, q: float) -> float:
+    """The q-quantile by nearest rank, the definition of every face (analysis/latency.py)."""
+    found = latency_mod.nearest_rank(values.dropna().tolist(), q)
+    return np.nan if found is None else found
 
 
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:

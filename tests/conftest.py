@@ -158,7 +158,7 @@ def copy_database(src: Path | str, dst: Path | str) -> Path:
 FAST_TIER = frozenset({
     "wire/test_framing.py", "wire/test_jsonwire.py", "wire/test_sse.py",
     "capture/test_chunkqueue.py", "capture/test_chunkwire.py", "capture/test_auth_capture.py",
-    "store/test_store.py", "store/test_writer.py",
+    "store/test_store.py", "store/test_writer.py", "store/test_filter.py",
     "readers/test_importer.py", "readers/test_exchangelog.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
@@ -175,6 +175,8 @@ Every other module's tests are marked `slow`, a new module's too until it is lis
 def pytest_addoption(parser):
     parser.addoption("--regenerate-golden", action="store_true",
                      help="rewrite tests/golden/expected/ from the analyzer's output (tests/analysis/test_golden.py)")
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
 
 
 def pytest_collection_modifyitems(config, items):

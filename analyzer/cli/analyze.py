@@ -15,9 +15,9 @@ import typer
 
 from mcptap import extras
 from mcptap.errors import warn_stderr
-from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, IgnorePathOption, IgnoreOldOption,
-                               MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated, diff_writer, fail, names_a_file,
-                               one_line_errors)
+from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
+                               IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated,
+                               diff_writer, fail, names_a_file, one_line_errors)
 
 
 class ReportFormat(str, Enum):
@@ -83,6 +83,7 @@ def analyze(
                          "Spark (spark); the derived tables are written back into the dataset.")] = None,
     master: Annotated[Optional[str], typer.Option(
         "--master", metavar="URL", help="--engine spark: the Spark master (default local[*]; spark://HOST:7077).")] = None,
+    where: FilterOption = None,
 ) -> None:
     """Reclassify every recorded frame by JSON-RPC 2.0 and the session's MCP revision, pair
     requests and responses both ways, run every rule, print the report, and store the
@@ -94,6 +95,7 @@ def analyze(
     Example:  mcptap analyze incident.jsonl --format sarif -o incident.sarif
 
     Example:  mcptap analyze fleet/ --engine spark --master spark://head:7077
+    Example:  mcptap analyze --db ~/mcp.db --filter 'method == "tools/call"'  (the findings on those frames)
     """
     from mcptap import engine, outfile, report, store
     from mcptap.analysis import mcp, policy
@@ -117,6 +119,10 @@ def analyze(
         if sarif_root is not None and not os.path.isdir(sarif_root):
             raise fail(f"--sarif-root: no folder {sarif_root}")
         rules_policy = policy.build(codes, severity or (), config)
+        if where is not None:
+            from mcptap.store import filterlang
+
+            filterlang.parse(where)  # a bad filter fails before the analysis
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)
         if dataset_dir is not None:
@@ -140,6 +146,15 @@ def analyze(
                                         progress=shown.advance, workers=jobs, sessions=ids)
         fmt, fail_on = fmt.value, FailOn(fail_on).value
         fmt = "table" if fmt == "text" else fmt
+        if where is not None:
+            from mcptap.engine import selection
+
+            if dataset_dir is not None:
+                raise fail("--filter selects frames of a database: a Parquet dataset takes none")
+            if not result.stored:
+                raise fail(f"--filter reads the stored analysis, which could not be stored: {result.not_stored_reason}")
+            keep = selection.select(db, where, ids)
+            result.findings = [f for f in result.findings if f[1] is not None and f[1] in keep.get(f[0], ())]
         if not result.stored:
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
@@ -237,10 +252,14 @@ def report_cmd(
     session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", hidden=True,
                                                    help="The same as the SESSION argument.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="The HTML file to write.")] = "report.html",
+    max_frames: Annotated[int, typer.Option(
+        "--max-frames", metavar="N", min=0,
+        help="Frames the page holds in all: every frame up to N; past it, the frames within 20 of each "
+             "finding and each session's first and last 100 (the page says what it left out).")] = 200_000,
 ) -> None:
-    """Write one self-contained HTML report (no network fetches): the sessions, each finding
-    linked to the frames around it, per-method latency, each session's sequence diagram. The
-    database is analysed first if it has not been.
+    """Write one self-contained HTML file that is a viewer (no network fetches): the sessions, a
+    frame list with a display filter, a detail pane, deep links, a time-scaled sequence diagram,
+    per-method latency. The database is analysed first if it has not been.
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
@@ -254,7 +273,8 @@ def report_cmd(
 
         try:
             with progress.meter() as shown:
-                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage)
+                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage,
+                                 max_frames=max_frames)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {output}")

@@ -256,6 +256,10 @@ def main(
 
 
 PER_CODE = 5  # mcptap.report.PER_CODE, not imported here: that module pulls in the whole analysis
+FilterOption = Annotated[Optional[str], typer.Option(
+    "--filter", metavar="EXPR",
+    help="Only the frames this display filter selects (docs/filters.md), e.g. "
+         "'method == \"tools/call\" and latency > 500ms'.")]
 MaxPerCodeOption = Annotated[int, typer.Option(
     "--max-per-code", metavar="N", min=0,
     help="Findings of one code listed per session before the rest are summed up in one line (0: all). "

@@ -14,10 +14,10 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
-from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, MaxFrameOption, MAX_FRAME_DEFAULT, MaxPerCodeOption,
-                               NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption, SessionAlias,
-                               SessionsArgument, app, color_on, fail, max_frame_of, on_terminal, one_line_errors,
-                               redaction_of, sessions_of)
+from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
+                               MaxPerCodeOption, NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption,
+                               SessionAlias, SessionsArgument, app, color_on, fail, max_frame_of, on_terminal,
+                               one_line_errors, redaction_of, sessions_of)
 
 
 class ListFormat(str, Enum):
@@ -109,6 +109,7 @@ def show(
         "--follow", "-f", help="Go on printing frames as they are recorded, until the session ends (Ctrl-C stops); "
                                "without SESSION: the newest session, then the next one to start.")] = False,
     color: ColorOption = None,
+    where: FilterOption = None,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
@@ -119,6 +120,8 @@ def show(
     Example:  mcptap show --db ~/mcp.db 0193b2 --format jsonl | jq -c 'select(.kind == "request") | {seq, method, latency_s}'
 
     Example:  mcptap show --db ~/mcp.db --follow time
+
+    Example:  mcptap show --db ~/mcp.db 0193b2 --filter 'method == "tools/call" and latency > 500ms'
     """
     from mcptap import store
     from mcptap.report import jsonout, transcript
@@ -130,6 +133,8 @@ def show(
     if follow:
         if fmt is not TranscriptFormat.text:
             raise fail("--follow prints the text transcript: leave out --format")
+        if where is not None:
+            raise fail("--follow prints every frame: leave out --filter")
         _follow_session(db, session, full, stderr, max_per_code, paint)
         return
     if session is None:
@@ -137,13 +142,19 @@ def show(
     with one_line_errors():
         conn = store.open_existing(db)
         sid = store.resolve_session(conn, session)
+        keep = None
+        if where is not None:
+            from mcptap.engine import selection
+
+            keep = selection.select(db, where, [sid]).get(sid, set())
         out = sys.stdout
         if fmt is TranscriptFormat.text:
             width = shutil.get_terminal_size((160, 24)).columns
-            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code):
+            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code,
+                                              keep=keep):
                 out.write(paint(line) + "\n")
         else:
-            head, findings, frames = transcript.records(conn, sid, stderr=stderr)
+            head, findings, frames = transcript.records(conn, sid, stderr=stderr, keep=keep)
             if fmt is TranscriptFormat.json:
                 jsonout.write_document(out, [("session", head), ("findings", findings),
                                              ("frames", jsonout.Stream(frames))])
@@ -186,12 +197,15 @@ def export_cmd(
                                                                "(docs/contract.md), where an argument naming a "
                                                                "SQLite file is a database to export.")
                    ] = ExportFormat.jsonl,
+    where: FilterOption = None,
 ) -> None:
     """Write sessions as frame-log JSONL (`mcptap import` of it gives back identical frames), or
     into a Parquet dataset partitioned by day (sessions of many databases in one; a session
     exported again replaces its rows).
 
     Example:  mcptap export --db ~/mcp.db 0193b2 -o incident.jsonl.gz
+
+    Example:  mcptap export --db ~/mcp.db --filter 'finding or kind == error' -o wrong.jsonl
 
     Example:  mcptap export --format parquet -o fleet/ host1.db host2.db
     """
@@ -207,9 +221,15 @@ def export_cmd(
             return
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in named] if named else store.session_ids(conn)
-        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+        keep = None
+        if where is not None:
+            from mcptap.engine import selection
+
+            keep = selection.select(db, where, ids if named else None)
+        total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
+        with progress.meter("exporting", total) as shown:
             with outfile.frames_out(output) as fh:
-                exporter.export(conn, fh, ids, progress=shown.advance)
+                exporter.export(conn, fh, ids, progress=shown.advance, keep=keep)
 
 
 def _is_database(arg: str) -> bool:

@@ -51,7 +51,7 @@ def run_demo(db: str, out=None) -> int:
     page = os.path.splitext(db)[0] + "-report.html"
     htmlreport.write(db, page)
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
-              f"or: mcptap analyze --db {db}\nThe HTML report (sequence diagrams, findings with their frames): {page}\n")
+              f"or: mcptap analyze --db {db}\nThe HTML report (every frame, a display filter, the sequence diagrams): {page}\n")
     notebook = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                             "notebooks", "explore.ipynb")
     if os.path.exists(notebook):

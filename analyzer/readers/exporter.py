@@ -17,12 +17,16 @@ PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 
 
 def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
-           progress: Callable[[int], None] | None = None) -> int:
+           progress: Callable[[int], None] | None = None, keep: dict[str, set[int]] | None = None) -> int:
     """Write each session (its row, its exchanges in the order they started, its frames in seq
     order, its stderr lines); the frame count.
-    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end)."""
+    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end).
+    `keep`: only these frames of each session (a display filter's; a session it lacks is left out)."""
     written = 0
     for sid in session_ids:
+        wanted = None if keep is None else keep.get(sid)
+        if keep is not None and not wanted:
+            continue
         out.write(framelog.dumps(framelog.session_record(store.get_session(conn, sid), whole=True)) + "\n")
         for row in store.session_exchanges(conn, sid):
             out.write(framelog.dumps(exchangelog.exchange_record(sid, row)) + "\n")
@@ -30,6 +34,8 @@ def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
         cut = store.cut_frames(conn, sid)  # seq -> full size of the frames stored cut at --max-frame
         refs = store.frame_refs(conn, sid)  # seq -> (exchange, SSE event id) of the frames that crossed HTTP
         for f in store.iter_frames(conn, sid):
+            if wanted is not None and f.seq not in wanted:
+                continue
             record = framelog.frame_record(sid, f.seq, f.ts, f.direction, f.raw, f.incomplete, f.redacted,
                                            cut.get(f.seq), *refs.get(f.seq, (None, None)))
             out.write(framelog.dumps(record) + "\n")

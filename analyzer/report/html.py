@@ -1,94 +1,93 @@
-"""`mcptap report`: one self-contained HTML file (no network fetch: styles inline, figures as
-PNG data URIs) with the sessions, each finding linked to the frames around it, the per-method
-latency table and each session's sequence diagram. Every text from the recording goes through
-`html.escape` (a frame holding `<script>` shows as text); frames are cut to SHOWN_BYTES for
-display (the database keeps them whole); characters a browser would act on or hide (controls, bidi
-overrides) are shown as their escapes. Long sessions are summarised by the diagram
-(analyzer/plots.py) and only the frames around findings are listed; many sessions by the
-MAX_DETAILED with the most severe findings (the others are rows of the sessions table)."""
+"""`mcptap report`: one self-contained HTML file that works as a viewer (a frame list with a display
+filter, a detail pane, a time-scaled sequence diagram, statistics), opened from `file://` with no
+network: a jinja2 template with autoescaping (viewer.html), the viewer's own script and styles
+inlined (filter.js, the display filter language, then viewer.js; viewer.css), and the recording
+as one JSON document (analyzer/report/viewdata.py) in a `<script type="application/json">` element, every `<`, `>` and `&` in it written as a JSON
+escape so that no frame can close the element. The page's Content-Security-Policy allows nothing
+but its own script and styles (by hash): no request of any kind, no other script, even if a frame
+found a way into the markup. The script shows text from the traffic only as text."""
 
 from __future__ import annotations
 
 import base64
-import html
-import io
-import warnings
-from collections.abc import Callable, Sequence
+import datetime
+import hashlib
+import math
+from collections.abc import Callable
+from importlib import resources
 
+import jinja2
+import orjson
 import pandas as pd
 
-from mcptap import __version__, data, engine, outfile, plots, store
-from mcptap.report import httplines
+from mcptap import __version__, data, engine, outfile, store
+from mcptap.report import httplines, viewdata
 from mcptap.store import queries
 from mcptap.wire.textsafe import printable
 
-SHOWN_BYTES = 2000
-AROUND = 2  # frames shown before and after each finding's frame
-MAX_FINDINGS = 500  # per session, in the report (the database has them all)
-MAX_DETAILED = 50
-"""Sessions given their own part (sequence diagram, findings, frames): the ones with the most
-severe findings first; the others are rows of the sessions table. A diagram takes a good part
-of a second to draw: thousands of them took minutes."""
+MAX_FRAMES = 2_000_000
+"""Frames the viewer holds: past it, the sessions with the most severe findings first (each whole);
+the others are rows of the sessions table (`mcptap report --session ID` gives any of them)."""
+MAX_SHOWN = 200_000
+"""`mcptap report --max-frames`'s default: every frame up to it, past it the frames around findings
+and each session's ends."""
 MAX_LISTED = 1000
 """Rows of the sessions table (the ones with the most severe findings first); one line says how
 many more there are."""
 
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; } h3 { font-size: 1.05em; }
-table { border-collapse: collapse; margin: .5em 0 1em; }
-th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; }
-.error { color: #b00020; } .warning { color: #b35c00; } .info { color: #1f5fa8; }
-pre { white-space: pre-wrap; word-break: break-all; margin: 0; font-size: 12px; }
-tr.hit { background: #fff3f3; } .muted { color: #777; }
-img { max-width: 100%; }
-"""
+_SAFE_JSON = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026", "\u2028".encode(): b"\\u2028",
+              "\u2029".encode(): b"\\u2029"}
+"""What the recording's JSON writes as escapes inside its element: nothing in it can close the element
+or open a comment, and no line separator stands in it raw (the same JSON value)."""
+_PAYLOAD = "\x00mcptap-payload\x00"  # where the JSON goes in the rendered page
 
 
-def _e(value) -> str:
-    """Text from the recording as HTML: escaped, and every character a browser would act on or
-    hide (a control, a bidi override such as U+202E) written as its escape (textsafe.printable)."""
+def _asset(name: str) -> str:
+    return resources.files("mcptap.report").joinpath(name).read_text(encoding="utf-8")
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _shown(value) -> str:
+    """Text from the recording for the markup (jinja2 escapes it): characters a browser would
+    act on or hide (controls, bidi overrides) as their escapes (textsafe.printable)."""
     if value is None or (not isinstance(value, (str, bytes)) and pd.isna(value)):
         return ""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "backslashreplace")
-    return html.escape(printable(str(value)), quote=True)
+    return printable(str(value))
 
 
-def _shown(raw) -> str:
-    if isinstance(raw, bytes):
-        text = raw.decode("utf-8", "backslashreplace")
-    else:
-        text = "" if raw is None else str(raw)
-    if len(text) > SHOWN_BYTES:
-        return _e(text[:SHOWN_BYTES]) + f'<span class="muted"> … ({len(text):,} characters in all)</span>'
-    return _e(text)
+def _utc(seconds) -> str:
+    """The one absolute time format of the report (the viewer's too): ISO 8601 in UTC, microseconds."""
+    if seconds is None or seconds is pd.NaT:
+        return ""
+    if isinstance(seconds, datetime.datetime):
+        seconds = seconds.timestamp()
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    with warnings.catch_warnings():  # a method name in a script the font lacks: drawn as boxes, said nowhere
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        fig.savefig(buf, format="png", dpi=90)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+def _ms(value) -> str:
+    """Milliseconds as `mcptap analyze` prints them (one decimal; '-' for none)."""
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1f}"
 
 
-def _table(frame: pd.DataFrame, columns: Sequence[str], *, index: bool = False) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in ((frame.index.name or "",) if index else ()) + tuple(columns))
-    body = []
-    for key, *values in zip(frame.index, *(frame[c] for c in columns)):  # each value keeps its column's type
-        cells = [f"<td>{_e(key)}</td>"] if index else []
-        cells += [f"<td>{_e(v)}</td>" for v in values]
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+_ENV = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_ENV.filters.update(shown=_shown, utc=_utc, ms=_ms)
 
 
-def render(db: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
-           stage: Callable[[str, int | None], None] | None = None) -> str:
-    """The report as HTML text (analysing the database first when it has not been).
-    `stage(what, frames)`: a step begins (analysing, reading the messages, writing each
-    session's part); `progress(n)`: n more of its frames done."""
+def render(db: str, **kw) -> str:
+    """The report as HTML text (analysing the database first when it has not been); see `pieces`."""
+    return b"".join(pieces(db, **kw)).decode("utf-8")
+
+
+def pieces(db: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
+           stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> list[bytes]:
+    """The report's bytes in a few pieces (the page around the recording's JSON, and the JSON), so
+    that a million frames are written without another copy of them. `stage(what, frames)`: a step
+    begins (analysing, reading, writing); `progress(n)`: n more of its frames done. Past
+    `max_frames` frames in all, the page holds those within viewdata.NEAR of each finding and each
+    session's first and last viewdata.ENDS (and says so)."""
     conn = store.open_existing(db)
     try:
         ids = [store.resolve_session(conn, session)] if session else store.session_ids(conn)
@@ -102,44 +101,86 @@ def render(db: str, *, session: str | None = None, progress: Callable[[int], Non
     if not analysed and ids:
         stage("analyzing", sum(sizes.values()))
         engine.analyze(db, session=session, progress=progress)
-    stage("reading the messages", None)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mcptap report: {_e(db)}</title>"
-             f"<style>{STYLE}</style></head><body><h1>mcptap report</h1>"
-             f"<p class='muted'>{_e(db)} · mcptap {_e(__version__)}</p>"]
+    stage("reading the frames", None)
     sessions = data.sessions(db)
     sessions = sessions[sessions["id"].isin(ids)]
-    if sessions.empty:
-        parts.append("<p>No sessions in this database.</p></body></html>")
-        return "".join(parts)
-    parts.append("<h2>Sessions</h2>")
     ranked = _worst_first(sessions)
-    shown = ranked.head(MAX_LISTED) if len(ranked) > MAX_LISTED else sessions
-    detailed = list(ranked["id"].head(MAX_DETAILED)) if len(ranked) > MAX_DETAILED else ids
-    shown = shown.assign(started_at=shown["started_at"].dt.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3] + "Z",
-                         duration_s=shown["duration_s"].round(3))
-    parts.append(_table(shown, ["id", "label", "transport", "revision", "started_at", "duration_s", "frames",
-                                "errors", "warnings", "infos"]))
-    if len(shown) < len(sessions):
-        parts.append(f"<p class='muted'>The {len(shown):,} sessions with the most severe findings of "
-                     f"{len(sessions):,}; <code>mcptap sessions --format json</code> lists every one.</p>")
-    msgs = _requests_and_errors(db, ids if session else None)
-    table = data.latency(msgs) if not msgs.empty else pd.DataFrame()
-    parts.append("<h2>Service response time per method</h2>")
-    if not table.empty:
-        table = table.astype({"calls": "int64", "errors": "int64", "tool_errors": "int64", "unanswered": "int64"}
-                             ).round(6)
-    parts.append(_table(table, list(table.columns), index=True) if not table.empty else
-                 "<p class='muted'>No answered requests.</p>")
-    stage("writing the report", sum(sizes[sid] for sid in detailed))
-    if len(detailed) < len(ids):
-        parts.append(f"<p class='muted'>Diagrams, findings and frames of the {len(detailed):,} sessions with the "
-                     f"most severe findings of {len(ids):,} follow; <code>mcptap report --session ID</code> gives "
-                     "any other's.</p>")
-    for sid in detailed:
-        parts.append(_session(db, sid))
-        progress(sizes[sid])
-    parts.append("</body></html>")
-    return "".join(parts)
+    viewed = _viewed(ranked, sizes)
+    latency = _latency(db, ids if session else None)
+    trim = sum(sizes[sid] for sid in viewed) > max_frames
+    document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
+    stage("writing the report", None)
+    script, style = _asset("filter.js") + "\n" + _asset("viewer.js"), _asset("viewer.css")
+    payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+    for char, escape in _SAFE_JSON.items():
+        payload = payload.replace(char, escape)
+    page = _ENV.from_string(_asset("viewer.html")).render(
+        db=db, version=__version__, script=script, style=style, payload=_PAYLOAD,
+        csp=f"default-src 'none'; script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; img-src data:",
+        sessions=ranked.head(MAX_LISTED).to_dict("records"), total_sessions=len(sessions), viewed=len(viewed),
+        frames=len(document["frames"]["seq"]), latency=latency, left_out=document["left_out"],
+        by_code=_by_code(document["findings"]),
+        in_db=sum(sizes[sid] for sid in viewed), max_frames=max_frames, near=viewdata.NEAR, ends=viewdata.ENDS,
+        view_command=f"mcptap show --db {db} SESSION --filter EXPR",
+        exchanges=_auth_exchanges(db, ids),
+    )
+    head, tail = page.split(_PAYLOAD)
+    progress(sum(sizes[sid] for sid in viewed))
+    return [head.encode("utf-8"), payload, tail.encode("utf-8")]
+
+
+def _latency(db: str, ids: list[str] | None) -> list[dict]:
+    """The per-method service response time rows (data.latency: the numbers `mcptap analyze` prints)."""
+    msgs = _requests_and_errors(db, ids)
+    if msgs.empty:
+        return []
+    table = data.latency(msgs)
+    return [{"method": str(method), "calls": int(row.calls), "errors": int(row.errors),
+             "tool_errors": int(getattr(row, "tool_errors", 0)), "unanswered": int(row.unanswered),
+             "p50_ms": _ms(row.p50_s), "p95_ms": _ms(row.p95_s), "max_ms": _ms(row.max_s)}
+            for method, row in table.iterrows()]
+
+
+def _ms(seconds) -> float | None:
+    value = _number(seconds)
+    return None if value is None else value * 1e3
+
+
+def _auth_exchanges(db: str, ids: list[str]) -> list[dict]:
+    """The HTTP exchanges that are no frames (the authorization flow's, an error's own body), per session."""
+    conn = store.open_existing(db)
+    try:
+        return [{"session": sid, **{k: row.get(k) for k in ("role", "method", "url", "status")}}
+                for sid in ids for row in httplines.role_exchanges(conn, sid)]
+    finally:
+        conn.close()
+
+
+def _by_code(findings: list[list]) -> list[dict]:
+    """The findings counted per code, the most severe codes first, then the most frequent."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in findings:
+        counts[(f[4], f[3])] = counts.get((f[4], f[3]), 0) + 1
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return [{"severity": sev, "code": code, "count": n}
+            for (sev, code), n in sorted(counts.items(), key=lambda kv: (rank.get(kv[0][0], 3), -kv[1], kv[0][1]))]
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _viewed(ranked: pd.DataFrame, sizes: dict[str, int]) -> set[str]:
+    """The sessions whose frames the viewer holds: the most severe first, while MAX_FRAMES allows
+    (always at least one)."""
+    viewed, total = set(), 0
+    for sid in ranked["id"]:
+        n = sizes.get(sid, 0)
+        if viewed and total + n > MAX_FRAMES:
+            continue
+        viewed.add(sid)
+        total += n
+    return viewed
 
 
 def _requests_and_errors(db: str, ids: list[str] | None) -> pd.DataFrame:
@@ -168,56 +209,10 @@ def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:
     return sessions.loc[order]
 
 
-def _session(db: str, sid: str) -> str:
-    out = [f"<h2 id='s-{_e(sid)}'>Session {_e(sid)}</h2>"]
-    fig = plots.sequence(db, sid)
-    out.append(f"<img alt='sequence diagram of session {_e(sid)}' class='sequence' src='{_png(fig)}'>")
-    conn = store.open_existing(db)
-    try:
-        out.append(httplines.html_table(httplines.role_exchanges(conn, sid)))
-    finally:
-        conn.close()
-    found = data.findings(db, session=sid)
-    if found.empty:
-        out.append("<p>No findings.</p>")
-        return "".join(out)
-    shown = found.head(MAX_FINDINGS)
-    out.append(f"<h3>Findings ({len(found):,})</h3><table><tr><th>severity</th><th>code</th><th>frame</th>"
-               "<th>message</th></tr>")
-    for row in shown.itertuples(index=False):
-        anchor = f"#f-{_e(sid)}-{int(row.frame_seq)}" if not pd.isna(row.frame_seq) else ""
-        frame = f"<a href='{anchor}'>{int(row.frame_seq)}</a>" if anchor else ""
-        out.append(f"<tr><td class='{_e(row.severity)}'>{_e(row.severity)}</td><td>{_e(row.code)}</td>"
-                   f"<td>{frame}</td><td>{_e(row.message)}</td></tr>")
-    out.append("</table>")
-    if len(found) > len(shown):
-        out.append(f"<p class='muted'>{len(found) - len(shown):,} more findings in the database.</p>")
-    hits = {int(s) for s in shown["frame_seq"].dropna()}
-    wanted = sorted({s for hit in hits for s in range(hit - AROUND, hit + AROUND + 1) if s > 0})
-    out.append("<h3>Frames around the findings</h3><table><tr><th>#</th><th>time</th><th>dir</th><th>frame</th></tr>")
-    conn = store.open_existing(db)
-    try:
-        for seq in wanted:
-            row = queries.frame_at(conn, sid, seq)
-            if row is None:
-                continue
-            ts, direction, raw = row
-            klass = " class='hit'" if seq in hits else ""
-            arrow = "→" if direction == "c2s" else "←"
-            out.append(f"<tr id='f-{_e(sid)}-{seq}'{klass}><td>{seq}</td>"
-                       f"<td>{_e(pd.Timestamp(ts, unit='s', tz='UTC').isoformat())}</td>"
-                       f"<td>{_e(direction)} {arrow}</td><td><pre>{_shown(raw)}</pre></td></tr>")
-    finally:
-        conn.close()
-    out.append("</table>")
-    return "".join(out)
-
-
 def write(db: str, path: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
-          stage: Callable[[str, int | None], None] | None = None) -> None:
-    text = render(db, session=session, progress=progress, stage=stage)
+          stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> None:
+    parts = pieces(db, session=session, progress=progress, stage=stage, max_frames=max_frames)
     with outfile.private_text(path) as fh:
-        fh.write(text)
-
-
-
+        fh.flush()
+        for part in parts:
+            fh.buffer.write(part)

@@ -107,17 +107,19 @@ def timeline(conn: sqlite3.Connection, session_id: str, stderr: bool, after: tup
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, full: bool = False,
-               stderr: bool = True, policy=None, per_code: int = report.PER_CODE) -> Iterator[str]:
+               stderr: bool = True, policy=None, per_code: int = report.PER_CODE,
+               keep: set[int] | None = None) -> Iterator[str]:
     """The session header, then one line per frame (and stderr line) in time order, each frame
     followed by its findings (of each code the first `per_code`, then one line for the rest;
-    0: all); every line printable (textsafe.printable), whatever the recording holds."""
+    0: all). `keep`: only these frames (a display filter's), and no stderr lines; every line printable
+    (textsafe.printable), whatever the recording holds."""
     a = analyse(conn, session_id, policy)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
-        yield from map(printable, _lines(conn, session_id, a, width, full, stderr, per_code))
+        yield from map(printable, _lines(conn, session_id, a, width, full, stderr and keep is None, per_code, keep))
 
 
 def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
-           per_code: int) -> Iterator[str]:
+           per_code: int, keep: set[int] | None = None) -> Iterator[str]:
     by_frame: dict[int | None, list] = {}
     previous = None
     for item in report.first_of_each_code(a.findings, per_code):
@@ -131,7 +133,10 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
     t0 = a.session["started_at"]
     for entry in httplines.merged(timeline(conn, session_id, stderr), httplines.role_exchanges(conn, session_id)):
         if httplines.is_exchange(entry):  # the OAuth flow's, an error's own body: no frame
-            yield httplines.line(entry, t0)
+            if keep is None:
+                yield httplines.line(entry, t0)
+            continue
+        if keep is not None and entry[2] not in keep:
             continue
         yield from entry_lines(a, entry, width, full, by_frame.get(entry[2], ()) if not entry[1] else ())
 
@@ -230,15 +235,16 @@ def _message_fields(row: list | None) -> dict:
 
 
 def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
-            policy=None) -> tuple[dict, list[dict], Iterator[dict]]:
+            policy=None, keep: set[int] | None = None) -> tuple[dict, list[dict], Iterator[dict]]:
     """The session as records: (its session object with this analysis, the findings on no
     frame, each frame's and stderr line's record in time order). A frame's record:
     {"record": "frame", "session", "seq", "ts", "time", "offset_s", "direction", "size", "kind",
     "method", "id", "paired_frame", "latency_s", ["elements": [...] for a batch], "findings":
     [...], "raw" | "raw_b64", ["meta": {"incomplete", "redacted"}]}; a stderr line's:
     {"record": "stderr", "session", "seq", "ts", "time", "offset_s", "size", "raw" | "raw_b64",
-    ["meta"]}."""
+    ["meta"]}. `keep`: only these frames (a display filter's), and no stderr lines."""
     a = analyse(conn, session_id, policy)
+    stderr = stderr and keep is None
     (row,) = store.list_sessions(conn, session_id)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):
         head = session_object(row, jsonout.analysis_fields(a.summary, time.time()))
@@ -259,6 +265,8 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
                 rec = framelog.stderr_record(session_id, seq, ts, raw, bool(incomplete))
                 yield {"record": "stderr", "session": session_id, "seq": seq, "ts": ts, "time": jsonout.iso(ts),
                        "offset_s": _offset(ts, t0), "size": len(raw), **_tail(rec)}
+                continue
+            if keep is not None and seq not in keep:
                 continue
             rec = framelog.frame_record(session_id, seq, ts, direction, raw, bool(incomplete), redacted)
             obj = {"record": "frame", "session": session_id, "seq": seq, "ts": ts, "time": jsonout.iso(ts),

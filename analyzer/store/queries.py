@@ -150,3 +150,31 @@ def frame_at(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[float
     """(ts, direction, raw) of one frame, or None without it."""
     return conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
                         (session_id, seq)).fetchone()
+
+
+def viewer_frames(conn: sqlite3.Connection, session_id: str, have: set[str], analysed: bool,
+                  directions: Sequence[str], kinds: Sequence[str]) -> sqlite3.Cursor:
+    """A session's frames in seq order for the HTML viewer, without their bytes: (seq, ts,
+    direction code, size, exchange id, and the frame's own `messages` row: kind code, id, method,
+    paired frame, latency; whether raw is a BLOB). `have`: the columns `frames` has
+    (frame_columns); `analysed`: the `messages` table is there (else kind -1, the rest NULL)."""
+    exchange = "f.exchange_id" if "exchange_id" in have else "NULL"
+    message = (f"{coded('m.kind', kinds)}, m.id, m.method, m.paired_frame, m.latency_s" if analysed else
+               "-1, NULL, NULL, NULL, NULL")
+    join = (" LEFT JOIN messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
+            if analysed else "")
+    return conn.execute(f"SELECT f.seq, f.ts, {coded('f.direction', directions)}, f.size, {exchange}, {message}, "
+                        f"typeof(f.raw) = 'blob' FROM frames f{join} WHERE f.session_id = ? ORDER BY f.seq",
+                        (session_id,))
+
+
+def frame_texts(conn: sqlite3.Connection, session_id: str, cut: int, seqs: Sequence[int] | None):
+    """(seq, the first `cut` characters of raw, or bytes when it is a BLOB) of a session's frames:
+    these seqs, or (None) every one."""
+    sql = "SELECT seq, substr(raw, 1, ?) FROM frames WHERE session_id = ?"
+    if seqs is None:
+        yield from conn.execute(sql, (cut, session_id))
+        return
+    for start in range(0, len(seqs), 500):
+        chunk = list(seqs[start:start + 500])
+        yield from conn.execute(sql + f" AND seq IN ({', '.join('?' * len(chunk))})", (cut, session_id, *chunk))

@@ -2,7 +2,7 @@
 
 import random
 
-from mcptap.analysis.latency import RELATIVE_ERROR, LatencySketch
+from mcptap.analysis.latency import EXACT, RELATIVE_ERROR, LatencySketch, nearest_rank
 
 
 def test_quantiles_stay_within_the_relative_error_of_the_exact_ones():
@@ -13,7 +13,7 @@ def test_quantiles_stay_within_the_relative_error_of_the_exact_ones():
         sketch.add(v)
     values.sort()
     for q in (0.5, 0.95, 0.99):
-        exact = values[int(q * (len(values) - 1))]
+        exact = nearest_rank(values, q)
         assert abs(sketch.quantile(q) - exact) <= RELATIVE_ERROR * exact * 1.01
     assert sketch.max == values[-1] and sketch.count == len(values)
 
@@ -99,3 +99,21 @@ def test_tool_errors_are_a_column_of_the_json_report_the_table_and_the_pandas_ap
     latency = mt.latency(mt.messages(db))
     assert (latency.loc["tools/call", "errors"], latency.loc["tools/call", "tool_errors"]) == (0, 1)
     assert list(mt.messages(db, columns=["frame_seq", "tool_error"]).query("tool_error")["frame_seq"]) == [5]
+def test_percentiles_are_by_nearest_rank_and_exact_for_small_counts():
+    sketch = LatencySketch()
+    for v in (0.034, 0.0011, 0.0023):
+        sketch.add(v)
+    assert (sketch.quantile(0.5), sketch.quantile(0.95), sketch.quantile(0)) == (0.0023, 0.034, 0.0011)
+    assert nearest_rank([0.4, 0.1, 0.3, 0.2], 0.5) == 0.2 and nearest_rank([0.4, 0.1, 0.3, 0.2], 0.51) == 0.3
+    assert nearest_rank([], 0.5) is None
+
+
+def test_a_sketch_is_exact_up_to_its_exact_count_and_within_the_error_past_it():
+    values = [(i * 7919 % 10_007) / 1e4 + 1e-3 for i in range(EXACT)]
+    sketch = LatencySketch()
+    for v in values:
+        sketch.add(v)
+    assert sketch.quantile(0.95) == nearest_rank(values, 0.95)
+    sketch.add(1.0)
+    exact = nearest_rank(values + [1.0], 0.95)
+    assert sketch.quantile(0.95) != exact and abs(sketch.quantile(0.95) - exact) <= RELATIVE_ERROR * exact * 1.01

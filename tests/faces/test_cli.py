@@ -210,8 +210,8 @@ def test_the_demo_records_the_bundled_servers_through_tee_and_proxy_and_prints_t
     conn.close()
     assert per_session == {"stdio": 17, "http": 17}  # 7 + 10 each way on stdio; 7 + 10 over HTTP
     report = tmp_path / "demo-report.html"
-    assert f"The HTML report (sequence diagrams, findings with their frames): {report}" in text
-    assert "sequence diagram of session" in report.read_text(encoding="utf-8")
+    assert f"The HTML report (every frame, a display filter, the sequence diagrams): {report}" in text
+    assert 'id="mcptap-data"' in report.read_text(encoding="utf-8")
 
 
 def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tmp_path, db):

@@ -1,0 +1,149 @@
+"""A display filter (analyzer/store/filterlang.py) as SQL over the store: a WHERE clause over one
+frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange) that is 1 or
+0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), and the
+frames it selects. Regular expressions are Python's `re.search`, registered on the connection."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+from collections.abc import Iterator
+
+from mcptap.store import filterlang
+from mcptap.store.queries import frame_columns
+
+_COLUMNS = {"session": "f.session_id", "seq": "f.seq", "time": "(f.ts - s.started_at)", "dir": "f.direction",
+            "kind": "m.kind", "method": "m.method", "id": "m.id", "latency": "m.latency_s", "size": "f.size",
+            "status": "x.status", "text": "f.raw"}
+_FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity"}
+
+
+@functools.lru_cache(maxsize=64)
+def _regex(pattern: str):
+    return re.compile(pattern)
+
+
+def _regexp(value, pattern) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "backslashreplace")
+    return 1 if _regex(pattern).search(str(value)) else 0
+
+
+def prepare(conn: sqlite3.Connection) -> None:
+    """Registers the function `mcptap_regexp(value, pattern)` the compiled filters use."""
+    conn.create_function("mcptap_regexp", 2, _regexp, deterministic=True)
+
+
+def where(tree) -> tuple[str, list]:
+    """(SQL, parameters) of a parsed filter."""
+    params: list = []
+    return _node(tree, params), params
+
+
+def _node(tree, params: list) -> str:
+    op = tree[0]
+    if op in ("or", "and"):
+        return f"({_node(tree[1], params)} {op.upper()} {_node(tree[2], params)})"
+    if op == "not":
+        return f"(NOT {_node(tree[1], params)})"
+    if op == "in":
+        return "(" + " OR ".join(_node(("cmp", tree[1], "==", v), params) for v in tree[2]) + ")"
+    if op == "has":
+        return f"COALESCE({_has(tree[1], params)}, 0)"
+    _, field, cmp, value = tree
+    if cmp == "!=":
+        return f"(NOT {_node(('cmp', field, '==', value), params)})"
+    return f"COALESCE({_test(field, cmp, value, params)}, 0)"
+
+
+def _has(field, params: list) -> str:
+    if isinstance(field, tuple):
+        params.append(_json_path(field))
+        return f"(CASE WHEN typeof(f.raw) = 'text' AND json_valid(f.raw) THEN json_type(f.raw, ?) IS NOT NULL END)"
+    if field in _FINDING_COLUMNS:
+        return "EXISTS (SELECT 1 FROM findings g WHERE g.session_id = f.session_id AND g.frame_seq = f.seq)"
+    return f"({_COLUMNS[field]} IS NOT NULL)"
+
+
+def _compare(column: str, cmp: str, value, params: list) -> str:
+    """`column cmp value` for a plain column (contains: a substring; ~: a regular expression)."""
+    if cmp == "contains":
+        params.append(value)
+        return f"(instr({column}, ?) > 0)"
+    if cmp == "~":
+        params.append(value)
+        return f"mcptap_regexp({column}, ?)"
+    params.append(value)
+    return f"({column} {'=' if cmp == '==' else cmp} ?)"
+
+
+def _test(field, cmp: str, value, params: list) -> str:
+    kind, v = value
+    if isinstance(field, tuple):
+        return _json_test(field, cmp, value, params)
+    if field in _FINDING_COLUMNS:
+        inner = _compare(_FINDING_COLUMNS[field], cmp, v, params)
+        return f"EXISTS (SELECT 1 FROM findings g WHERE g.session_id = f.session_id AND g.frame_seq = f.seq AND {inner})"
+    if field == "session" and cmp == "==":
+        params.extend([len(v), v])
+        return "(substr(f.session_id, 1, ?) = ?)"
+    if field == "id" and cmp == "==":
+        v = filterlang.id_text(value)
+    return _compare(_COLUMNS[field], cmp, v, params)
+
+
+def _json_path(steps: tuple) -> str:
+    return "$" + "".join(f"[{s}]" if isinstance(s, int) else f'."{s}"' for s in steps)
+
+
+def _json_test(steps: tuple, cmp: str, value, params: list) -> str:
+    kind, v = value
+    path = _json_path(steps)
+    guard = "typeof(f.raw) = 'text' AND json_valid(f.raw)"
+    if kind == "bool":
+        params.append(path)
+        return f"(CASE WHEN {guard} THEN json_type(f.raw, ?) = '{'true' if v else 'false'}' END)"
+    if kind == "null":
+        params.append(path)
+        return f"(CASE WHEN {guard} THEN json_type(f.raw, ?) = 'null' END)"
+    types = "('integer', 'real')" if kind == "num" else "('text')"
+    inner = _compare("json_extract(f.raw, ?)", cmp, v, [])
+    params.extend([path, path, v])
+    return f"(CASE WHEN {guard} THEN json_type(f.raw, ?) IN {types} AND {inner} END)"
+
+
+def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> tuple[str, list]:
+    """(SQL, parameters) of the (session_id, seq) of every frame the filter selects, of these
+    sessions (None: all), in the sessions' start order, then seq."""
+    prepare(conn)
+    have = frame_columns(conn)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    clause, params = where(tree)
+    joins = " JOIN sessions s ON s.id = f.session_id"
+    if "messages" in tables:
+        joins += " LEFT JOIN messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
+    else:
+        joins += " LEFT JOIN (SELECT NULL AS kind, NULL AS method, NULL AS id, NULL AS latency_s) m ON 0"
+    if "exchanges" in tables and "exchange_id" in have:
+        joins += " LEFT JOIN exchanges x ON x.id = f.exchange_id"
+    else:
+        joins += " LEFT JOIN (SELECT NULL AS status) x ON 0"
+    if "findings" not in tables:
+        clause = clause.replace("FROM findings g", "FROM (SELECT NULL AS session_id, NULL AS frame_seq, "
+                                "NULL AS code, NULL AS severity) g")
+    scope = ""
+    if sessions is not None:
+        scope = f" AND f.session_id IN ({', '.join('?' * len(sessions))})"
+        params = params + list(sessions)
+    return (f"SELECT f.session_id, f.seq FROM frames f{joins} WHERE {clause}{scope} "
+            "ORDER BY s.started_at, f.session_id, f.seq", params)
+
+
+def frames(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> Iterator[tuple[str, int]]:
+    """(session id, seq) of each frame the filter selects (see `select`)."""
+    sql, params = select(conn, tree, sessions)
+    yield from conn.execute(sql, params)
+

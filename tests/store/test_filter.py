@@ -1,0 +1,65 @@
+"""The display filter language (analyzer/store/filterlang.py) compiled to SQL over the store
+(filtersql.py): every case of the shared corpus (tests/data/filter_corpus.json, which the report's
+script runs too in tests/faces/test_viewer.py) selects its frames from the database the corpus
+names, and every bad expression is refused with the column the corpus gives; mcptap.data takes it
+(the commands: tests/faces/test_filter_cli.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mcptap.store import filterlang, filtersql
+from tests.conftest import mcptap, run
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = json.loads((ROOT / "tests" / "data" / "filter_corpus.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def corpus_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("filter") / "corpus.db"
+    assert run(mcptap("import", "--db", str(db), str(ROOT / CORPUS["database"]))).returncode == 0
+    assert run(mcptap("analyze", "--db", str(db), "--fail-on", "never")).returncode == 0
+    return db
+
+
+@pytest.mark.parametrize("case", CORPUS["cases"], ids=lambda c: c["filter"])
+def test_each_corpus_filter_selects_its_frames_through_sql(corpus_db, case):
+    conn = sqlite3.connect(corpus_db)
+    labels = dict(conn.execute("SELECT id, label FROM sessions"))
+    got = [f"{labels[sid]}:{seq}" for sid, seq in filtersql.frames(conn, filterlang.parse(case["filter"]))]
+    conn.close()
+    assert got == case["frames"]
+
+
+@pytest.mark.parametrize("case", CORPUS["errors"], ids=lambda c: c["filter"] or "(empty)")
+def test_each_bad_corpus_filter_is_refused_at_its_column(case):
+    with pytest.raises(filterlang.FilterError) as caught:
+        filterlang.parse(case["filter"])
+    assert caught.value.column == case["column"]
+    assert str(caught.value).startswith(f"bad filter at column {case['column']}: ")
+
+
+def test_the_corpus_selects_some_frames_and_not_all_and_uses_every_field():
+    selections = [len(c["frames"]) for c in CORPUS["cases"]]
+    assert min(selections) == 0 and 0 < sorted(selections)[len(selections) // 2] < 34
+    text = " ".join(c["filter"] for c in CORPUS["cases"])
+    assert all(field in text for field in filterlang.FIELDS)
+    assert all(word in text for word in (" in {", " ~ ", "contains", " not ", "!", "||", "&&", "ms", "kB", "MB", "("))
+
+
+def test_the_data_api_gives_the_rows_of_the_frames_a_filter_selects(corpus_db):
+    from mcptap import data
+
+    frames = data.frames(str(corpus_db), filter='params.name == "add"', columns=["seq", "raw"])
+    assert list(frames["seq"]) == [9, 9] and all('"add"' in raw for raw in frames["raw"])
+    msgs = data.messages(str(corpus_db), filter="latency > 30ms and dir == s2c")
+    assert sorted(set(msgs["method"].astype(str))) == ["initialize", "tools/call"]
+    assert list(data.findings(str(corpus_db), filter="seq == 4")["code"].astype(str)) == ["bad-jsonrpc-version"]
+    assert data.frames(str(corpus_db), filter="size > 1GB").empty
+    with pytest.raises(filterlang.FilterError):
+        data.frames(str(corpus_db), filter="size > big")
