@@ -12,7 +12,7 @@ import importlib
 
 from mcptap.errors import MCPTapError
 
-EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib")}
+EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib"), "otel": ("opentelemetry.proto",)}
 """The modules each extra installs."""
 
 

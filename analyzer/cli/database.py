@@ -162,26 +162,73 @@ def export_cmd(
     session: Annotated[Optional[list[str]], typer.Option("--session", metavar="ID",
                                                          help="Session to export (repeatable); default all.")] = None,
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write here instead of stdout.")] = None,
+                                                  help="Write here instead of stdout (- is stdout; FILE.gz: "
+                                                       "gzip-compressed).")] = None,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                     help="jsonl (frame log), otlp (OTLP JSON), har (HAR 1.2, HTTP sessions).")
+                   ] = "jsonl",
+    otlp_endpoint: Annotated[Optional[str], typer.Option(
+        "--otlp-endpoint", metavar="URL", help="Send spans and metrics to this OTLP/HTTP collector "
+                                               "(URL/v1/traces, URL/v1/metrics) instead of writing a file.")] = None,
+    header: Annotated[Optional[list[str]], typer.Option(
+        "--header", metavar="K=V", help="An HTTP header for --otlp-endpoint (repeatable).")] = None,
+    otlp_content: Annotated[bool, typer.Option(
+        "--otlp-content", help="OTLP: add tool arguments and results and prompt arguments (as stored, redacted).")
+                            ] = False,
 ) -> None:
-    """Write sessions as frame-log JSONL; `mcptap import` of it gives back identical frames.
+    """Write sessions in a format: frame-log JSONL (`mcptap import` of it gives back identical
+    frames), OTLP JSON (spans and metrics by OpenTelemetry's MCP semantic conventions), HAR 1.2;
+    or send spans and metrics to an OpenTelemetry collector over OTLP/HTTP.
 
     Example:  mcptap export --db ~/mcp.db --session 0193b2 -o incident.jsonl
+
+    Example:  mcptap export --db ~/mcp.db --otlp-endpoint http://127.0.0.1:4318 --header x-team=mcp
     """
-    from mcptap import outfile, store
+    from mcptap import store
     from mcptap.cli import progress
-    from mcptap.readers import exporter
+    from mcptap.report import formats
 
     with one_line_errors():
         conn = store.open_existing(db)
         ids = [store.resolve_session(conn, s) for s in session] if session else store.session_ids(conn)
-        with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
-            if output is None:
-                exporter.export(conn, sys.stdout, ids, progress=shown.advance)
-                sys.stdout.flush()
-            else:
-                with outfile.private_text(output) as fh:
-                    exporter.export(conn, fh, ids, progress=shown.advance)
+        if otlp_endpoint is not None:
+            _send_otlp(conn, ids, otlp_endpoint, header or [], otlp_content, output)
+            return
+        chosen = formats.get(fmt, formats.FRAMES)
+        write = chosen.write_function()
+        for sid in ids if chosen.transports else ():
+            transport = store.get_session(conn, sid)["transport"]
+            if transport not in chosen.transports:
+                raise fail(f"session {sid} is {transport}: {fmt} holds only {', '.join(chosen.transports)} sessions; "
+                           f"export it as {' or '.join(formats.holding(transport))}")
+        options = {"content": otlp_content} if chosen.name == "otlp" else {}
+        with progress.meter("exporting", store.count_frames(conn, ids)) as shown, \
+                formats.output(output, binary=chosen.binary) as out:
+            write(conn, out, ids, progress=shown.advance, **options)
+
+
+def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content: bool, output: str | None) -> None:
+    from mcptap import extras, store
+    from mcptap.cli import progress
+
+    if output is not None:
+        raise fail("--otlp-endpoint sends to a collector: leave out -o")
+    sent = {}
+    for h in headers:
+        name, eq, value = h.partition("=")
+        if not eq or not name.strip():
+            raise fail(f"--header {h!r}: give NAME=VALUE")
+        sent[name.strip()] = value.strip()
+    if not endpoint.startswith(("http://", "https://")):
+        raise fail(f"--otlp-endpoint {endpoint!r}: give an http:// or https:// URL")
+    extras.need("otel", "--otlp-endpoint")
+    from mcptap.errors import warn_stderr
+    from mcptap.report import otlp, otlp_http
+
+    with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
+        spans, points = otlp_http.send(otlp.requests(conn, ids, content=content, progress=shown.advance), endpoint,
+                                       sent, warn=warn_stderr)
+    typer.echo(f"sent {spans} spans and {points} histogram data points of {len(ids)} sessions to {endpoint}")
 
 
 @app.command("import")
