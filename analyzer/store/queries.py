@@ -6,7 +6,7 @@ first parameter."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 
 def time_clause(start: float | None, end: float | None, ts: str) -> tuple[str, list]:
@@ -141,3 +141,10 @@ def frame_at(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[float
     """(ts, direction, raw) of one frame, or None without it."""
     return conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
                         (session_id, seq)).fetchone()
+
+
+def exchange_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple]:
+    """An HTTP session's frames with where they crossed: (seq, ts, direction, raw bytes, exchange
+    id, SSE event id, incomplete), in seq order."""
+    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id, event_id, incomplete FROM frames "
+                        "WHERE session_id = ? ORDER BY seq", (session_id,))
