@@ -22,6 +22,7 @@ class ReportFormat(str, Enum):
     json = "json"
     jsonl = "jsonl"
     sarif = "sarif"
+    junit = "junit"
 
 
 class FailOn(str, Enum):
@@ -78,7 +79,7 @@ def analyze(
     from mcptap.cli import progress
 
     if list_rules:
-        if ReportFormat(fmt) is ReportFormat.sarif:
+        if ReportFormat(fmt) in (ReportFormat.sarif, ReportFormat.junit):
             raise fail("--rules lists in table, json or jsonl")
         report.write_rules(sys.stdout, ReportFormat(fmt).value)
         raise typer.Exit(0)
@@ -108,10 +109,10 @@ def analyze(
             sys.stderr.write(f"mcptap: warning: results not stored in {db}: {result.not_stored_reason}\n")
 
         def write_report(out, color: bool = False) -> None:
-            if fmt == "sarif":
-                report.write_sarif(result, out, root=sarif_root, sources=sources)
-            else:
-                report.write(result, fmt, out, color=color, per_code=max_per_code)
+            from mcptap.report import formats
+
+            formats.get(fmt, formats.ANALYSIS).write(result, out, color=color, per_code=max_per_code, root=sarif_root,
+                                                     sources=sources, fail_on=fail_on)
 
         if output is None:
             write_report(sys.stdout, color=sys.stdout.isatty())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import importlib
+import inspect
 import io
 import os
 import sys
@@ -35,6 +36,13 @@ class Format:
     extra: str | None = None
     binary: bool = False  # the writer writes bytes
     transports: tuple[str, ...] = ()  # sessions it holds (empty: every transport)
+
+    def write(self, *args, **options):
+        """Call the writer with `args` and the `options` its signature takes (each writer
+        takes what it needs of the caller's: colour, root, fail_on, progress, ...)."""
+        function = self.write_function()
+        accepted = inspect.signature(function).parameters
+        return function(*args, **{k: v for k, v in options.items() if k in accepted})
 
     def write_function(self):
         if self.extra is not None:
