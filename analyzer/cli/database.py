@@ -318,3 +318,27 @@ def redact_cmd(
                "sessions")
     for path, count in done.members.most_common():
         typer.echo(f"  {count:>6}  {printable(path)}")
+
+
+@app.command("bundle")
+def bundle_cmd(
+    sessions: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[SESSION]...", help="Sessions to pack (id, unique id prefix or label); default all.")] = None,
+    db: DbOption = DEFAULT_DB,
+    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE.zip", help="The zip file to write.")
+                      ] = "mcptap-bundle.zip",
+) -> None:
+    """Pack sessions into one zip for a bug report: their frames redacted (and checked: nothing
+    the default redaction replaces is left), the analysis as JSON and SARIF, the self-contained
+    report, and the versions of mcptap, the client and the server. `mcptap import FILE.zip`
+    reads it back.
+
+    Example:  mcptap bundle --db ~/mcp.db time -o time-bug.zip
+    """
+    from mcptap.report import bundle
+    from mcptap.wire.textsafe import printable
+
+    with one_line_errors():
+        manifest = bundle.write(db, output, sessions or None,
+                                warn=lambda m: sys.stderr.write(f"mcptap: warning: {printable(m)}\n"))
+    typer.echo(f"wrote {output}: {len(manifest['sessions'])} sessions")
