@@ -8,6 +8,7 @@
     mt.findings("mcp.db", severity="error")
     mt.exchanges("mcp.db")                                  # HTTP exchanges
     mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, p50, p95, max
+    mt.operations("mcp.db", session="0193b2")               # each request with its answer, outcome, findings
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
 
@@ -243,6 +244,39 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
         "max_ms": grouped["latency_s"].max() * 1e3,
     })
     return table.sort_values("calls", ascending=False)
+
+
+OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
+                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings"]
+
+
+def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The paired view (mcptap.analysis.paired, the one the exports use): one row per request
+    with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
+    cancelled) and error; one per notification of its own (outcome notification); `notes` the
+    progress and cancellation notifications that belong to it, `findings` the codes of its
+    findings. Each session is analysed in memory (nothing stored), one at a time."""
+    import orjson
+
+    from mcptap.analysis import mcp
+    from mcptap.engine import operations as ops
+
+    rows = []
+    with _conn(db, ("frames",)) as conn:
+        ids = _sessions_filter(conn, session)
+        for sid in ids if ids is not None else store.session_ids(conn):
+            for op in ops.session_view(conn, sid).operations:
+                rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
+                             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
+                             op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
+                             len(op.notes), [f[3] for f in op.findings]))
+    frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
+    for column in ("ts", "response_ts"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    for column in ("session_id", "direction", "method", "outcome"):
+        frame[column] = frame[column].astype("category")
+    frame["response_seq"] = frame["response_seq"].astype("Int64")
+    return frame.reset_index(drop=True)
 
 
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
