@@ -13,6 +13,7 @@
     mt.exchanges("mcp.db")                                  # HTTP exchanges
     mt.frames("mcp.db", filter='method == "tools/call" and latency > 500ms')  # a display filter
     mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, tool_errors, p50_s, ...
+    mt.operations("mcp.db", session="0193b2")               # each request with its answer, outcome, findings
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
 
@@ -29,7 +30,6 @@ and `findings` take a display filter (docs/filters.md): the rows of the frames i
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -100,71 +100,7 @@ def _seconds(when: Any) -> float | None:
     return stamp.timestamp()
 
 
-# -- making a database: import and analysis ------------------------------------------------------
-
-def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
-    """The database at `path`, with mcptap's tables (created when there is none); its path, for
-    the other calls. `fresh`: a database made anew, for an audit each run repeats: an SQLite file
-    there (and its -wal and -shm) is removed first; any other file is refused (ValueError)."""
-    path = os.fspath(path)
-    if fresh and os.path.exists(path):
-        with open(path, "rb") as fh:
-            if fh.read(len(store.SQLITE_HEADER)) != store.SQLITE_HEADER:
-                raise ValueError(f"{path} is not an SQLite database: left as it is")
-        for name in (path, path + "-wal", path + "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(name)
-    store.connect(path).close()
-    return path
-
-
-def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
-    if isinstance(db, sqlite3.Connection):
-        return store.path_of(db)
-    return os.fspath(db)
-
-
-def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *, new_id: bool = False,
-               keep_credentials: bool = False) -> pd.DataFrame:
-    """Bring a log into the database as `mcptap import` does (frame-log JSONL, a mitmproxy dump,
-    a HAR file; all of it or nothing, credentials redacted unless kept): one row per session
-    imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`."""
-    from mcptap.readers import importer
-
-    conn = store.connect(_path(db))
-    try:
-        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials)
-    finally:
-        conn.close()
-    return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
-                        columns=["id", "name", "frames", "stderr_lines", "merged"])
-
-
-def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None = None,
-            revision: str | None = None) -> pd.DataFrame:
-    """Run `mcptap analyze` over the database (or one `session`; `revision`: the one to judge a
-    session by when it does not say), storing its messages and findings: one row per session
-    analysed, its `id`, `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
-    from mcptap import engine
-
-    report = engine.analyze(_path(db), session=session, fallback_revision=revision)
-    rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
-             for level in SEVERITIES)) for s in report.sessions]
-    return pd.DataFrame(rows, columns=["id", "revision", "revision_source", "frames", "errors", "warnings", "infos"])
-
-
-def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *,
-               session: str | Sequence[str] | None = None) -> int:
-    """Write sessions (ids, id prefixes or labels; None: all) as frame-log JSONL, as `mcptap
-    export` does (every recorded table of each, file mode 0600): `import_log` of it gives them
-    back. The number of frames written."""
-    from mcptap.outfile import private_text
-    from mcptap.readers import exporter
-
-    with _conn(db, ("sessions", "frames")) as conn:
-        ids = _sessions_filter(conn, session) or store.session_ids(conn)
-        with private_text(os.fspath(path)) as out:
-            return exporter.export(conn, out, ids)
+from mcptap.dataio import analyze, export_log, import_log, open_db  # noqa: E402,F401  (making a database)
 
 
 # -- reading in chunks, typed as they come ------------------------------------------------------
@@ -411,6 +347,37 @@ def _percentile(values: pd.Series, q: float) -> float:
     """The q-quantile by nearest rank, the definition of every face (analysis/latency.py)."""
     found = latency_mod.nearest_rank(values.dropna().tolist(), q)
     return np.nan if found is None else found
+OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
+                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings"]
+
+
+def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The paired view (mcptap.analysis.paired, the one the exports use): one row per request
+    with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
+    cancelled) and error; one per notification of its own (outcome notification); `notes` the
+    progress and cancellation notifications that belong to it, `findings` the codes of its
+    findings. Each session is analysed in memory (nothing stored), one at a time."""
+    import orjson
+
+    from mcptap.analysis import mcp
+    from mcptap.engine import operations as ops
+
+    rows = []
+    with _conn(db, ("frames",)) as conn:
+        ids = _sessions_filter(conn, session)
+        for sid in ids if ids is not None else store.session_ids(conn):
+            for op in ops.session_view(conn, sid).operations:
+                rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
+                             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
+                             op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
+                             len(op.notes), [f[3] for f in op.findings]))
+    frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
+    for column in ("ts", "response_ts"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    for column in ("session_id", "direction", "method", "outcome"):
+        frame[column] = frame[column].astype("category")
+    frame["response_seq"] = frame["response_seq"].astype("Int64")
+    return frame.reset_index(drop=True)
 
 
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:

@@ -13,7 +13,7 @@ import importlib
 from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
-          "spark": ("pyspark", "pyarrow")}
+          "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",)}
 """The modules each extra installs."""
 
 

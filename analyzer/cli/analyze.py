@@ -26,6 +26,7 @@ class ReportFormat(str, Enum):
     json = "json"
     jsonl = "jsonl"
     sarif = "sarif"
+    junit = "junit"
 
 
 class Engine(str, Enum):
@@ -108,7 +109,7 @@ def analyze(
         deprecated("--ignore", "--ignore-code")
     codes = [*(ignore_code or ()), *(ignore or ())]
     if list_rules:
-        if fmt is ReportFormat.sarif:
+        if fmt in (ReportFormat.sarif, ReportFormat.junit):
             raise fail("--rules lists in text, json or jsonl")
         report.write_rules(sys.stdout, fmt.value)
         raise typer.Exit(0)
@@ -159,10 +160,10 @@ def analyze(
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
         def write_report(out, color: bool = False) -> None:
-            if fmt == "sarif":
-                report.write_sarif(result, out, root=sarif_root, sources=sources)
-            else:
-                report.write(result, fmt, out, color=color, per_code=max_per_code)
+            from mcptap.report import formats
+
+            formats.get(fmt, formats.ANALYSIS).write(result, out, color=color, per_code=max_per_code, root=sarif_root,
+                                                     sources=sources, fail_on=fail_on)
 
         if output is None:
             write_report(sys.stdout, color=color_on(color))

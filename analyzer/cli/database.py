@@ -1,4 +1,4 @@
-"""The commands that read and change a database: sessions, show, export, import, redact."""
+"""The commands that read and change a database: sessions, show, import, redact."""
 
 from __future__ import annotations
 
@@ -177,107 +177,6 @@ def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_
             follow.follow_session(db, session, write, width=width, full=full, stderr=stderr, per_code=per_code)
         except KeyboardInterrupt:  # Ctrl-C: the follow is over, as the user asked
             raise typer.Exit(0) from None
-
-
-class ExportFormat(str, Enum):
-    jsonl = "jsonl"
-    parquet = "parquet"
-
-
-@app.command("export", short_help='Write sessions as a frame log, or into a Parquet dataset.')
-def export_cmd(
-    sessions: SessionsArgument = None,
-    db: DbOption = DEFAULT_DB,
-    session: SessionAlias = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write here instead of stdout (- is stdout; a name ending "
-                                                       ".gz or .zst is compressed; parquet: the dataset's "
-                                                       "folder).")] = None,
-    fmt: Annotated[ExportFormat, typer.Option("--format", help="jsonl: a frame log; parquet: a Parquet dataset "
-                                                               "(docs/contract.md), where an argument naming a "
-                                                               "SQLite file is a database to export.")
-                   ] = ExportFormat.jsonl,
-    where: FilterOption = None,
-) -> None:
-    """Write sessions as frame-log JSONL (`mcptap import` of it gives back identical frames), or
-    into a Parquet dataset partitioned by day (sessions of many databases in one; a session
-    exported again replaces its rows).
-
-    Example:  mcptap export --db ~/mcp.db 0193b2 -o incident.jsonl.gz
-
-    Example:  mcptap export --db ~/mcp.db --filter 'finding or kind == error' -o wrong.jsonl
-
-    Example:  mcptap export --format parquet -o fleet/ host1.db host2.db
-    """
-    from mcptap import outfile, store
-    from mcptap.cli import progress
-    from mcptap.readers import exporter
-
-    named = sessions_of(sessions, session)
-    with one_line_errors():
-        if ExportFormat(fmt) is ExportFormat.parquet:
-            databases = [s for s in named or () if _is_database(s)]
-            _export_parquet(databases or [db], [s for s in named or () if s not in databases], output)
-            return
-        conn = store.open_existing(db)
-        ids = [store.resolve_session(conn, s) for s in named] if named else store.session_ids(conn)
-        keep = None
-        if where is not None:
-            from mcptap.engine import selection
-
-            keep = selection.select(db, where, ids if named else None)
-        total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
-        with progress.meter("exporting", total) as shown:
-            with outfile.frames_out(output) as fh:
-                exporter.export(conn, fh, ids, progress=shown.advance, keep=keep)
-
-
-def _is_database(arg: str) -> bool:
-    from mcptap import store
-
-    try:
-        with open(arg, "rb") as fh:
-            return fh.read(len(store.SQLITE_HEADER)) == store.SQLITE_HEADER
-    except OSError:
-        return False
-
-
-def _export_parquet(databases: list[str], refs: list[str], output: str | None) -> None:
-    """Every database's sessions (or those named, in whichever database holds them) into the dataset."""
-    from mcptap import extras, store
-    from mcptap.cli import progress
-
-    extras.need("parquet", "--format parquet")
-    from mcptap.store import dataset
-
-    if output is None or output == "-":
-        raise fail("--format parquet writes a folder: give it with -o DIR")
-    exported = 0
-    for path in databases:
-        conn = store.open_existing(path)
-        try:
-            ids = [store.resolve_session(conn, s) for s in refs if _holds(conn, s)] if refs else None
-            total = store.count_frames(conn, ids)
-        finally:
-            conn.close()
-        if ids == []:
-            continue
-        with progress.meter(f"exporting {os.path.basename(path)}", total) as shown:
-            exported += len(dataset.export_database(path, output, ids, progress=shown.advance))
-    if refs and not exported:
-        raise fail(f"no session {refs[0]} in {', '.join(databases)}")
-    typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
-
-
-def _holds(conn, ref: str) -> bool:
-    from mcptap import store
-    from mcptap.errors import SessionNotFound
-
-    try:
-        store.resolve_session(conn, ref)
-    except SessionNotFound:
-        return False
-    return True
 
 
 @app.command("import", short_help='Bring frame logs and HTTP captures into the database.')

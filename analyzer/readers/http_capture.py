@@ -110,22 +110,28 @@ def _check_flow(path: str, n: int, f) -> None:
             raise ImportFormatError(f"{path}: flow {n} has {what} of the wrong type or size ({_shown(value)})")
 
 
-def _har_entries(path: str, flows: list) -> None:
+def _har_entries(path: str, flows: list) -> dict[int, list[tuple[float, int]]]:
     """What mitmproxy's HAR reader leaves out, from the entries themselves. Times: it dates the
     request's end and the whole answer at the entry's end; the entry's timings say better (send,
     wait, receive; -1 is unknown). Errors: an entry that got no answer (status 0, its `_error`
     saying why, as mitmproxy's and browsers' HAR exports write it) is a flow that ended in that
-    error, not an answer with status 0."""
+    error, not an answer with status 0. Events: an answer body whose `content._events` (mcptap's
+    own HAR export) says when each SSE event passed, as [time, end offset] pairs, is fed event by
+    event at those times (flow index -> [(time, end offset)])."""
     from mitmproxy import flow as mflow
 
+    chunks: dict[int, list[tuple[float, int]]] = {}
     try:
         with open(path, encoding="utf-8-sig") as fh:
             entries = json.load(fh)["log"]["entries"]
     except (OSError, ValueError, KeyError, TypeError):
-        return
+        return chunks
     if not isinstance(entries, list):
-        return
-    for f, entry in zip(flows, entries):
+        return chunks
+    for n, (f, entry) in enumerate(zip(flows, entries)):
+        events = _event_times(entry, f)
+        if events:
+            chunks[n] = events
         timings = entry.get("timings") if isinstance(entry, dict) else None
         if not isinstance(timings, dict):
             timings = {}
@@ -150,6 +156,30 @@ def _har_entries(path: str, flows: list) -> None:
         if f.response is not None:
             f.response.timestamp_start = sent + ms("wait")
             f.response.timestamp_end = f.response.timestamp_start + ms("receive")
+    return chunks
+
+
+def _event_times(entry, f) -> list[tuple[float, int]]:
+    """An entry's `response.content._events` as (time, end offset) pairs in order, when each is
+    a finite time and an offset inside the body that only grows, and the body is not
+    content-encoded (offsets are of the decoded body); else none."""
+    content = entry.get("response", {}).get("content") if isinstance(entry, dict) else None
+    events = content.get("_events") if isinstance(content, dict) else None
+    if not isinstance(events, list) or f.response is None or f.response.headers.get("content-encoding", "identity") \
+            not in ("identity", ""):
+        return []
+    size = len(f.response.raw_content or b"")
+    out, last = [], 0
+    for pair in events:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                    for v in pair)):
+            return []
+        at, end = pair
+        if not (0 <= at <= 1e11 and isinstance(end, int) and last <= end <= size):
+            return []
+        out.append((float(at), end))
+        last = end
+    return out
 
 
 def _check_times(path: str, flows: list) -> None:
@@ -167,20 +197,26 @@ def _check_times(path: str, flows: list) -> None:
                     raise ImportFormatError(f"{path}: flow {n} has a {name.replace('_', ' ')} that is no time ({value!r})")
 
 
-def _timeline(flows: list) -> list[tuple]:
-    """(time, tie-break, hook, flow) for each flow's request, answer headers and answer end (or
-    error), sorted by time: a stream that ends after a DELETE still began before it."""
+_HOOKS = ("request", "responseheaders", "chunk", "response", "error")
+
+
+def _timeline(flows: list, chunks: dict | None = None) -> list[tuple]:
+    """(time, tie-break, hook, flow, chunk end) for each flow's request, answer headers, the
+    events of its answer whose times are known (`chunks`), and answer end (or error), sorted by
+    time: a stream that ends after a DELETE still began before it."""
     events = []
     for n, f in enumerate(flows):
         start = f.request.timestamp_end or f.request.timestamp_start
-        events.append((start, n, "request", f))
+        events.append((start, n, "request", f, None))
         if f.response is not None:  # its end: the answer's, or the error that cut it short
-            events.append((f.response.timestamp_start or start, n, "responseheaders", f))
+            events.append((f.response.timestamp_start or start, n, "responseheaders", f, None))
+            for at, end in (chunks or {}).get(n, ()):
+                events.append((at, n, "chunk", f, end))
             end = f.error.timestamp if f.error is not None and f.error.timestamp else f.response.timestamp_end
-            events.append((end or f.response.timestamp_start or start, n, "response", f))
+            events.append((end or f.response.timestamp_start or start, n, "response", f, None))
         elif f.error is not None:
-            events.append((f.error.timestamp or start, n, "error", f))
-    events.sort(key=lambda e: (e[0], e[1], ("request", "responseheaders", "response", "error").index(e[2])))
+            events.append((f.error.timestamp or start, n, "error", f, None))
+    events.sort(key=lambda e: (e[0], e[1], _HOOKS.index(e[2]), e[4] or 0))
     return events
 
 
@@ -191,8 +227,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     Bodies are decoded a step at a time and a frame larger than `max_frame` is stored cut
     (analyzer/wire/bounded.py): a decompression bomb in a capture costs time, not memory."""
     flows = read_flows(path)
-    if kind == "har":
-        _har_entries(path, flows)
+    chunks = _har_entries(path, flows) if kind == "har" else {}
     _check_times(path, flows)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read()).hexdigest()
@@ -211,20 +246,28 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
         tap.new_id = stable_id
     empty = 0
     last = 0.0
-    for at, _, hook, f in _timeline(flows):  # the hooks in the order a live proxy would have run them
+    fed: dict[int, int] = {}  # id(flow) -> how much of its body the events with times fed
+    for at, _, hook, f, end in _timeline(flows, chunks):  # the hooks in the order a live proxy would have run them
         last = max(last, at)
         tap.clock = lambda at=at: at
         if hook == "request":
             tap.request(f)
         elif hook == "responseheaders":
             tap.responseheaders(f)
+        elif hook == "chunk":
+            stream = f.response.stream
+            if callable(stream):
+                start = fed.get(id(f), 0)
+                if end > start:
+                    stream(f.response.raw_content[start:end])
+                fed[id(f)] = max(start, end)
         elif hook == "response":
             stream = f.response.stream
             if callable(stream):
                 body = f.response.raw_content
                 if body is None or (kind == "har" and not body and f.request.method == "POST"):
                     empty += 1  # (a GET stream may rightly carry no event)
-                stream(body or b"")
+                stream((body or b"")[fed.get(id(f), 0):])
                 if f.error is None:  # a clean end (a cut stream ends with the error hook alone, as live)
                     stream(b"")
             if f.error is not None:  # the answer was cut short (the client went away, ...)

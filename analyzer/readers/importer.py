@@ -88,6 +88,8 @@ def detect_format(path: str) -> str:
         raise ImportFormatError(f"{path} is a directory") from None
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
+    if head.startswith(b"PK\x03\x04"):
+        return "bundle"
     if head.startswith(store.SQLITE_HEADER):
         raise ImportFormatError(f"{path} is an SQLite database; use it with --db, or export it first")
     first = head.lstrip().split(b"\n", 1)[0]
@@ -151,6 +153,12 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     if redactor.off:
         redactor = None
     kind = detect_format(path)
+    if kind == "bundle":  # mcptap bundle: its frame log and HAR, each imported as a file
+        from mcptap.readers.bundle import import_bundle
+
+        return import_bundle(path, lambda member: list(import_file(
+            conn, member, new_id=new_id, warn=warn, keep_credentials=keep_credentials, redaction=redaction,
+            locate=locate, max_frame=max_frame)))
     max_frame = max_frame or DEFAULT_MAX_FRAME
     if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
         extras.need("proxy", f"importing {os.path.basename(path)} (a {CAPTURE_NAMES.get(kind, kind)})")

@@ -6,7 +6,7 @@ first parameter."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 
 def time_clause(start: float | None, end: float | None, ts: str) -> tuple[str, list]:
@@ -178,3 +178,8 @@ def frame_texts(conn: sqlite3.Connection, session_id: str, cut: int, seqs: Seque
     for start in range(0, len(seqs), 500):
         chunk = list(seqs[start:start + 500])
         yield from conn.execute(sql + f" AND seq IN ({', '.join('?' * len(chunk))})", (cut, session_id, *chunk))
+def exchange_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple]:
+    """An HTTP session's frames with where they crossed: (seq, ts, direction, raw bytes, exchange
+    id, SSE event id, incomplete), in seq order."""
+    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id, event_id, incomplete FROM frames "
+                        "WHERE session_id = ? ORDER BY seq", (session_id,))

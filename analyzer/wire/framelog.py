@@ -18,107 +18,19 @@ from __future__ import annotations
 import base64
 import json
 import math
-from json.encoder import encode_basestring  # the C encoder when available
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import orjson
 
-from mcptap.wire.bounded import CUT
-from mcptap.wire.exchangelog import ExchangeIn, frame_refs, read_exchange, read_refs
+from mcptap.wire.exchangelog import ExchangeIn, read_exchange, read_refs
 from mcptap.errors import ImportFormatError
 from mcptap.wire.sessionfields import FIELD_KINDS, SESSION_FIELDS
-from mcptap.wire.textsafe import json_text, storable as _text
+from mcptap.wire.textsafe import storable as _text
 
-DIRECTIONS = ("c2s", "s2c")
-VERSION = 2
-"""The frame-log version `export` writes (a session record's `version`); import reads 1 and 2."""
-
-
-def _raw_fields(raw: bytes) -> dict:
-    try:
-        return {"raw": raw.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"raw_b64": base64.b64encode(raw).decode("ascii")}
-
-
-def dumps(record: dict) -> str:
-    """One line of frame-log (without the newline); JSON escapes keep it on one line, and write
-    each character a terminal would act on or hide (textsafe.json_text): the same values."""
-    return json_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-
-
-def frame_record(session: str, seq: int, ts: float, direction: str, raw: bytes, incomplete: bool = False,
-                 redacted: str | None = None, truncated: int | None = None, exchange: str | None = None,
-                 event_id: str | None = None) -> dict:
-    """`redacted`: the frames column (JSON array text of the member paths redaction replaced);
-    `truncated`: the full size of a frame its recorder stored cut at --max-frame (`meta.truncated`);
-    `exchange`, `event_id`: the HTTP exchange it crossed in and its SSE event id."""
-    rec = {"session": session, "seq": seq, "ts": ts, "direction": direction, **_raw_fields(raw)}
-    meta = {}
-    if truncated is not None:
-        meta["truncated"] = truncated
-    elif incomplete:
-        meta["incomplete"] = True
-    if redacted:
-        meta["redacted"] = json.loads(redacted)
-    if exchange is not None or event_id is not None:
-        meta.update(frame_refs(exchange, event_id))
-    if meta:
-        rec["meta"] = meta
-    return rec
-
-
-def stderr_record(session: str, seq: int, ts: float, raw: bytes, incomplete: bool = False) -> dict:
-    rec = {"record": "stderr", "session": session, "seq": seq, "ts": ts, **_raw_fields(raw)}
-    if incomplete:
-        rec["meta"] = {"incomplete": True}
-    return rec
-
-
-def _raw_json(stored: str | bytes) -> str:
-    if isinstance(stored, str):
-        return '"raw":' + encode_basestring(stored)
-    return '"raw_b64":"' + base64.b64encode(stored).decode("ascii") + '"'
-
-
-def frame_line(row: tuple) -> str:
-    """The frame-log line of a store row (store.frame_row), built without json.dumps: the fast
-    path of the recorder's spool. Same content as dumps(frame_record(...))."""
-    sid, seq, ts, direction, stored, size, incomplete, redacted = row
-    parts = (([f'"truncated":{size}'] if incomplete == CUT else ['"incomplete":true']) if incomplete else []) + \
-        ([f'"redacted":{redacted}'] if redacted else [])
-    meta = ',"meta":{' + ",".join(parts) + "}" if parts else ""
-    return f'{{"session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},"direction":"{direction}",{_raw_json(stored)}{meta}}}'
-
-
-def stderr_line(row: tuple) -> str:
-    """The frame-log line of a stderr row (store.stderr_row)."""
-    sid, seq, ts, stored, incomplete = row
-    meta = ',"meta":{"incomplete":true}' if incomplete else ""
-    return f'{{"record":"stderr","session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},{_raw_json(stored)}{meta}}}'
-
-
-def session_record(row: dict, *, spool: bool = False, whole: bool = False) -> dict:
-    """A session's row as a frame-log record: SESSION's recorded members under the same names
-    and values (docs/contract.md; `session` is its id, `command` the argument list). `whole`: the
-    record is the session's whole row (`version` 2, what `export` writes)."""
-    rec = {"record": "session", "session": row["id"], **({"version": VERSION} if whole else {})}
-    rec.update({c: row[c] for c in SESSION_FIELDS if c != "id" and row.get(c) is not None})
-    if isinstance(rec.get("command"), str):
-        rec["command"] = command_list(rec["command"])
-    if spool:
-        rec["spool"] = True
-    return rec
-
-
-def command_list(text: str):
-    """A stored command line (a JSON array of strings) as the list; other text as it is."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    return value if isinstance(value, list) and all(isinstance(a, str) for a in value) else text
+from mcptap.wire.framelog_write import (  # noqa: F401  (the writing side, used as framelog.NAME)
+    DIRECTIONS, VERSION, command_list, dumps, frame_line, frame_record, session_record, stderr_line,
+    stderr_record)
 
 
 # -- reading ----------------------------------------------------------------------------------

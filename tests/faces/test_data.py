@@ -124,3 +124,14 @@ def test_an_empty_database_gives_empty_frames(tmp_path):
 def test_unknown_columns_are_refused(recording):
     with pytest.raises(ValueError, match="unknown columns"):
         mt.frames(recording, columns=["seq", "nope"])
+
+
+def test_operations_pair_each_request_with_its_answer_latency_and_outcome(recording):
+    ops = mt.operations(recording, session="one")
+    assert list(ops["method"]) == ["ping", "tools/list"]
+    assert list(ops["outcome"]) == ["ok", "unanswered"]
+    assert ops["response_seq"][0] == 2 and pd.isna(ops["response_seq"][1])
+    assert ops["latency_s"][0] == pytest.approx(0.25) and pd.isna(ops["latency_s"][1])
+    assert ops["id"][0] == "1" and ops["ts"].dt.tz is not None
+    both = mt.operations(recording)
+    assert set(both["session_id"]) == {"s-one", "s-two"}

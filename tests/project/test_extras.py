@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import run
 
-BLOCKED = ("mitmproxy", "pandas", "numpy", "matplotlib")
+BLOCKED = ("mitmproxy", "pandas", "numpy", "matplotlib", "opentelemetry")
 PLAIN = [sys.executable, "-c", f"import runpy, sys\nfor name in {BLOCKED!r}:\n    sys.modules[name] = None\n"
          "sys.argv[0] = 'mcptap'\nrunpy.run_module('mcptap', run_name='__main__', alter_sys=True)"]
 
@@ -76,6 +76,8 @@ def test_the_plain_install_shows_exports_imports_and_redacts(plain_db, tmp_path)
     (("proxy", "--upstream", "http://127.0.0.1:9/mcp", "--listen", "127.0.0.1:0"), "proxy"),
     (("report", "-o", "r.html"), "notebook"),
     (("demo",), "proxy"),
+    (("export", "--format", "otlp"), "otel"),
+    (("export", "--otlp-endpoint", "http://127.0.0.1:9"), "otel"),
 ])
 def test_a_command_that_needs_a_missing_extra_says_which_to_install_and_exits_2(plain_db, tmp_path, args, extra):
     result = plain(*args, "--db", str(plain_db), cwd=tmp_path)

@@ -1,0 +1,84 @@
+"""The pandas API's calls that make a database (mcptap.data: open_db, import_log, analyze,
+export_log): what `mcptap import`, `analyze` and `export` do, from a notebook."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+
+import pandas as pd
+
+from mcptap import store
+
+SEVERITIES = ("error", "warning", "info")
+
+
+def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
+    """The database at `path`, with mcptap's tables (created when there is none); its path, for
+    the other calls. `fresh`: a database made anew, for an audit each run repeats: an SQLite file
+    there (and its -wal and -shm) is removed first; any other file is refused (ValueError)."""
+    path = os.fspath(path)
+    if fresh and os.path.exists(path):
+        with open(path, "rb") as fh:
+            if fh.read(len(store.SQLITE_HEADER)) != store.SQLITE_HEADER:
+                raise ValueError(f"{path} is not an SQLite database: left as it is")
+        for name in (path, path + "-wal", path + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(name)
+    store.connect(path).close()
+    return path
+
+
+def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
+    if isinstance(db, sqlite3.Connection):
+        return store.path_of(db)
+    return os.fspath(db)
+
+
+def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *, new_id: bool = False,
+               keep_credentials: bool = False) -> pd.DataFrame:
+    """Bring a log into the database as `mcptap import` does (frame-log JSONL, a mitmproxy dump,
+    a HAR file; all of it or nothing, credentials redacted unless kept): one row per session
+    imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`."""
+    from mcptap.readers import importer
+
+    conn = store.connect(_path(db))
+    try:
+        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials)
+    finally:
+        conn.close()
+    return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
+                        columns=["id", "name", "frames", "stderr_lines", "merged"])
+
+
+def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None = None,
+            revision: str | None = None) -> pd.DataFrame:
+    """Run `mcptap analyze` over the database (or one `session`; `revision`: the one to judge a
+    session by when it does not say), storing its messages and findings: one row per session
+    analysed, its `id`, `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
+    from mcptap import engine
+
+    report = engine.analyze(_path(db), session=session, fallback_revision=revision)
+    rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
+             for level in SEVERITIES)) for s in report.sessions]
+    return pd.DataFrame(rows, columns=["id", "revision", "revision_source", "frames", "errors", "warnings", "infos"])
+
+
+def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *,
+               session: str | Sequence[str] | None = None) -> int:
+    """Write sessions (ids, id prefixes or labels; None: all) as frame-log JSONL, as `mcptap
+    export` does (every recorded table of each, file mode 0600): `import_log` of it gives them
+    back. The number of frames written."""
+    from mcptap.outfile import private_text
+    from mcptap.readers import exporter
+
+    conn = store.open_existing(_path(db))
+    try:
+        refs = [session] if isinstance(session, str) else list(session or ())
+        ids = [store.resolve_session(conn, ref) for ref in refs] or store.session_ids(conn)
+        with private_text(os.fspath(path)) as out:
+            return exporter.export(conn, out, ids)
+    finally:
+        conn.close()

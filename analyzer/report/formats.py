@@ -1,0 +1,145 @@
+"""The registry of file formats: each format is one registered object (name, file extensions,
+what it holds, a writer and a reader where one exists, the extra it needs), found by `mcptap
+export --format`, `mcptap analyze --format`, `mcptap import` and the pandas API alike; adding a
+format touches its own module and this table. Writers are named as "module:function" and
+imported when used, so a format's dependencies load only for it. Output streams: `-` is
+stdout, a name ending `.gz` is gzip-compressed as it is written, any file is created 0600."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import importlib
+import inspect
+import io
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from mcptap import extras, outfile
+from mcptap.errors import MCPTapError
+
+FRAMES, ANALYSIS = "frames", "analysis"
+"""What a format holds: a database's sessions (export, import), or an analysis' report."""
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    holds: str
+    extensions: tuple[str, ...]
+    summary: str
+    writer: str | None = None  # "module:function"
+    reader: str | None = None  # the importer's name for the format it detects (readers/importer.py)
+    extra: str | None = None
+    binary: bool = False  # the writer writes bytes
+    transports: tuple[str, ...] = ()  # sessions it holds (empty: every transport)
+
+    def write(self, *args, **options):
+        """Call the writer with `args` and the `options` its signature takes (each writer
+        takes what it needs of the caller's: colour, root, fail_on, progress, ...)."""
+        function = self.write_function()
+        accepted = inspect.signature(function).parameters
+        return function(*args, **{k: v for k, v in options.items() if k in accepted})
+
+    def write_function(self):
+        if self.extra is not None:
+            extras.need(self.extra, f"--format {self.name}")
+        module, _, function = self.writer.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+
+REGISTRY: dict[tuple[str, str], Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    REGISTRY[(fmt.holds, fmt.name)] = fmt
+    return fmt
+
+
+for _fmt in (
+    Format("jsonl", FRAMES, (".jsonl",), "frame-log JSONL: sessions, frames and stderr lines byte for byte",
+           "mcptap.readers.exporter:export", reader="framelog"),
+    Format("otlp", FRAMES, (".otlp.jsonl", ".json"), "OTLP JSON (as a collector's file exporter writes it): spans "
+           "and duration histograms by OpenTelemetry's MCP semantic conventions", "mcptap.report.otlp:write_json",
+           extra="otel", binary=True),
+    Format("har", FRAMES, (".har",), "HAR 1.2: each HTTP exchange an entry, headers as stored, bodies whole",
+           "mcptap.report.har:write", reader="har", binary=True, transports=("http", "sse")),
+    Format("parquet", FRAMES, ("/",), "a Parquet dataset (a folder, Hive-partitioned by day; many databases' "
+           "sessions in one)", "mcptap.store.dataset:export_database", extra="parquet"),
+    Format("mitm", FRAMES, (".mitm", ".flows"), "mitmproxy flow dumps (mitmdump -w)", None, reader="mitm",
+           extra="proxy"),
+    Format("table", ANALYSIS, (".txt",), "the readable report: sessions, findings, response times per method",
+           "mcptap.report:write_table"),
+    Format("json", ANALYSIS, (".json",), "the analysis as one JSON document", "mcptap.report:write_json"),
+    Format("jsonl", ANALYSIS, (".jsonl",), "one finding per line", "mcptap.report:write_jsonl"),
+    Format("sarif", ANALYSIS, (".sarif",), "SARIF 2.1.0, each frame a location", "mcptap.report:write_sarif"),
+    Format("junit", ANALYSIS, (".xml",), "JUnit XML: a suite per session, a case per rule, a failure per finding",
+           "mcptap.report.junit:write"),
+):
+    register(_fmt)
+
+
+class UnknownFormat(MCPTapError):
+    """No format of that name holds what is asked for."""
+
+
+def get(name: str, holds: str) -> Format:
+    fmt = REGISTRY.get((holds, name))
+    if fmt is None or fmt.writer is None:
+        names = ", ".join(f.name for f in formats(holds) if f.writer)
+        raise UnknownFormat(f"no {holds} format {name!r}; known: {names}")
+    return fmt
+
+
+def formats(holds: str) -> list[Format]:
+    return [f for (h, _), f in REGISTRY.items() if h == holds]
+
+
+def holding(transport: str | None) -> list[str]:
+    """The frames formats that hold a session of this transport."""
+    return [f.name for f in formats(FRAMES) if f.writer and (not f.transports or transport in f.transports)]
+
+
+@contextlib.contextmanager
+def output(path: str | None, *, binary: bool) -> Iterator[IO]:
+    """Where a writer writes: stdout for None or `-`, else `path` created 0600, compressed when
+    its name ends `.gz` (text: also `.zst`, outfile.frames_out); text (UTF-8) or bytes as the
+    writer wants."""
+    if not binary:  # the one text opener: -, .gz and .zst as for every file of frames
+        with outfile.frames_out(path) as text:
+            yield text
+        return
+    if path is None or path == "-":
+        raw: IO[bytes] = sys.stdout.buffer
+        try:
+            if binary:
+                yield raw
+            else:
+                text = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
+                try:
+                    yield text
+                finally:
+                    text.flush()
+                    text.detach()
+        finally:
+            raw.flush()
+        return
+    with outfile.private_text(path) as fh:
+        target: IO[bytes] = fh.buffer
+        closer = contextlib.ExitStack()
+        if path.endswith(".gz"):
+            target = closer.enter_context(gzip.GzipFile(fileobj=target, mode="wb",
+                                                        filename=os.path.basename(path[:-3])))
+        with closer:
+            if binary:
+                yield target
+            else:
+                text = io.TextIOWrapper(target, encoding="utf-8")
+                try:
+                    yield text
+                finally:
+                    text.flush()
+                    text.detach()
