@@ -209,9 +209,9 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     call failed, though JSON-RPC-wise it was answered; those frames are read to tell)."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
     if "tool_error" not in columns:
-        return _messages(db, session, start, end, columns)
+        return _messages(db, session, start, end, columns, filter)
     keys = [c for c in ("session_id", "frame_seq", "idx") if c not in columns]
-    read = _messages(db, session, start, end, [c for c in columns if c != "tool_error"] + keys)
+    read = _messages(db, session, start, end, [c for c in columns if c != "tool_error"] + keys, filter)
     with _conn(db, ("sessions", "frames", "messages")) as conn:
         failed = tool_errors(conn, _sessions_filter(conn, session)) if not read.empty else set()
     if failed:
@@ -240,7 +240,7 @@ def tool_errors(conn: sqlite3.Connection, ids: list[str] | None = None) -> set[t
     return found
 
 
-def _messages(db, session, start, end, columns: list[str]) -> pd.DataFrame:
+def _messages(db, session, start, end, columns: list[str], filter: str | None = None) -> pd.DataFrame:
     with _conn(db, ("sessions", "frames", "messages")) as conn:
         if not store.has_table(conn, "messages"):
             return _read(conn, queries.EMPTY, [], columns, {})
