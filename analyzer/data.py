@@ -30,6 +30,7 @@ and `findings` take a display filter (docs/filters.md): the rows of the frames i
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ import pandas as pd  # noqa: E402
 from mcptap import store  # noqa: E402
 from mcptap.analysis import latency as latency_mod  # noqa: E402
 
+from mcptap import dataparquet  # noqa: E402
 from mcptap.store import cells, queries
 
 from mcptap.wire import jsonwire
@@ -59,6 +61,16 @@ FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "
 MESSAGE_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "direction", "kind", "id", "method", "paired_frame",
                    "latency_s", "tool_error"]
 FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "message", "related_frame"]
+
+
+def _parquet(db, filter: str | None = None) -> bool:
+    """`db` is a Parquet dataset's folder (dataparquet.py reads it); a display filter reads SQLite."""
+    if not isinstance(db, (str, os.PathLike)) or not dataparquet.is_dataset(db):
+        return False
+    if filter is not None:
+        raise ValueError("a display filter (filter=) reads a SQLite database, not a Parquet dataset")
+    extras.need("parquet", "a Parquet dataset")
+    return True
 
 
 # -- opening ----------------------------------------------------------------------------------
@@ -100,7 +112,7 @@ def _seconds(when: Any) -> float | None:
     return stamp.timestamp()
 
 
-from mcptap.dataio import analyze, export_log, import_log, open_db  # noqa: E402,F401  (making a database)
+from mcptap.dataio import analyze, export_log, import_log, open_db, operations  # noqa: E402,F401
 
 
 # -- reading in chunks, typed as they come ------------------------------------------------------
@@ -141,6 +153,8 @@ def _pick(asked: Iterable[str] | None, known: list[str], default: list[str]) -> 
 def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     """One row per session: the recorded row, frame counts, and (once analysed) the revision
     and finding counts."""
+    if _parquet(db):
+        return dataparquet.sessions(db)
     with _conn(db, ("sessions", "frames", "analyses")) as conn:
         sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"))
         frame = pd.read_sql_query(sql, conn)
@@ -180,6 +194,8 @@ def frames(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None 
     """Frames in (session, seq) order, sessions by start; without their text unless `columns`
     names `raw` (str when the frame is UTF-8, else bytes: the exact bytes either way)."""
     columns = _pick(columns, FRAME_COLUMNS, [c for c in FRAME_COLUMNS if c != "raw"])
+    if _parquet(db, filter):
+        return dataparquet.frames(db, columns, session=session, start=start, end=end)
     with _conn(db, ("sessions", "frames")) as conn:
         ids = _sessions_filter(conn, session) or store.session_ids(conn)
         sql, params = queries.frames_of_session(columns, queries.frame_columns(conn), DIRECTIONS, _seconds(start),
@@ -208,6 +224,8 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     frame's time, and `tool_error`: an answer to tools/call whose result says `isError: true` (the
     call failed, though JSON-RPC-wise it was answered; those frames are read to tell)."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
+    if _parquet(db, filter):
+        return dataparquet.messages(db, columns, session=session, start=start, end=end)
     if "tool_error" not in columns:
         return _messages(db, session, start, end, columns, filter)
     keys = [c for c in ("session_id", "frame_seq", "idx") if c not in columns]
@@ -262,6 +280,9 @@ def findings(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
              severity: str | Sequence[str] | None = None, code: str | Sequence[str] | None = None,
              filter: str | None = None) -> pd.DataFrame:
     """The findings of `mcptap analyze`, with the time of the frame each points at."""
+    if _parquet(db, filter):
+        return dataparquet.findings(db, FINDING_COLUMNS, session=session, start=start, end=end, severity=severity,
+                                    code=code)
     with _conn(db, ("sessions", "frames", "findings")) as conn:
         if not store.has_table(conn, "findings"):
             return _read(conn, queries.EMPTY, [], FINDING_COLUMNS, {})
@@ -287,6 +308,8 @@ def exchanges(db: str | sqlite3.Connection, *, session: str | Sequence[str] | No
     names an exchange that is not MCP (auth-discovery, auth-register, auth-authorize, auth-token,
     auth-challenge, http-error), with its bodies (credentials redacted) and what `mcptap proxy`
     rewrote (`rewritten`, JSON)."""
+    if _parquet(db):
+        return dataparquet.exchanges(db, session=session, start=start, end=end)
     with _conn(db, ("sessions", "exchanges")) as conn:
         if not store.has_table(conn, "exchanges"):
             return pd.DataFrame()
@@ -347,39 +370,6 @@ def _percentile(values: pd.Series, q: float) -> float:
     """The q-quantile by nearest rank, the definition of every face (analysis/latency.py)."""
     found = latency_mod.nearest_rank(values.dropna().tolist(), q)
     return np.nan if found is None else found
-OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
-                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings"]
-
-
-def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
-    """The paired view (mcptap.analysis.paired, the one the exports use): one row per request
-    with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
-    cancelled) and error; one per notification of its own (outcome notification); `notes` the
-    progress and cancellation notifications that belong to it, `findings` the codes of its
-    findings. Each session is analysed in memory (nothing stored), one at a time."""
-    import orjson
-
-    from mcptap.analysis import mcp
-    from mcptap.engine import operations as ops
-
-    rows = []
-    with _conn(db, ("frames",)) as conn:
-        ids = _sessions_filter(conn, session)
-        for sid in ids if ids is not None else store.session_ids(conn):
-            for op in ops.session_view(conn, sid).operations:
-                rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
-                             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
-                             op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
-                             len(op.notes), [f[3] for f in op.findings]))
-    frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
-    for column in ("ts", "response_ts"):
-        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
-    for column in ("session_id", "direction", "method", "outcome"):
-        frame[column] = frame[column].astype("category")
-    frame["response_seq"] = frame["response_seq"].astype("Int64")
-    return frame.reset_index(drop=True)
-
-
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
     """One frame's exact text (bytes when it is not UTF-8)."""
     with _conn(db) as conn:

@@ -1,5 +1,6 @@
 """The pandas API's calls that make a database (mcptap.data: open_db, import_log, analyze,
-export_log): what `mcptap import`, `analyze` and `export` do, from a notebook."""
+export_log: what `mcptap import`, `analyze` and `export` do, from a notebook) and that analyse
+one in memory (operations: the paired view)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,40 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
             return exporter.export(conn, out, ids)
     finally:
         conn.close()
+
+
+OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
+                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings"]
+
+
+def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The paired view (mcptap.analysis.paired, the one the exports use): one row per request
+    with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
+    cancelled) and error; one per notification of its own (outcome notification); `notes` the
+    progress and cancellation notifications that belong to it, `findings` the codes of its
+    findings. Each session is analysed in memory (nothing stored), one at a time."""
+    import orjson
+
+    from mcptap.analysis import mcp
+    from mcptap.engine import operations as ops
+
+    rows = []
+    conn = store.open_existing(_path(db))
+    try:
+        refs = [session] if isinstance(session, str) else list(session or ())
+        ids = [store.resolve_session(conn, ref) for ref in refs] or store.session_ids(conn)
+        for sid in ids:
+            for op in ops.session_view(conn, sid).operations:
+                rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
+                             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
+                             op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
+                             len(op.notes), [f[3] for f in op.findings]))
+    finally:
+        conn.close()
+    frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
+    for column in ("ts", "response_ts"):
+        frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    for column in ("session_id", "direction", "method", "outcome"):
+        frame[column] = frame[column].astype("category")
+    frame["response_seq"] = frame["response_seq"].astype("Int64")
+    return frame.reset_index(drop=True)

@@ -131,3 +131,28 @@ def test_spark_without_a_java_runtime_is_refused_in_one_line(recorded, tmp_path)
     done = run(mcptap("analyze", str(folder), "--engine", "spark"), env=env)
     assert done.returncode == 2, done.stderr.decode()
     assert "Java runtime" in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_the_pandas_api_reads_a_dataset_as_it_reads_the_database(recorded, tmp_path):
+    import mcptap.data as mt
+
+    db = copy_database(recorded, tmp_path / "db.db")
+    assert run(mcptap("analyze", "--db", str(db), "--fail-on", "never"), timeout=300).returncode == 0
+    folder = exported(db, tmp_path / "ds")  # with the analysis's tables
+
+    def same(a, b, keys):
+        a, b = (f.astype(str).replace({"nan": "<NA>", "NaT": "<NA>"}).sort_values(keys).reset_index(drop=True)
+                for f in (a, b))
+        return list(a.columns) == list(b.columns) and a.equals(b)
+
+    assert same(mt.findings(db), mt.findings(folder), ["session_id", "frame_seq", "code", "message"])
+    assert same(mt.findings(db, severity="error", code="parse-error"),
+                mt.findings(folder, severity="error", code="parse-error"), ["session_id", "frame_seq"])
+    columns = ["session_id", "frame_seq", "idx", "direction", "kind", "method", "paired_frame", "latency_s"]
+    assert same(mt.messages(db, columns=columns), mt.messages(folder, columns=columns),
+                ["session_id", "frame_seq", "idx"])
+    assert same(mt.frames(db, session="sdk-auto"), mt.frames(folder, session="sdk-auto"), ["seq"])
+    assert list(mt.sessions(folder)["id"]) == list(mt.sessions(db)["id"])
+    assert len(mt.exchanges(folder)) == len(mt.exchanges(db)) > 0
+    with pytest.raises(ValueError, match="display filter"):
+        mt.frames(folder, filter="kind == request")

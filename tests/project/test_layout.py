@@ -174,7 +174,7 @@ STAGES = (
     ("store", ("mcptap.store", "mcptap.redaction")),
     ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
     ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
-    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data", "mcptap.dataio",
+    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data", "mcptap.dataio", "mcptap.dataparquet",
                "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig")),
 )
 """The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
