@@ -57,7 +57,7 @@ def test_the_plain_install_records_and_analyzes_a_stdio_session(plain_db):
         analyzed = plain("analyze", "--db", str(plain_db), "--format", fmt)
         assert analyzed.returncode == 0, (fmt, analyzed.stderr)
     report = json.loads(plain("analyze", "--db", str(plain_db), "--format", "json").stdout)
-    assert report["sessions"][0]["findings"]["error"] == 0
+    assert report["sessions"][0]["errors"] == 0
 
 
 def test_the_plain_install_shows_exports_imports_and_redacts(plain_db, tmp_path):
