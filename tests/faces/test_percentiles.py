@@ -23,7 +23,8 @@ def test_the_table_the_json_the_data_api_and_the_report_give_the_same_percentile
     document = json.loads(run(mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never")).stdout)
     from_json = {r["method"]: [round(r[k] * 1e3, 1) for k in ("p50_s", "p95_s", "max_s")] for r in document["methods"]}
     frame = data.latency(data.messages(db))
-    from_data = {str(m): [round(r.p50_ms, 1), round(r.p95_ms, 1), round(r.max_ms, 1)] for m, r in frame.iterrows()}
+    from_data = {str(m): [round(r.p50_s * 1e3, 1), round(r.p95_s * 1e3, 1), round(r.max_s * 1e3, 1)]
+                 for m, r in frame.iterrows()}
     page = html.render(db)
     embedded = json.loads(re.search(r'id="mcptap-data">(.*?)</script>', page, re.S).group(1))
     from_report = {r["method"]: [round(r[k], 1) for k in ("p50_ms", "p95_ms", "max_ms")] for r in embedded["latency"]}
