@@ -29,6 +29,8 @@ class PolicyError(MCPTapError):
 class Policy:
     ignore: set[str] = field(default_factory=set)
     overrides: dict[str, str] = field(default_factory=dict)
+    baseline: dict | None = None
+    """The definitions servers are judged against (`mcptap analyze --baseline`, analyzer/analysis/drift.py)."""
 
     def severity(self, code: str, severity: str) -> str | None:
         """The severity to report `code` at, or None to drop it."""

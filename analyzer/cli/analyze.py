@@ -74,6 +74,9 @@ def analyze(
                                                              "summary, spec reference) and exit; with --format "
                                                              "json or jsonl as JSON.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", metavar="FILE", help="Report every tool, prompt, resource or instructions that differ from "
+                                           "this baseline (written by `mcptap baseline`).")] = None,
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
                                             "default: the current folder).")] = None,
@@ -117,6 +120,9 @@ def analyze(
         if sarif_root is not None and not os.path.isdir(sarif_root):
             raise fail(f"--sarif-root: no folder {sarif_root}")
         rules_policy = policy.build(codes, severity or (), config)
+        if baseline is not None:
+            from mcptap.cli.definitions import read_baseline
+            rules_policy.baseline = read_baseline(baseline)
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)
         if dataset_dir is not None:

@@ -13,6 +13,7 @@ import time
 from mcptap import __version__, store
 from mcptap.analysis import revision
 from mcptap.analysis.session import SessionAnalysis
+from mcptap.engine import definitions
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -92,7 +93,10 @@ class Job:
                 if self.progress is not None:
                     self.progress(FLUSH_FRAMES)
         analysis.end()
-        self._take(sid, analysis, findings, first=first, last=True)
+        extra = definitions.judge_session(self.frames, sid, self.policy)
+        for finding in extra:
+            analysis.severities[finding[4]] += 1
+        self._take(sid, analysis, findings, first=first, last=True, extra=extra)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
         return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
@@ -105,10 +109,11 @@ class Job:
             for result in results:
                 result.not_stored_reason = result.not_stored_reason or self.reason
 
-    def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
-        """The rows made since the last time, stored once FLUSH_FRAMES of them wait (several
-        small sessions share a transaction)."""
-        rows, found = analysis.take_rows(), analysis.take_findings()
+    def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool,
+              extra: list = ()) -> None:
+        """The rows made since the last time (and `extra` findings: the session's definitions
+        findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
+        rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
         findings.extend(found)
         if self.writer is None:
             return

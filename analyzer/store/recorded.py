@@ -270,3 +270,12 @@ def iter_stderr(conn: sqlite3.Connection, session_id: str, after: int = 0) -> It
 def session_ids(conn: sqlite3.Connection) -> list[str]:
     """Every session's id, oldest first (no frame is read)."""
     return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY started_at, id")]
+
+
+def frames_mentioning(conn: sqlite3.Connection, session_id: str,
+                      needles: Sequence[bytes]) -> Iterator[tuple[int, str, bytes]]:
+    """(seq, direction, raw bytes) of the session's frames that contain any of `needles`, in seq
+    order (the filter runs in SQLite: the other frames never reach Python)."""
+    where = " OR ".join("instr(CAST(raw AS BLOB), ?) > 0" for _ in needles) or "1"
+    return conn.execute(f"SELECT seq, direction, CAST(raw AS BLOB) FROM frames WHERE session_id = ? AND ({where}) "
+                        "ORDER BY seq", (session_id, *needles))
