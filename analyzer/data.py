@@ -267,3 +267,40 @@ def value(db: str | sqlite3.Connection, session: str, seq: int) -> Any:
 def parse(column: pd.Series) -> pd.Series:
     """A `raw` column parsed, element by element (None where a frame is not JSON)."""
     return column.map(lambda text: jsonwire.parse(text).value, na_action="ignore")
+
+
+def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """What each session's server costs in a model's context (`mcptap cost`): one row per
+    definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
+    model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
+    the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
+    from mcptap.engine import definitions
+
+    with _conn(db, ("sessions", "frames")) as conn:
+        named = [session] if isinstance(session, str) else session
+        ids = None if named is None else list(dict.fromkeys(store.resolve_session(conn, s) for s in named))
+        figures = definitions.cost_report(conn, ids)
+    rows = []
+    kinds = (("tools", "tool"), ("prompts", "prompt"), ("resources", "resource"),
+             ("resourceTemplates", "resource template"))
+    for s in figures["sessions"]:
+        where = {"session_id": s["session"], "server": s["server"], "version": s["version"]}
+        defs = s["definitions"]
+        if defs["instructions"] is not None:
+            m = defs["instructions"]
+            rows.append({**where, "kind": "instructions", "name": None, **m, "model_tokens": m["tokens"]})
+        for key, kind in kinds:
+            for d in defs.get(key, ()):
+                rows.append({**where, "kind": kind, "name": d["name"], "bytes": d["bytes"], "tokens": d["tokens"],
+                             "model_tokens": d.get("model_tokens", d["tokens"])})
+        for r in s["results"]:
+            rows.append({**where, "kind": "result", "name": r["tool"], "count": r["count"],
+                         "bytes_p50": r["bytes_p50"], "bytes_max": r["bytes_max"], "tokens_p50": r["tokens_p50"],
+                         "tokens_max": r["tokens_max"]})
+    columns = ["session_id", "server", "version", "kind", "name", "bytes", "tokens", "model_tokens", "count",
+               "bytes_p50", "bytes_max", "tokens_p50", "tokens_max"]
+    table = pd.DataFrame(rows, columns=columns)
+    numbers = columns[5:]
+    table[numbers] = table[numbers].astype("Int64")
+    table.attrs.update(tokenizer=figures["tokenizer"], estimate=figures["estimate"])
+    return table

@@ -13,7 +13,7 @@ import importlib
 from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "matplotlib"), "parquet": ("pyarrow",),
-          "spark": ("pyspark", "pyarrow")}
+          "spark": ("pyspark", "pyarrow"), "tokens": ("bpe_openai",)}
 """The modules each extra installs."""
 
 

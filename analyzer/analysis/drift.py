@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptap.analysis import rules
+from mcptap.analysis import cost, rules
 from mcptap.analysis.definitions import CHANGED, KINDS, REMOVED, Declared, Delta, compare
 from mcptap.errors import MCPTapError
 
@@ -75,7 +75,8 @@ def approved(doc: dict, name: str, version: str) -> tuple[dict, str] | None:
 
 def findings(declared: Declared, label: str | None, baseline: dict | None, policy=None) -> list[tuple]:
     """The definitions findings of one session: each listing against the one before it of the same
-    kind in the session, and the last of each kind (and the instructions) against the baseline."""
+    kind in the session, the last of each kind (and the instructions) against the baseline, and
+    their cost against the policy's context budget."""
     name, version = server_key(declared, label)
     server = f"server {name!r}" + (f" {version}" if version else "")
     found: list[tuple] = []
@@ -96,7 +97,7 @@ def findings(declared: Declared, label: str | None, baseline: dict | None, polic
                 seq = latest[delta.kind].seq if delta.kind in latest else declared.instructions_seq
                 ctx = Context(server, against, calls=_calls_after(declared, delta, None))
                 found.extend(_judged(declared, delta, ctx, seq, None, policy))
-    return found
+    return found + cost.budget_findings(declared, (name, version), policy)
 
 
 def _calls_after(declared: Declared, delta: Delta, seq: int | None) -> list[int]:
@@ -109,7 +110,7 @@ def _judged(declared: Declared, delta: Delta, ctx: Context, seq: int | None, rel
             policy) -> list[tuple]:
     out = []
     for rule in rules.load().values():
-        if "definitions" not in rule.on or rule.code == "context-budget-exceeded":
+        if "definitions" not in rule.on or rule.code == cost.BUDGET_CODE:
             continue
         hit = rule.check(delta, ctx)
         if hit is None:

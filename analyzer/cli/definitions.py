@@ -1,14 +1,16 @@
 """The commands about what servers declare: baseline (the definitions each server declared,
-written as a reviewable JSON file that `analyze --baseline` judges later sessions against)."""
+written as a reviewable JSON file that `analyze --baseline` judges later sessions against) and
+cost (what each server's definitions and tool results take of a model's context)."""
 
 from __future__ import annotations
 
 import json
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import DbOption, DEFAULT_DB, app, fail, one_line_errors
+from mcptap.cli.common import DbOption, DEFAULT_DB, SessionsArgument, app, fail, one_line_errors
 
 
 @app.command(short_help="Write the definitions each server declared, as a baseline file.")
@@ -43,6 +45,46 @@ def baseline(
             doc["servers"] = {name: doc["servers"][name] for name in server}
         with outfile.private_text(output) as fh:
             fh.write(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+
+
+class CostFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command(short_help="Show what each server costs in a model's context, in bytes and tokens.")
+def cost(
+    sessions: SessionsArgument = None,
+    db: DbOption = DEFAULT_DB,
+    fmt: Annotated[CostFormat, typer.Option("--format", help="text, or json (the `cost` member of analyze's JSON "
+                                                            "report).")] = CostFormat.text,
+) -> None:
+    """Per server and per session: the bytes and tokens of the instructions, of each tool, prompt,
+    resource and resource template definition (a tool also as a model sees it: name, description,
+    input schema), and of each tool's results (count, p50, max). The tokenizer is named: o200k_base
+    when `mcptap[tokens]` is installed, else a bytes/4 estimate, labelled so.
+
+    Example:  mcptap cost --db ~/mcp.db time
+    """
+    import sys
+
+    from mcptap import store
+    from mcptap.engine import definitions
+    from mcptap.report import cost as cost_report
+
+    with one_line_errors():
+        ids = None
+        if sessions:
+            conn = store.open_existing(db)
+            try:
+                ids = list(dict.fromkeys(store.resolve_session(conn, s) for s in sessions))
+            finally:
+                conn.close()
+        figures = definitions.cost_report(db, ids)
+        if CostFormat(fmt) is CostFormat.json:
+            cost_report.write_json(figures, sys.stdout)
+        else:
+            cost_report.write_text(figures, sys.stdout)
 
 
 def read_baseline(path: str) -> dict:

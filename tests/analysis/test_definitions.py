@@ -42,12 +42,14 @@ def codes(frames_, baseline=None) -> set[str]:
 
 
 BASE = drift.document([(collect("B", session([ECHO])), None)])
+HUGE = {**ECHO, "description": "x " * 50_000}  # over the default budget, counted either way
 
 # code: (frames and baseline that fire it, a near neighbour that must not)
 CASES = {
     "definition-changed": ((session([ECHO2]), BASE), (session([ECHO]), BASE)),
     "definition-added": ((session([ECHO, ADD]), BASE), (session([ECHO]), BASE)),
     "definition-removed": ((session([]), BASE), (session([ECHO]), BASE)),
+    "context-budget-exceeded": ((session([HUGE, ADD]), None), (session([ECHO, ADD]), None)),
 }
 
 
@@ -64,6 +66,16 @@ def test_each_definitions_codes_near_neighbour_does_not_fire_it(code):
 def test_the_definitions_rules_are_registered_in_their_group():
     for code in CASES:
         assert load()[code].group == "definitions" and load()[code].ref
+
+
+def test_the_context_budget_is_the_policys_when_it_sets_one():
+    from mcptap.analysis.policy import Policy
+
+    small = Policy(context_budget=10)
+    assert {f[3] for f in drift.findings(collect("S", session([ECHO, ADD])), None, None, small)} == {
+        "context-budget-exceeded"}
+    assert drift.findings(collect("S", session([ECHO, ADD])), None, None, Policy(ignore={"context-budget-exceeded"},
+                                                                                context_budget=10)) == []
 
 
 def test_a_changed_tool_names_its_path_and_the_calls_that_used_it():

@@ -49,3 +49,17 @@ def definition_added(delta, ctx):
 def definition_removed(delta, ctx):
     if delta.op == REMOVED:
         return Hit(f"{delta.what} of {ctx.server} is gone against {_against(ctx)}")
+
+
+@rule("context-budget-exceeded", group="definitions", severity="warning", on=["definitions"], layer="mcp",
+      ref="mcptap context cost (docs/findings.md, definitions): every definition and instruction a client hands a "
+          "model takes its context; budget [analyze] context_budget",
+      summary="a server's instructions and definitions take more of a model's context than the budget allows")
+def context_budget_exceeded(cost, ctx):
+    tokens = cost["total"]["model_tokens"]
+    if tokens > ctx["budget"]:
+        name, version = ctx["server"]
+        tools = sorted(cost["tools"], key=lambda t: -t["model_tokens"])[:3]
+        top = ", ".join(f"{t['name']} {t['model_tokens']}" for t in tools)
+        return Hit(f"server {name!r}{' ' + version if version else ''} declares {tokens} tokens of definitions "
+                   f"({ctx['tokenizer']}), over the budget of {ctx['budget']}" + (f"; largest tools: {top}" if top else ""))
