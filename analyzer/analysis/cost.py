@@ -24,17 +24,27 @@ DEFAULT_BUDGET = 20_000
 model projection) before `context-budget-exceeded`; `[analyze] context_budget` in the policy file."""
 
 
+COUNTED = 4096
+"""Texts whose token counts are kept, at most."""
+
+
 class Tokenizer:
     """Counts tokens of a text: `name` says which tokenizer, `estimate` whether it is a guess."""
 
     def __init__(self, name: str, encode=None):
         self.name, self._encode = name, encode
         self.estimate = encode is None
+        self._counted: dict[str, int] = {}  # the same definitions come back session after session
 
     def count(self, text: str) -> int:
         if self._encode is None:
             return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
-        return len(self._encode(text))
+        found = self._counted.get(text)
+        if found is None:
+            if len(self._counted) >= COUNTED:
+                self._counted.clear()
+            found = self._counted[text] = len(self._encode(text))
+        return found
 
 
 @lru_cache(maxsize=1)
@@ -100,24 +110,25 @@ def definitions_cost(declared: Declared, tok: Tokenizer | None = None) -> dict:
 
 
 def results_cost(results: list[tuple[str, int, Any]], tok: Tokenizer | None = None) -> list[dict]:
-    """Per tool called: how many results, and their bytes and tokens (p50, max); each result
-    (tool name, frame, result) measured as compact JSON of its `content` and `structuredContent`."""
+    """Per tool called: how many results, their bytes (p50, max), and the tokens of the result at
+    the byte p50 and of the largest (tokenizing every result of a long recording would take
+    longer than its analysis); each result (tool name, frame, result) measured as compact JSON of
+    its `content` and `structuredContent`."""
     tok = tok or tokenizer()
-    sizes: dict[str, list[tuple[int, int]]] = {}
+    sizes: dict[str, list[tuple[int, str]]] = {}
     for name, _seq, result in results:
-        shown = {k: result[k] for k in ("content", "structuredContent") if k in result}
-        m = measure(as_text(shown), tok)
-        sizes.setdefault(name, []).append((m["bytes"], m["tokens"]))
+        text = as_text({k: result[k] for k in ("content", "structuredContent") if k in result})
+        sizes.setdefault(name, []).append((len(text.encode("utf-8", "surrogatepass")), text))
     out = []
     for name in sorted(sizes):
-        b = sorted(s[0] for s in sizes[name])
-        t = sorted(s[1] for s in sizes[name])
-        out.append({"tool": name, "count": len(b), "bytes_p50": median(b), "bytes_max": b[-1],
-                    "tokens_p50": median(t), "tokens_max": t[-1]})
+        ranked = sorted(sizes[name], key=lambda s: s[0])
+        mid, top = median(ranked), ranked[-1]
+        out.append({"tool": name, "count": len(ranked), "bytes_p50": mid[0], "bytes_max": top[0],
+                    "tokens_p50": tok.count(mid[1]), "tokens_max": tok.count(top[1])})
     return out
 
 
-def median(values: list[int]) -> int:
+def median(values: list) -> Any:
     """The lower median of sorted values (exact: one of them)."""
     return values[(len(values) - 1) // 2]
 
@@ -142,7 +153,8 @@ def report(sessions: list[tuple[Declared, tuple[str, str]]], tok: Tokenizer | No
                 "results": results_cost(pooled[(name, version)], tok)} for (name, version), defs in last.items()]
     return {"tokenizer": tok.name, "estimate": tok.estimate,
             "measured_as": "compact JSON (UTF-8) of each definition; tools also as their model projection "
-                           "(name, description, input_schema); results as their content and structuredContent",
+                           "(name, description, input_schema); results as their content and structuredContent, "
+                           "tokens of the result at the byte p50 and of the largest",
             "servers": servers, "sessions": per_session}
 
 

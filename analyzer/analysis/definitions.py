@@ -23,6 +23,23 @@ SINGULAR = {"tools": "tool", "prompts": "prompt", "resources": "resource", "reso
 LIST_CHANGED = {"notifications/tools/list_changed": ("tools",), "notifications/prompts/list_changed": ("prompts",),
                 "notifications/resources/list_changed": ("resources", "resourceTemplates")}
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
+WANTED = frozenset({"initialize", *LISTS, *LIST_CHANGED, "tools/call"})
+"""The methods whose messages the definitions are read from (a tools/call: its request only)."""
+
+
+def wanted(rows, into: list[int], calls: list[int]) -> None:
+    """The frames among these message rows (analyzer/analysis/messages.py MessageRow: seq at 1,
+    kind at 4, method at 6) that the definitions are read from, added to `into`, and the tools/call
+    requests, added to `calls`."""
+    for r in rows:
+        method = r[6]
+        if method in WANTED:
+            if method != "tools/call":
+                into.append(r[1])
+            elif r[4] == "request":
+                calls.append(r[1])
+
+
 NEEDLES = (b"tools", b"prompts", b"resources", b"serverInfo", b"instructions", b"initialize")
 """Every frame the definitions depend on has one of these byte strings (the store filters by them)."""
 

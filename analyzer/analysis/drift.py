@@ -58,6 +58,13 @@ def check_document(doc: Any, where: str) -> dict:
     for name, versions in doc["servers"].items():
         if type(versions) is not dict or not all(type(v) is dict for v in versions.values()):
             raise BaselineError(f"{where}: servers.{name} must map versions to definitions")
+        for version, defs in versions.items():
+            for kind, items in defs.items():
+                ok = type(items) is str if kind == "instructions" else (
+                    kind in KINDS and type(items) is dict and all(type(d) is dict for d in items.values()))
+                if not ok:
+                    raise BaselineError(f"{where}: servers.{name}.{version}.{kind} is not what mcptap baseline "
+                                        "writes (tools, prompts, resources, resourceTemplates by name; instructions)")
     return doc
 
 

@@ -147,7 +147,7 @@ def analyze(
         fmt, fail_on = fmt.value, FailOn(fail_on).value
         if fmt == "json" and dataset_dir is None:
             from mcptap.engine import definitions
-            result.cost = definitions.cost_report(db, [s["id"] for s in result.sessions])
+            result.cost = definitions.cost_report(db, [s["id"] for s in result.sessions], results=False)
         fmt = "table" if fmt == "text" else fmt
         if not result.stored:
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")

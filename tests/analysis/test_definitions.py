@@ -146,7 +146,11 @@ def test_a_kind_one_side_never_listed_is_not_compared():
 
 
 @pytest.mark.parametrize("doc", [[], {}, {"mcptap_baseline": 2, "servers": {}},
-                                 {"mcptap_baseline": 1, "servers": {"s": []}}])
+                                 {"mcptap_baseline": 1, "servers": {"s": []}},
+                                 {"mcptap_baseline": 1, "servers": {"s": {"1": {"tools": []}}}},
+                                 {"mcptap_baseline": 1, "servers": {"s": {"1": {"tools": {"a": 1}}}}},
+                                 {"mcptap_baseline": 1, "servers": {"s": {"1": {"instructions": 3}}}},
+                                 {"mcptap_baseline": 1, "servers": {"s": {"1": {"widgets": {}}}}}])
 def test_a_document_that_is_not_a_baseline_is_refused(doc):
     with pytest.raises(drift.BaselineError):
         drift.check_document(doc, "f.json")
