@@ -52,6 +52,7 @@ class Listing:
     seq: int
     items: dict[str, Any] = field(default_factory=dict)
     announced: bool = False
+    listed: bool = field(default=False, compare=False)  # in its session's `listings` already
 
 
 @dataclass
@@ -156,11 +157,10 @@ def _page(out: Declared, open_listing: dict, announced: set, how: tuple[str, str
             listing.items[item[key]] = item
     if result.get("nextCursor") is not None:
         open_listing[kind] = listing
-        if listing in out.listings:
-            return
     else:
         open_listing.pop(kind, None)
-    if listing not in out.listings:
+    if not listing.listed:
+        listing.listed = True
         out.listings.append(listing)
 
 
