@@ -92,6 +92,16 @@ def _parsed(raw: bytes) -> list:
     return [value] if type(value) is dict else []
 
 
+def _storable(value: Any) -> bool:
+    """Whether `value` can be written back as JSON (orjson stops at 254 levels of nesting): a
+    definition or result that cannot is left out, never a failure of the analysis."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _key(value: Any) -> str | None:
     return orjson.dumps(value).decode() if type(value) in (int, str) else None
 
@@ -135,7 +145,8 @@ def collect(session_id: str, frames, *, results: bool = False) -> Declared:
                     if type(result.get("instructions")) is str:
                         out.instructions, out.instructions_seq = result["instructions"], seq
                 elif method == "tools/call":
-                    out.results.append((tool, seq, result))
+                    if _storable(result):
+                        out.results.append((tool, seq, result))
                 else:
                     _page(out, open_listing, announced, LISTS[method], result, seq, continues)
     return out
@@ -153,7 +164,7 @@ def _page(out: Declared, open_listing: dict, announced: set, how: tuple[str, str
         announced.discard(kind)
     listing.seq = seq
     for item in items:
-        if type(item) is dict and type(item.get(key)) is str:
+        if type(item) is dict and type(item.get(key)) is str and _storable(item):
             listing.items[item[key]] = item
     if result.get("nextCursor") is not None:
         open_listing[kind] = listing

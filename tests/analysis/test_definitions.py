@@ -154,3 +154,13 @@ def test_a_kind_one_side_never_listed_is_not_compared():
 def test_a_document_that_is_not_a_baseline_is_refused(doc):
     with pytest.raises(drift.BaselineError):
         drift.check_document(doc, "f.json")
+
+
+def test_a_definition_nested_past_what_json_can_write_back_is_left_out_not_a_failure():
+    deep: dict = {"type": "object"}
+    for _ in range(400):
+        deep = {"items": deep}
+    tool = {**ECHO, "inputSchema": deep}
+    declared = collect("S", session([tool, ADD], [ADD]))
+    assert [sorted(x.items) for x in declared.listings] == [["add"], ["add"]]
+    assert judged(session([tool, ADD], [ADD])) == []
