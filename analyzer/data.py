@@ -112,7 +112,7 @@ def _seconds(when: Any) -> float | None:
     return stamp.timestamp()
 
 
-from mcptap.dataio import analyze, export_log, import_log, open_db, operations  # noqa: E402,F401
+from mcptap.dataio import analyze, cost, export_log, import_log, open_db, operations  # noqa: E402,F401
 
 
 # -- reading in chunks, typed as they come ------------------------------------------------------

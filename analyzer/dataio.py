@@ -1,6 +1,6 @@
 """The pandas API's calls that make a database (mcptap.data: open_db, import_log, analyze,
 export_log: what `mcptap import`, `analyze` and `export` do, from a notebook) and that analyse
-one in memory (operations: the paired view)."""
+one in memory (operations: the paired view; cost: what each server costs in a model's context)."""
 
 from __future__ import annotations
 
@@ -120,3 +120,43 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
         frame[column] = frame[column].astype("category")
     frame["response_seq"] = frame["response_seq"].astype("Int64")
     return frame.reset_index(drop=True)
+
+
+def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """What each session's server costs in a model's context (`mcptap cost`): one row per
+    definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
+    model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
+    the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
+    from mcptap.engine import definitions
+
+    conn = store.open_existing(_path(db))
+    try:
+        named = [session] if isinstance(session, str) else session
+        ids = None if named is None else list(dict.fromkeys(store.resolve_session(conn, s) for s in named))
+        figures = definitions.cost_report(conn, ids)
+    finally:
+        conn.close()
+    rows = []
+    kinds = (("tools", "tool"), ("prompts", "prompt"), ("resources", "resource"),
+             ("resourceTemplates", "resource template"))
+    for s in figures["sessions"]:
+        where = {"session_id": s["session"], "server": s["server"], "version": s["version"]}
+        defs = s["definitions"]
+        if defs["instructions"] is not None:
+            m = defs["instructions"]
+            rows.append({**where, "kind": "instructions", "name": None, **m, "model_tokens": m["tokens"]})
+        for key, kind in kinds:
+            for d in defs.get(key, ()):
+                rows.append({**where, "kind": kind, "name": d["name"], "bytes": d["bytes"], "tokens": d["tokens"],
+                             "model_tokens": d.get("model_tokens", d["tokens"])})
+        for r in s["results"]:
+            rows.append({**where, "kind": "result", "name": r["tool"], "count": r["count"],
+                         "bytes_p50": r["bytes_p50"], "bytes_max": r["bytes_max"], "tokens_p50": r["tokens_p50"],
+                         "tokens_max": r["tokens_max"]})
+    columns = ["session_id", "server", "version", "kind", "name", "bytes", "tokens", "model_tokens", "count",
+               "bytes_p50", "bytes_max", "tokens_p50", "tokens_max"]
+    table = pd.DataFrame(rows, columns=columns)
+    numbers = columns[5:]
+    table[numbers] = table[numbers].astype("Int64")
+    table.attrs.update(tokenizer=figures["tokenizer"], estimate=figures["estimate"])
+    return table

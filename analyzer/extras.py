@@ -13,7 +13,7 @@ import importlib
 from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
-          "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",)}
+          "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",)}
 """The modules each extra installs."""
 
 

@@ -5,6 +5,7 @@ in a TOML file (`mcptap.toml` in the working folder, or `--config FILE`):
     [analyze]
     ignore = ["duplicate-key"]
     severity = { "unknown-method" = "error", "batch-used" = "info" }
+    context_budget = 20000   # model tokens a server's definitions may take
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class PolicyError(MCPTapError):
 class Policy:
     ignore: set[str] = field(default_factory=set)
     overrides: dict[str, str] = field(default_factory=dict)
+    baseline: dict | None = None
+    """The definitions servers are judged against (`mcptap analyze --baseline`, analyzer/analysis/drift.py)."""
+    context_budget: int | None = None
+    """Model tokens a server's definitions may take (`context_budget`; None: analyzer/analysis/cost.py's default)."""
 
     def severity(self, code: str, severity: str) -> str | None:
         """The severity to report `code` at, or None to drop it."""
@@ -81,6 +86,11 @@ def _load_file(policy: Policy, path: str) -> None:
         raise PolicyError(f"{path}: analyze.ignore must be a list of finding codes")
     for code in ignore:
         policy.ignore.add(_check_code(code, path))
+    budget = section.get("context_budget")
+    if budget is not None:
+        if type(budget) is not int or budget < 1:
+            raise PolicyError(f"{path}: analyze.context_budget must be a positive number of tokens")
+        policy.context_budget = budget
     overrides = section.get("severity", {})
     if not isinstance(overrides, dict):
         raise PolicyError(f"{path}: analyze.severity must be a table of CODE = LEVEL")

@@ -75,6 +75,9 @@ def analyze(
                                                              "summary, spec reference) and exit; with --format "
                                                              "json or jsonl as JSON.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", metavar="FILE", help="Report every tool, prompt, resource or instructions that differ from "
+                                           "this baseline (written by `mcptap baseline`).")] = None,
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (uriBaseId %SRCROOT%; "
                                             "default: the current folder).")] = None,
@@ -124,6 +127,9 @@ def analyze(
             from mcptap.store import filterlang
 
             filterlang.parse(where)  # a bad filter fails before the analysis
+        if baseline is not None:
+            from mcptap.cli.definitions import read_baseline
+            rules_policy.baseline = read_baseline(baseline)
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)
         if dataset_dir is not None:
@@ -146,6 +152,9 @@ def analyze(
                 result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
                                         progress=shown.advance, workers=jobs, sessions=ids)
         fmt, fail_on = fmt.value, FailOn(fail_on).value
+        if fmt == "json" and dataset_dir is None:
+            from mcptap.engine import definitions
+            result.cost = definitions.cost_report(db, [s["id"] for s in result.sessions], results=False)
         fmt = "table" if fmt == "text" else fmt
         if where is not None:
             from mcptap.engine import selection

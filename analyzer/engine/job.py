@@ -12,7 +12,9 @@ import time
 
 from mcptap import __version__, store
 from mcptap.analysis import revision
+from mcptap.analysis.definitions import wanted
 from mcptap.analysis.session import SessionAnalysis
+from mcptap.engine import definitions
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -79,6 +81,8 @@ class Job:
 
     def _run(self, sid: str) -> SessionResult:
         analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)
+        self.wanted: list[int] = []  # the frames the session's definitions are read from
+        self.calls: list[int] = []  # its tools/call requests
         findings: list[tuple] = []
         first = True
         count = 0
@@ -92,7 +96,12 @@ class Job:
                 if self.progress is not None:
                     self.progress(FLUSH_FRAMES)
         analysis.end()
-        self._take(sid, analysis, findings, first=first, last=True)
+        early = analysis.take_rows()
+        wanted(early, self.wanted, self.calls)
+        extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        for finding in extra:
+            analysis.severities[finding[4]] += 1
+        self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
         return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
@@ -105,10 +114,14 @@ class Job:
             for result in results:
                 result.not_stored_reason = result.not_stored_reason or self.reason
 
-    def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool) -> None:
-        """The rows made since the last time, stored once FLUSH_FRAMES of them wait (several
-        small sessions share a transaction)."""
-        rows, found = analysis.take_rows(), analysis.take_findings()
+    def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool,
+              extra: list = (), early: list | None = None) -> None:
+        """The rows made since the last time (and `early`, rows taken before; `extra` findings: the
+        session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
+        rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
+        wanted(rows, self.wanted, self.calls)
+        if early:  # the rows taken already (`early`: their frames noted in `wanted`) go first
+            rows = early + rows
         findings.extend(found)
         if self.writer is None:
             return

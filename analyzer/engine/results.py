@@ -31,6 +31,7 @@ class Report:
     db_path: str = ""
     started_at: float | None = None  # when the analysis began and ended, Unix seconds
     ended_at: float | None = None
+    cost: dict | None = None  # what the servers cost in a model's context (analyzer/analysis/cost.py), when asked
 
 
 @dataclass

@@ -83,6 +83,7 @@ def write_json(report: Report, out: IO[str]) -> None:
         ("methods", method_objects(report)),
         ("stored", report.stored),
         ("not_stored_reason", report.not_stored_reason),
+        *((("cost", report.cost),) if report.cost is not None else ()),
         ("findings", jsonout.Stream(finding_objects(report))),
     ])
 

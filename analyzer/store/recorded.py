@@ -297,3 +297,38 @@ def iter_stderr(conn: sqlite3.Connection, session_id: str, after: int = 0) -> It
 def session_ids(conn: sqlite3.Connection) -> list[str]:
     """Every session's id, oldest first (no frame is read)."""
     return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY started_at, id")]
+
+
+def frames_mentioning(conn: sqlite3.Connection, session_id: str,
+                      needles: Sequence[bytes]) -> Iterator[tuple[int, str, bytes]]:
+    """(seq, direction, raw bytes) of the session's frames that contain any of `needles`, in seq
+    order (the filter runs in SQLite: the other frames never reach Python)."""
+    where = " OR ".join("instr(CAST(raw AS BLOB), ?) > 0" for _ in needles) or "1"
+    return conn.execute(f"SELECT seq, direction, CAST(raw AS BLOB) FROM frames WHERE session_id = ? AND ({where}) "
+                        "ORDER BY seq", (session_id, *needles))
+
+
+def frames_by_seq(conn: sqlite3.Connection, session_id: str, seqs: Iterable[int]) -> list[tuple[int, str, bytes]]:
+    """(seq, direction, raw bytes) of these frames of the session, in seq order."""
+    wanted = sorted(set(seqs))
+    out: list[tuple[int, str, bytes]] = []
+    for i in range(0, len(wanted), 500):
+        part = wanted[i:i + 500]
+        out.extend(conn.execute("SELECT seq, direction, CAST(raw AS BLOB) FROM frames WHERE session_id = ? AND seq IN "
+                                f"({','.join('?' * len(part))})", (session_id, *part)))
+    out.sort()
+    return out
+
+
+def frames_of_methods(conn: sqlite3.Connection, session_id: str,
+                      methods: Sequence[str]) -> list[tuple[int, str, bytes]] | None:
+    """(seq, direction, raw bytes) of the session's frames whose analysed messages have one of
+    these methods, in seq order; None when the session has no analysed messages."""
+    if not has_table(conn, "messages") or conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (session_id,)).fetchone() is None:
+        return None
+    marks = ",".join("?" * len(methods))
+    return conn.execute("SELECT DISTINCT f.seq, f.direction, CAST(f.raw AS BLOB) FROM messages m JOIN frames f "
+                        "ON f.session_id = m.session_id AND f.seq = m.frame_seq "
+                        f"WHERE m.session_id = ? AND m.method IN ({marks}) ORDER BY f.seq",
+                        (session_id, *methods)).fetchall()

@@ -1,0 +1,228 @@
+"""The definitions a server declared in one session (MCP server/tools, server/prompts,
+server/resources and initialize's `instructions`): each tools/list, prompts/list, resources/list
+and resources/templates/list answer (pages of one listing joined by their cursor), the server's
+name and version (initialize's `serverInfo`), the tools/call requests and the size of their
+results. Pure: frames (seq, direction, raw bytes) in, a `Declared` out. Then how two sets of
+definitions differ (`compare`), member by member, each difference named by its JSON path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mcptap.wire.jsonpath import format_path
+
+LISTS = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
+         "resources/list": ("resources", "uri"), "resources/templates/list": ("resourceTemplates", "uriTemplate")}
+"""Each list method: the member of its result that holds the definitions, and the key naming one."""
+KINDS = ("tools", "prompts", "resources", "resourceTemplates")
+SINGULAR = {"tools": "tool", "prompts": "prompt", "resources": "resource", "resourceTemplates": "resource template",
+            "instructions": "instructions"}
+LIST_CHANGED = {"notifications/tools/list_changed": ("tools",), "notifications/prompts/list_changed": ("prompts",),
+                "notifications/resources/list_changed": ("resources", "resourceTemplates")}
+ADDED, REMOVED, CHANGED = "added", "removed", "changed"
+WANTED = frozenset({"initialize", *LISTS, *LIST_CHANGED, "tools/call"})
+"""The methods whose messages the definitions are read from (a tools/call: its request only)."""
+
+
+def wanted(rows, into: list[int], calls: list[int]) -> None:
+    """The frames among these message rows (analyzer/analysis/messages.py MessageRow: seq at 1,
+    kind at 4, method at 6) that the definitions are read from, added to `into`, and the tools/call
+    requests, added to `calls`."""
+    for r in rows:
+        method = r[6]
+        if method in WANTED:
+            if method != "tools/call":
+                into.append(r[1])
+            elif r[4] == "request":
+                calls.append(r[1])
+
+
+NEEDLES = (b"tools", b"prompts", b"resources", b"serverInfo", b"instructions", b"initialize")
+"""Every frame the definitions depend on has one of these byte strings (the store filters by them)."""
+
+
+@dataclass
+class Listing:
+    """One listing of a kind: the definitions by name, the frame of its (last) answer, and whether a
+    list_changed notification of that kind came before it in the session."""
+    kind: str
+    seq: int
+    items: dict[str, Any] = field(default_factory=dict)
+    announced: bool = False
+    listed: bool = field(default=False, compare=False)  # in its session's `listings` already
+
+
+@dataclass
+class Declared:
+    """What one session's server declared, in the order it did."""
+    session_id: str
+    name: str | None = None
+    version: str | None = None
+    instructions: str | None = None
+    instructions_seq: int | None = None
+    listings: list[Listing] = field(default_factory=list)
+    calls: list[tuple[int, str]] = field(default_factory=list)  # (request seq, tool name)
+    results: list[tuple[str, int, Any]] = field(default_factory=list)  # (tool name, response seq, result)
+
+    def latest(self) -> dict[str, Listing]:
+        """The last complete listing of each kind."""
+        out: dict[str, Listing] = {}
+        for listing in self.listings:
+            out[listing.kind] = listing
+        return out
+
+    def definitions(self) -> dict[str, Any]:
+        """The last definitions of each kind, and the instructions: what a baseline keeps."""
+        out: dict[str, Any] = {kind: listing.items for kind, listing in self.latest().items()}
+        if self.instructions is not None:
+            out["instructions"] = self.instructions
+        return out
+
+
+def _parsed(raw: bytes) -> list:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []
+    if type(value) is list:
+        return [v for v in value if type(v) is dict]
+    return [value] if type(value) is dict else []
+
+
+def _storable(value: Any) -> bool:
+    """Whether `value` can be written back as JSON (orjson stops at 254 levels of nesting): a
+    definition or result that cannot is left out, never a failure of the analysis."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _key(value: Any) -> str | None:
+    return orjson.dumps(value).decode() if type(value) in (int, str) else None
+
+
+def collect(session_id: str, frames, *, results: bool = False) -> Declared:
+    """The definitions of one session from its frames (seq, direction, raw), in seq order.
+    `results`: also keep each tools/call result (for its size)."""
+    out = Declared(session_id)
+    pending: dict[str, tuple[str, bool, Any]] = {}  # request id -> (method, continues a listing, tool name)
+    open_listing: dict[str, Listing] = {}  # kind -> a listing still fetching pages
+    announced: set[str] = set()
+    for seq, direction, raw in frames:
+        for msg in _parsed(raw):
+            method = msg.get("method")
+            params = msg.get("params") if type(msg.get("params")) is dict else {}
+            if direction == "c2s" and type(method) is str:
+                key = _key(msg.get("id"))
+                if key is None:
+                    continue
+                if method == "tools/call":
+                    name = params.get("name")
+                    if type(name) is str:
+                        out.calls.append((seq, name))
+                        if results:
+                            pending[key] = (method, False, name)
+                elif method in LISTS or method == "initialize":
+                    pending[key] = (method, "cursor" in params, None)
+            elif direction == "s2c" and type(method) is str:
+                for kind in LIST_CHANGED.get(method, ()):
+                    announced.add(kind)
+            elif direction == "s2c" and "id" in msg:
+                asked = pending.pop(_key(msg.get("id")) or "", None)
+                result = msg.get("result")
+                if asked is None or type(result) is not dict:
+                    continue
+                method, continues, tool = asked
+                if method == "initialize":
+                    info = result.get("serverInfo") if type(result.get("serverInfo")) is dict else {}
+                    out.name = info.get("name") if type(info.get("name")) is str else None
+                    out.version = info.get("version") if type(info.get("version")) is str else None
+                    if type(result.get("instructions")) is str:
+                        out.instructions, out.instructions_seq = result["instructions"], seq
+                elif method == "tools/call":
+                    if _storable(result):
+                        out.results.append((tool, seq, result))
+                else:
+                    _page(out, open_listing, announced, LISTS[method], result, seq, continues)
+    return out
+
+
+def _page(out: Declared, open_listing: dict, announced: set, how: tuple[str, str], result: dict, seq: int,
+          continues: bool) -> None:
+    kind, key = how
+    items = result.get(kind)
+    if type(items) is not list:
+        return
+    listing = open_listing.get(kind) if continues else None
+    if listing is None:
+        listing = Listing(kind, seq, announced=kind in announced)
+        announced.discard(kind)
+    listing.seq = seq
+    for item in items:
+        if type(item) is dict and type(item.get(key)) is str and _storable(item):
+            listing.items[item[key]] = item
+    if result.get("nextCursor") is not None:
+        open_listing[kind] = listing
+    else:
+        open_listing.pop(kind, None)
+    if not listing.listed:
+        listing.listed = True
+        out.listings.append(listing)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One definition that differs: added, removed or changed (with the JSON paths that differ,
+    relative to the definition)."""
+    op: str
+    kind: str
+    name: str
+    paths: tuple[str, ...] = ()
+
+    @property
+    def what(self) -> str:
+        if self.kind == "instructions":
+            return "the server's instructions"
+        return f"{SINGULAR[self.kind]} {orjson.dumps(self.name).decode()}"
+
+
+def compare(before: dict[str, Any], after: dict[str, Any], kinds=(*KINDS, "instructions")) -> list[Delta]:
+    """How the definitions `after` differ from `before` (each a `Declared.definitions()`), for the
+    kinds both declared (a kind never listed in one of them is not compared)."""
+    deltas: list[Delta] = []
+    for kind in kinds:
+        if kind not in before or kind not in after:
+            continue
+        if kind == "instructions":
+            if before[kind] != after[kind]:
+                deltas.append(Delta(CHANGED, kind, "", ("$",)))
+            continue
+        old, new = before[kind], after[kind]
+        for name in sorted(set(old) | set(new)):
+            if name not in old:
+                deltas.append(Delta(ADDED, kind, name))
+            elif name not in new:
+                deltas.append(Delta(REMOVED, kind, name))
+            elif old[name] != new[name]:
+                deltas.append(Delta(CHANGED, kind, name, tuple(paths(old[name], new[name]))))
+    return deltas
+
+
+def paths(a: Any, b: Any, at: tuple = ()) -> list[str]:
+    """The JSON paths where `a` and `b` differ (a member present in one only is its own path)."""
+    if type(a) is dict and type(b) is dict:
+        out: list[str] = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(format_path((*at, k)))
+            else:
+                out.extend(paths(a[k], b[k], (*at, k)))
+        return out
+    if type(a) is list and type(b) is list and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in paths(x, y, (*at, i))]
+    return [] if a == b and type(a) is type(b) else [format_path(at)]

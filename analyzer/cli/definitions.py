@@ -1,0 +1,101 @@
+"""The commands about what servers declare: baseline (the definitions each server declared,
+written as a reviewable JSON file that `analyze --baseline` judges later sessions against) and
+cost (what each server's definitions and tool results take of a model's context)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from mcptap.cli.common import DbOption, DEFAULT_DB, SessionsArgument, app, fail, one_line_errors
+
+
+@app.command(short_help="Write the definitions each server declared, as a baseline file.")
+def baseline(
+    db: DbOption = DEFAULT_DB,
+    server: Annotated[Optional[list[str]], typer.Option(
+        "--server", metavar="NAME", help="Only this server (its serverInfo name, else the session's label; "
+                                         "repeatable); default every one.")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE",
+                                        help="The baseline file to write (JSON, sorted keys, indented).")] = ...,
+) -> None:
+    """Write the tools, prompts, resources, resource templates and instructions each recorded
+    server declared (its last listing of each), keyed by server name and version, as plain JSON
+    to review in a pull request; `mcptap analyze --baseline FILE` then reports every definition
+    that differs from it. Sessions in start order: a later one's definitions of the same server
+    and version win.
+
+    Example:  mcptap baseline --db ~/mcp.db --server time -o mcp-baseline.json
+    """
+    from mcptap import outfile
+    from mcptap.analysis import drift
+    from mcptap.engine import definitions
+
+    with one_line_errors():
+        found = definitions.declared(db)
+        doc = drift.document(found)
+        if server:
+            missing = [name for name in server if name not in doc["servers"]]
+            if missing:
+                raise fail(f"no server named {missing[0]!r} declared definitions in {db}"
+                           f" (servers: {', '.join(sorted(doc['servers'])) or 'none'})")
+            doc["servers"] = {name: doc["servers"][name] for name in server}
+        with outfile.private_text(output) as fh:
+            fh.write(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+
+
+class CostFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command(short_help="Show what each server costs in a model's context, in bytes and tokens.")
+def cost(
+    sessions: SessionsArgument = None,
+    db: DbOption = DEFAULT_DB,
+    fmt: Annotated[CostFormat, typer.Option("--format", help="text, or json (the `cost` member of analyze's JSON "
+                                                            "report).")] = CostFormat.text,
+) -> None:
+    """Per server and per session: the bytes and tokens of the instructions, of each tool, prompt,
+    resource and resource template definition (a tool also as a model sees it: name, description,
+    input schema), and of each tool's results (count, p50, max). The tokenizer is named: o200k_base
+    when `mcptap[tokens]` is installed, else a bytes/4 estimate, labelled so.
+
+    Example:  mcptap cost --db ~/mcp.db time
+    """
+    import sys
+
+    from mcptap import store
+    from mcptap.engine import definitions
+    from mcptap.report import cost as cost_report
+
+    with one_line_errors():
+        ids = None
+        if sessions:
+            conn = store.open_existing(db)
+            try:
+                ids = list(dict.fromkeys(store.resolve_session(conn, s) for s in sessions))
+            finally:
+                conn.close()
+        figures = definitions.cost_report(db, ids)
+        if CostFormat(fmt) is CostFormat.json:
+            cost_report.write_json(figures, sys.stdout)
+        else:
+            cost_report.write_text(figures, sys.stdout)
+
+
+def read_baseline(path: str) -> dict:
+    """The baseline file at `path`, checked (BaselineError, OutputError: one line)."""
+    from mcptap.analysis import drift
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise drift.BaselineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError):
+        raise drift.BaselineError(f"{path} is not JSON: write a baseline with `mcptap baseline`") from None
+    return drift.check_document(doc, path)

@@ -1,0 +1,75 @@
+"""What a server costs in a model's context (analyzer/analysis/cost.py) on frames built in a line:
+the tokenizer named, definitions measured as compact JSON, tools also as their model projection,
+results per tool with count, p50 and max."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcptap.analysis import cost
+from mcptap.analysis.definitions import collect
+from tests.support.sessions import handshake, ok, req
+
+TOOL = {"name": "echo", "description": "Return the text.", "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+
+
+def declared(results=("a", "bbbb", "cc")):
+    pairs = list(handshake()) + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": [TOOL]})),
+                                 ("c2s", req(2, "prompts/list")), ("s2c", ok(2, {"prompts": [{"name": "p"}]}))]
+    for i, text in enumerate(results):
+        pairs += [("c2s", req(10 + i, "tools/call", {"name": "echo", "arguments": {"text": text}})),
+                  ("s2c", ok(10 + i, {"content": [{"type": "text", "text": text}], "_meta": {"big": "x" * 500}}))]
+    return collect("S", [(seq, d, raw.encode()) for seq, (d, raw) in enumerate(pairs, 1)], results=True)
+
+
+ESTIMATE = cost.Tokenizer(cost.ESTIMATE)
+
+
+def test_the_estimate_is_a_token_per_four_bytes_rounded_up_and_says_it_is_one():
+    assert (ESTIMATE.count(""), ESTIMATE.count("abcd"), ESTIMATE.count("abcde"), ESTIMATE.count("é")) == (0, 1, 2, 1)
+    assert ESTIMATE.estimate and ESTIMATE.name == "bytes/4 estimate"
+
+
+def test_the_tokenizer_is_o200k_base_when_an_installed_package_carries_it_else_the_estimate():
+    tok = cost.tokenizer()
+    try:
+        import bpe_openai  # noqa: F401
+    except ImportError:
+        assert tok.estimate and tok.name == cost.ESTIMATE
+    else:
+        assert (tok.name, tok.estimate) == ("o200k_base", False)
+        assert tok.count("Hello world") == 2
+
+
+def test_a_tool_is_projected_to_the_fields_a_model_provider_keeps():
+    assert cost.projection(TOOL) == {"name": "echo", "description": "Return the text.",
+                                     "input_schema": {"type": "object"}}
+
+
+def test_definitions_are_measured_as_compact_json_and_tools_also_as_their_projection():
+    figures = cost.definitions_cost(declared(), ESTIMATE)
+    (tool,) = figures["tools"]
+    assert tool["bytes"] == len(cost.as_text(TOOL).encode()) and tool["tokens"] == -(-tool["bytes"] // 4)
+    assert tool["model_bytes"] == len(cost.as_text(cost.projection(TOOL)).encode()) < tool["bytes"]
+    assert [p["name"] for p in figures["prompts"]] == ["p"] and figures["instructions"] is None
+    assert figures["total"]["model_bytes"] == tool["model_bytes"] + figures["prompts"][0]["bytes"]
+
+
+def test_results_per_tool_give_count_p50_and_max_without_the_meta():
+    (row,) = cost.results_cost(declared().results, ESTIMATE)
+    sizes = sorted(len(cost.as_text({"content": [{"type": "text", "text": t}]}).encode()) for t in ("a", "bbbb", "cc"))
+    assert (row["tool"], row["count"], row["bytes_p50"], row["bytes_max"]) == ("echo", 3, sizes[1], sizes[2])
+
+
+def test_the_report_names_the_tokenizer_and_pools_a_servers_sessions():
+    figures = cost.report([(declared(), ("srv", "1")), (declared(("z",)), ("srv", "1"))], ESTIMATE)
+    assert (figures["tokenizer"], figures["estimate"]) == (cost.ESTIMATE, True)
+    (server,) = figures["servers"]
+    assert server["sessions"] == 2 and server["results"][0]["count"] == 4
+    assert [s["results"][0]["count"] for s in figures["sessions"]] == [3, 1]
+
+
+@pytest.mark.parametrize("values, p50", [([1], 1), ([1, 2], 1), ([1, 2, 3], 2), ([1, 2, 3, 4], 2)])
+def test_the_p50_is_the_lower_median(values, p50):
+    assert cost.median(values) == p50
