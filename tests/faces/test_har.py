@@ -48,8 +48,8 @@ def _sessions(db: str) -> list[list[tuple]]:
 def _analysis(db: str) -> list:
     report = json.loads(run(mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never")).stdout)
     order = {s["id"]: n for n, s in enumerate(sorted(report["sessions"], key=lambda s: s["id"]))}
-    summaries = sorted((s["revision"], s["revision_source"], s["frames"], s["kinds"], s["findings"])
-                       for s in report["sessions"])
+    summaries = sorted((s["revision"], s["revision_source"], s["frames"], s["kinds"], s["errors"], s["warnings"],
+                        s["infos"]) for s in report["sessions"])
     return [summaries, sorted((f["code"], f["frame"], f["severity"]) for f in report["findings"]), len(order)]
 
 
