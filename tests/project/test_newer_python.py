@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # between mitmproxy 11 and 12; the pure SSE, transport-rule, replay and serve code is the same
 HTTP_TESTS = ["tests/capture/test_http_recorder.py", "tests/e2e/test_proxy_e2e.py",
               "tests/e2e/test_e2e_everything_http.py"]
+RUNNER = ["pytest>=8"]
+"""What the HTTP_TESTS need beside mcptap[proxy] (not the whole [test]: Spark, pyarrow, OpenTelemetry and the
+browser driver have nothing to do with mitmproxy's line, and would make the 3.12 environment many times larger)."""
 INSTALL_TIMEOUT_S = 600
 RUN_TIMEOUT_S = 900
 
@@ -41,7 +44,7 @@ def working_python(minor: int) -> str | None:
 
 
 def venv_for(python: str) -> Path:
-    """mcptap with its test extras installed (editable) for `python`. The dependencies are cached
+    """mcptap[proxy] and pytest installed (mcptap editable) for `python`. The dependencies are cached
     by the pyproject they came from; mcptap itself is installed again, without them, whenever the
     cached one is another checkout's (an editable install maps its packages to the folder it was
     made from: a CI clone at a new path would otherwise run a deleted or older clone's code)."""
@@ -51,7 +54,7 @@ def venv_for(python: str) -> Path:
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not ready.exists():
         subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True, timeout=INSTALL_TIMEOUT_S)
-        subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True, stdout=subprocess.DEVNULL,
+        subprocess.run([*pip, "-e", f"{ROOT}[proxy]", *RUNNER], check=True, stdout=subprocess.DEVNULL,
                        timeout=INSTALL_TIMEOUT_S)
         ready.write_text(sys.version + "\n", encoding="utf-8")
     if installed_from(venv) != ROOT:
