@@ -230,7 +230,8 @@ def smoke(work: Path) -> None:
         raise Failed("mcptap unwrap did not give the config back as it was")
 
     step("mcptap replay and mcptap serve (stdio) of the demo session")
-    run([mcptap, "replay", "--db", db, "demo", "--no-record", "--timeout", "20"], cwd=here, ok=(0, 1))
+    run([mcptap, "replay", "--db", db, "demo", "--command-from-log", "--no-record", "--timeout", "20"], cwd=here,
+        ok=(0, 1))
     first = run([python, "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("
                  "\"SELECT CAST(raw AS TEXT) FROM frames JOIN sessions ON sessions.id = session_id "
                  "WHERE label = 'demo' AND direction = 'c2s' ORDER BY seq LIMIT 1\").fetchone()[0])", db],
