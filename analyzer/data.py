@@ -390,5 +390,7 @@ def value(db: str | sqlite3.Connection, session: str, seq: int) -> Any:
 
 
 def parse(column: pd.Series) -> pd.Series:
-    """A `raw` column parsed, element by element (None where a frame is not JSON)."""
-    return column.map(lambda text: jsonwire.parse(text).value, na_action="ignore")
+    """A `raw` column parsed, element by element (None where a frame is not JSON), as Python
+    objects: mapped over an object column, never handed to a pyarrow-backed string column to be
+    cast back (pandas 3 with pyarrow installed: a deeply nested value would overflow its stack)."""
+    return column.astype(object).map(lambda text: jsonwire.parse(text).value, na_action="ignore")
