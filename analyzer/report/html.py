@@ -23,7 +23,7 @@ import pandas as pd
 from mcptap import __version__, data, engine, outfile, store
 from mcptap.report import httplines, viewdata
 from mcptap.store import queries
-from mcptap.wire.textsafe import printable
+from mcptap.wire.textsafe import json_text, printable
 
 MAX_FRAMES = 2_000_000
 """Frames the viewer holds: past it, the sessions with the most severe findings first (each whole);
@@ -112,6 +112,7 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     stage("writing the report", None)
     script, style = _asset("filter.js") + "\n" + _asset("viewer.js"), _asset("viewer.css")
     payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+    payload = json_text(payload.decode("utf-8")).encode("utf-8")  # bidi, format and control characters as \u escapes
     for char, escape in _SAFE_JSON.items():
         payload = payload.replace(char, escape)
     page = _ENV.from_string(_asset("viewer.html")).render(

@@ -70,7 +70,8 @@ COLUMNS: dict[str, dict[str, tuple[tuple[str, ...], bool, tuple[str, ...] | None
         "endpoint": (TEXT, True, None), "events": (INT, False, None), "request_headers": (TEXT, True, None),
         "response_headers": (TEXT, True, None), "redacted": (TEXT, True, None), "started_at": (REAL, False, None),
         "request_end": (REAL, True, None), "response_at": (REAL, True, None), "ended_at": (REAL, True, None),
-        "outcome": (TEXT, True, None),
+        "outcome": (TEXT, True, None), "role": (TEXT, True, None), "request_body": (BYTES, True, None),
+        "response_body": (BYTES, True, None), "rewritten": (TEXT, True, None),
     },
 }
 

@@ -328,7 +328,10 @@ def test_analyze_with_two_workers_analyses_every_session_of_a_deep_database_as_o
     assert_clean(alone, 0)
     assert_clean(two, 0)
     assert [s["kinds"] for s in _json(two)["sessions"]] == [{"request": 2, "response": 2, "notification": 1}] * 25
-    assert _json(two)["sessions"] == _json(alone)["sessions"]
+    def judged(report):  # when each was analysed differs, by nature
+        return [{k: v for k, v in s.items() if k not in ("analyzed", "analyzed_at")} for s in report["sessions"]]
+
+    assert judged(_json(two)) == judged(_json(alone))
 
 
 # -- workers die with their parent; a dead worker is an error -------------------------------------
