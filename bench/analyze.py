@@ -4,7 +4,7 @@ and always exits 0.
 The database. A seeded generator writes N frames (1,000,000, and 100,000 for the memory
 comparison) with the product's own store (mcptap.store: connect, insert_session, append_rows),
 so the schema is exactly the product's. It holds many stdio sessions of 200 to 20,000 frames
-(log-uniform), of both eras:
+(log-uniform; or, for bench/fleet.py, a given number of sessions of N frames in all), of both eras:
 - handshake (2025-11-25 or 2025-06-18): initialize, InitializeResult, notifications/initialized,
   then operation, with server->client requests (ping, roots/list, sampling/createMessage inside a
   tools/call) answered by the client, logging notifications (the server declares `logging`);
@@ -572,8 +572,12 @@ def compact(value) -> str:
 class Generator:
     RESERVE = 60  # more than one burst can add
 
-    def __init__(self, n: int, seed: int):
-        self.n, self.seed = n, seed
+    def __init__(self, n: int, seed: int, sessions: int | None = None):
+        """`n` frames; `sessions` None: sessions of SESSION_MIN to SESSION_MAX frames (log-uniform)
+        until n are written; a number: exactly that many sessions, of n frames in all (sizes_for)."""
+        if sessions is not None and n < 2 * SESSION_MIN * sessions:
+            raise ValueError(f"{sessions:,} sessions of {n:,} frames: under {2 * SESSION_MIN} frames a session")
+        self.n, self.seed, self.sessions = n, seed, sessions
         self.rng = random.Random(seed)
         self.corpus = make_corpus()
         self.stats = {
@@ -598,13 +602,17 @@ class Generator:
         start = 1_780_000_000.0
         total = 0
         lo, hi = math.log(SESSION_MIN), math.log(SESSION_MAX)
+        sizes = None if self.sessions is None else sizes_for(rng, self.n, self.sessions)
         p_violation = VIOLATION_SHARE * 3.5  # per burst; a burst holds about 3.5 frames
         vi = 0
         try:
-            while total < self.n:
-                target = int(math.exp(rng.uniform(lo, hi)))
-                if self.n - total - target < SESSION_MIN:
-                    target = self.n - total
+            while (total < self.n) if sizes is None else (st["sessions"] < len(sizes)):
+                if sizes is not None:
+                    target = sizes[st["sessions"]]
+                else:
+                    target = int(math.exp(rng.uniform(lo, hi)))
+                    if self.n - total - target < SESSION_MIN:
+                        target = self.n - total
                 era = rng.choices(("2025-11-25", "2025-06-18", "2026-07-28"), (35, 25, 40))[0]
                 s = Session(self, era, start)
                 s.open()
@@ -651,8 +659,25 @@ class Generator:
         return st
 
 
-def cache_paths(n: int, seed: int) -> tuple[str, str]:
-    base = os.path.join(CACHE_DIR, f"analyze-g{GENERATOR_VERSION}-{n}-{seed}")
+def sizes_for(rng: random.Random, n: int, sessions: int) -> list[int]:
+    """Frames of each of `sessions` sessions, n in all: log-uniform from SESSION_MIN to the bound
+    whose mean is n / sessions (about 2,870 for 1,000 frames a session), rounded so they sum to n."""
+    mean = n / sessions
+    lo, hi = SESSION_MIN, 4.0 * mean
+    for _ in range(60):  # the bound by bisection: the mean of log-uniform [a, b] is (b - a) / ln(b / a)
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if (mid - SESSION_MIN) / math.log(mid / SESSION_MIN) < mean else (lo, mid)
+    drawn = [math.exp(rng.uniform(math.log(SESSION_MIN), math.log(hi))) for _ in range(sessions)]
+    scale, edges, running = n / sum(drawn), [0], 0.0
+    for x in drawn:
+        running += x * scale
+        edges.append(round(running))
+    edges[-1] = n
+    return [b - a for a, b in zip(edges, edges[1:])]
+
+
+def cache_paths(n: int, seed: int, sessions: int | None = None) -> tuple[str, str]:
+    base = os.path.join(CACHE_DIR, f"analyze-g{GENERATOR_VERSION}-{n}-{seed}" + (f"-s{sessions}" if sessions else ""))
     return base + ".db", base + ".json"
 
 
@@ -661,10 +686,11 @@ def schema_version() -> list[str]:
     return [name for name, _ in schema.MIGRATIONS]
 
 
-def ensure_database(n: int, seed: int, regenerate: bool) -> tuple[str, dict, float | None]:
-    """The cached database for (n, seed), generated if missing or written with other migrations than
-    the product has now: (path, composition, seconds or None)."""
-    db, side = cache_paths(n, seed)
+def ensure_database(n: int, seed: int, regenerate: bool,
+                    sessions: int | None = None) -> tuple[str, dict, float | None]:
+    """The cached database for (n, seed, sessions), generated if missing or written with other
+    migrations than the product has now: (path, composition, seconds or None)."""
+    db, side = cache_paths(n, seed, sessions)
     if not regenerate and os.path.exists(db) and os.path.exists(side):
         with open(side, encoding="utf-8") as fh:
             comp = json.load(fh)
@@ -677,7 +703,7 @@ def ensure_database(n: int, seed: int, regenerate: bool) -> tuple[str, dict, flo
         if os.path.exists(p):
             os.unlink(p)
     t0 = time.perf_counter()
-    stats = Generator(n, seed).write(tmp)
+    stats = Generator(n, seed, sessions).write(tmp)
     elapsed = time.perf_counter() - t0
     stats["generation_s"] = elapsed
     stats["schema"] = schema_version()

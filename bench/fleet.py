@@ -1,6 +1,7 @@
-"""Benchmark of the fleet path: the same generated recordings (bench/analyze.py's generator:
-stdio sessions of 200 to 20,000 frames, both eras, 0.5% injected violations) analysed three ways
-in one run, for each size asked (default 1,000,000 and 10,000,000 frames):
+"""Benchmark of the fleet path: the same generated recordings (bench/analyze.py's generator: stdio
+sessions, both eras, 0.5% injected violations; here 1,000 sessions to a million frames, of 200 to
+about 2,900 frames each, written straight into --work and removed after) analysed three ways in
+one run, for each size asked (default 1,000,000 and 10,000,000 frames):
 (a) `mcptap analyze --db` (worker processes, one per CPU) over the SQLite file;
 (b) `mcptap export --format parquet` of it, then `mcptap analyze DIR --engine local --jobs 2`;
 (c) `mcptap analyze DIR --engine spark --master local[2]` over the same dataset.
@@ -26,10 +27,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from analyze import ensure_database  # noqa: E402
+from analyze import Generator  # noqa: E402
 from common import print_summary, run  # noqa: E402
 
 MESSAGES = ("session_id", "frame_seq", "idx", "direction", "kind", "id", "method", "paired_frame", "latency_s")
+SESSIONS_PER_MILLION = 1_000
 FINDINGS = ("session_id", "frame_seq", "idx", "code", "severity", "message", "related_frame")
 
 
@@ -73,25 +75,43 @@ def dataset_digest(folder: str, table: str, columns: tuple) -> tuple[int, str]:
     return digest_rows(rows())
 
 
+def phase(figures: dict, name: str, seconds: float) -> float:
+    """A phase's time kept and printed at once (a run stopped half way still says what it measured)."""
+    figures[f"{name}_s"] = seconds
+    n = figures["frames"]
+    print(f"    {name:8} {seconds:8.1f} s  {seconds / n * 1e6:6.2f} us/frame  (load {os.getloadavg()[0]:.2f})",
+          flush=True)
+    return seconds
+
+
 def measure(n: int, seed: int, spark: bool, work: str) -> dict:
-    db_src, comp, _ = ensure_database(n, seed, regenerate=False)
     db = os.path.join(work, f"fleet-{n}.db")
-    shutil.copyfile(db_src, db)
     folder = os.path.join(work, f"fleet-{n}")
+    for path in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(path):
+            os.unlink(path)
     shutil.rmtree(folder, ignore_errors=True)
-    figures = {"frames": n, "sessions": comp["sessions"]}
-    figures["export_s"] = mcptap("export", "--format", "parquet", "-o", folder, db)
-    figures["sqlite_s"] = mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never")
+    sessions = max(1, n * SESSIONS_PER_MILLION // 1_000_000)
+    print(f"\n{n:,} frames, {sessions:,} sessions", flush=True)
+    figures = {"frames": n, "sessions": sessions}
+    started = time.perf_counter()
+    Generator(n, seed, sessions).write(db)
+    phase(figures, "generate", time.perf_counter() - started)
+    phase(figures, "export", mcptap("export", "--format", "parquet", "-o", folder, db))
+    phase(figures, "sqlite", mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never"))
     want = {t: sqlite_digest(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
     engines = [("local", ["--engine", "local", "--jobs", "2"])]
     if spark:
         engines.append(("spark", ["--engine", "spark", "--master", "local[2]"]))
     for name, args in engines:
-        figures[f"{name}_s"] = mcptap("analyze", folder, *args, "--format", "json", "--fail-on", "never")
+        phase(figures, name, mcptap("analyze", folder, *args, "--format", "json", "--fail-on", "never"))
         got = {t: dataset_digest(folder, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
         figures[f"{name}_same"] = got == want
+        print(f"    {name} derived rows identical to --db: {'yes' if got == want else 'NO'}", flush=True)
     figures["rows"] = want
-    os.unlink(db)
+    for path in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(path):
+            os.unlink(path)
     shutil.rmtree(folder, ignore_errors=True)
     return figures
 
@@ -103,7 +123,7 @@ def main() -> None:
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--work", default=tempfile.gettempdir())
     args = parser.parse_args()
-    print(f"load: {os.getloadavg()}, cpus: {os.cpu_count()}")
+    print(f"load: {os.getloadavg()}, cpus: {os.cpu_count()}", flush=True)
     results = []
     for n in args.frames:
         f = measure(n, args.seed, not args.skip_spark, args.work)
