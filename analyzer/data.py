@@ -95,10 +95,7 @@ def _conn(db: str | sqlite3.Connection, tables: Sequence[str] = ()) -> Iterator[
 
 def _sessions_filter(conn: sqlite3.Connection, session: str | Sequence[str] | None) -> list[str] | None:
     """Session ids from ids, unique id prefixes or labels (None: all)."""
-    if session is None:
-        return None
-    refs = [session] if isinstance(session, str) else list(session)
-    return [store.resolve_session(conn, ref) for ref in refs]
+    return store.resolve_sessions(conn, session)
 
 
 def _seconds(when: Any) -> float | None:

@@ -77,8 +77,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
 
     conn = store.open_existing(_path(db))
     try:
-        refs = [session] if isinstance(session, str) else list(session or ())
-        ids = [store.resolve_session(conn, ref) for ref in refs] or store.session_ids(conn)
+        ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         with private_text(os.fspath(path)) as out:
             return exporter.export(conn, out, ids)
     finally:
@@ -103,8 +102,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     rows = []
     conn = store.open_existing(_path(db))
     try:
-        refs = [session] if isinstance(session, str) else list(session or ())
-        ids = [store.resolve_session(conn, ref) for ref in refs] or store.session_ids(conn)
+        ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         for sid in ids:
             for op in ops.session_view(conn, sid).operations:
                 rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
@@ -131,8 +129,7 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
 
     conn = store.open_existing(_path(db))
     try:
-        named = [session] if isinstance(session, str) else session
-        ids = None if named is None else list(dict.fromkeys(store.resolve_session(conn, s) for s in named))
+        ids = store.resolve_sessions(conn, session)
         figures = definitions.cost_report(conn, ids)
     finally:
         conn.close()

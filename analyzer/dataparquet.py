@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mcptap import store
 from mcptap.store import dataset
 
 
@@ -23,24 +24,7 @@ def is_dataset(db) -> bool:
 
 def _ids(root, session: str | Sequence[str] | None) -> list[str] | None:
     """Sessions asked for (ids, unique id prefixes or labels), as ids; None: all."""
-    if session is None:
-        return None
-    refs = [session] if isinstance(session, str) else list(session)
-    table = dataset.read(root, "sessions", columns=["id", "label", "started_at"]).to_pylist()
-    found = []
-    for ref in refs:
-        exact = [r["id"] for r in table if r["id"] == ref]
-        prefixed = [r["id"] for r in table if r["id"].startswith(ref)]
-        labelled = sorted((r for r in table if r["label"] == ref), key=lambda r: r["started_at"])
-        if exact:
-            found.append(exact[0])
-        elif len(prefixed) == 1:
-            found.append(prefixed[0])
-        elif labelled:
-            found.append(labelled[-1]["id"])
-        else:
-            raise dataset.DatasetError(f"no session {ref!r} in {root}")
-    return found
+    return store.resolve_sessions(root, session)
 
 
 def _seconds(when) -> float | None:

@@ -145,7 +145,7 @@ def analyze(
         if dataset_dir is None:
             conn = store.open_existing(db)
             ids = list(sources) if sources is not None else \
-                list(dict.fromkeys(store.resolve_session(conn, s) for s in named)) if named else None
+                store.resolve_sessions(conn, named) if named else None
             total = store.count_frames(conn, ids)
             conn.close()
             with progress.meter("analyzing", total) as shown:

@@ -77,7 +77,7 @@ def cost(
         if sessions:
             conn = store.open_existing(db)
             try:
-                ids = list(dict.fromkeys(store.resolve_session(conn, s) for s in sessions))
+                ids = store.resolve_sessions(conn, sessions)
             finally:
                 conn.close()
         figures = definitions.cost_report(db, ids)

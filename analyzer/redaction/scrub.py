@@ -44,7 +44,7 @@ def redact_database(db_path: str, *, sessions: list[str] | None = None, redactio
     out = Scrubbed()
     try:
         store.erase_on_write(conn)
-        ids = [store.resolve_session(conn, s) for s in sessions] if sessions else store.session_ids(conn)
+        ids = store.resolve_sessions(conn, sessions) or store.session_ids(conn)
         if stage is not None:
             stage("redacting", store.count_frames(conn, ids))
         for sid in ids:

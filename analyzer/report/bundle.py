@@ -87,7 +87,7 @@ def write(db: str, output: str, sessions: list[str] | None = None, *,
 
     source = store.open_existing(db)
     try:
-        ids = [store.resolve_session(source, s) for s in sessions] if sessions else store.session_ids(source)
+        ids = store.resolve_sessions(source, sessions) or store.session_ids(source)
         transports = {sid: store.get_session(source, sid)["transport"] for sid in ids}
         with tempfile.TemporaryDirectory(prefix="mcptap-bundle-") as work:
             http = [sid for sid in ids if transports[sid] in HTTP_TRANSPORTS]

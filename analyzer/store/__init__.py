@@ -21,10 +21,11 @@ from mcptap.store.recorded import (  # noqa: F401
     frames_per_session,
     get_session, insert_exchange, insert_frame_bytes, insert_frames, insert_http_frames, insert_rows, insert_session,
     insert_stderr, iter_frames, iter_http_frames, iter_raw_frames, iter_stderr, list_sessions, replace_frame,
-    replace_session_fields, replace_stderr, resolve_session, session_exchanges, session_exists, session_fields,
+    replace_session_fields, replace_stderr, session_exchanges, session_exists, session_fields,
     session_ids, set_frame_refs, stderr_after, stored_counts, upsert_exchange,
 )
 from mcptap.store.recorded import frames_by_seq, frames_mentioning, frames_of_methods  # noqa: F401
+from mcptap.store.sessionrefs import resolve_session, resolve_sessions  # noqa: F401
 from mcptap.store.derived import (  # noqa: F401
     analysis_summaries, clear_analyses, clear_analysis, drop_message_index, ensure_message_indexes,
     insert_analysis_rows, insert_analysis_summary,

@@ -243,24 +243,6 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict:
     return dict(row)
 
 
-def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
-    """A session named by its id, a unique id prefix, or its label (the newest with that label)."""
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (ref,)).fetchone():
-        return ref
-    by_prefix = [r[0] for r in conn.execute(
-        "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY started_at", (len(ref), ref))]
-    if len(by_prefix) == 1:
-        return by_prefix[0]
-    if len(by_prefix) > 1:
-        shown = ", ".join(by_prefix[:5])
-        raise SessionNotFound(f"{ref!r} matches {len(by_prefix)} sessions ({shown}); give more of the id")
-    by_label = conn.execute(
-        "SELECT id FROM sessions WHERE label = ? ORDER BY started_at DESC, id DESC LIMIT 1", (ref,)).fetchone()
-    if by_label:
-        return by_label[0]
-    raise SessionNotFound(f"no session {ref!r} (try `mcptap sessions`)")
-
-
 def iter_frames(conn: sqlite3.Connection, session_id: str, after: int = 0) -> Iterator[Frame]:
     """The session's frames in seq order (`after`: those numbered above it)."""
     redacted = "redacted" if has_column(conn, "frames", "redacted") else "NULL"  # a file older than 0005, read-only

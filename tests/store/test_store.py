@@ -122,3 +122,26 @@ def test_analysis_rows_are_stored_each_as_given_however_many_and_whatever_their_
     assert conn.execute("SELECT session_id, frame_seq, idx, code, severity, message, related_frame FROM findings"
                         ).fetchall() == findings
     conn.close()
+
+
+def test_a_database_and_its_parquet_dataset_resolve_every_session_reference_alike(db, tmp_path):
+    from mcptap.store import dataset
+
+    conn = store.connect(db)
+    make_session(conn, "aaaa-1", label="x", started_at=1)
+    make_session(conn, "aaab-2", label="x", started_at=2)
+    make_session(conn, "bbbb-3", label="aaa", started_at=3)  # a label that is also an ambiguous id prefix
+    make_session(conn, "cccc-4", label="bbbb", started_at=4)  # a label that is also another's id prefix
+    conn.commit()
+    folder = tmp_path / "ds"
+    dataset.export_database(str(db), folder)
+    for source in (conn, folder, str(folder)):
+        assert store.resolve_sessions(source, None) is None
+        assert store.resolve_sessions(source, "aaab") == ["aaab-2"]
+        assert store.resolve_sessions(source, ["x", "aaaa-1", "aaab-2", "bbbb"]) == ["aaab-2", "aaaa-1", "bbbb-3"]
+        assert store.resolve_sessions(source, ["cccc-4", "cccc"]) == ["cccc-4"]
+        with pytest.raises(SessionNotFound, match=r"'aaa' matches 2 sessions \(aaaa-1, aaab-2\)"):
+            store.resolve_sessions(source, ["x", "aaa"])
+        with pytest.raises(SessionNotFound, match="no session 'nope'"):
+            store.resolve_sessions(source, "nope")
+    conn.close()
