@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from mcptap import store
 from tests.conftest import TESTS, copy_database, mcptap, run, tee, tool
 
 MESSAGES = "session_id, frame_seq, idx, direction, kind, id, method, paired_frame, latency_s"
@@ -110,17 +111,38 @@ def test_analysing_the_dataset_on_spark_and_locally_gives_exactly_what_analyze_d
         assert [s["id"] for s in report["sessions"]] == [s["id"] for s in want_report["sessions"]]
 
 
-@pytest.mark.parametrize("make, said", [
-    (lambda p: p.mkdir(), "is not an mcptap dataset"),
+NOT_DATASETS = [
+    (lambda p: (p.mkdir(), (p / "notes.txt").write_text("x", encoding="utf-8")), "is not an mcptap dataset"),
     (lambda p: p.write_text("x", encoding="utf-8"), "is not a folder"),
     (lambda p: (p.mkdir(), (p / "_mcptap.json").write_text('{"format": "mcptap-parquet", "version": 99}')),
      "written by a newer mcptap"),
-])
-def test_what_is_not_a_dataset_is_refused_in_one_line(tmp_path, make, said):
+    (lambda p: (p.mkdir(), (p / "_mcptap.json").write_text('{"format": "something else"}')),
+     "does not describe an mcptap dataset"),
+]
+
+
+@pytest.mark.parametrize("make, said", NOT_DATASETS)
+@pytest.mark.parametrize("command", ["analyze --engine local", "analyze --engine spark", "export --format parquet -o",
+                                     "pandas"])
+def test_what_is_not_a_dataset_is_refused_in_one_line(tmp_path, make, said, command):
     path = tmp_path / "ds"
     make(path)
-    done = run(mcptap("analyze", str(path), "--engine", "local"))
-    assert done.returncode == 2
+    if command == "pandas":
+        import mcptap.data as mt
+        from mcptap.store.dataset import DatasetError
+
+        if (path / "_mcptap.json").exists():  # without its marker, a path is read as a SQLite file
+            with pytest.raises(DatasetError, match=said):
+                mt.findings(path)
+        return
+    if command.startswith("export"):
+        db = tmp_path / "empty.db"
+        store.connect(db).close()
+        argv = mcptap(*command.split(), str(path), str(db))
+    else:
+        argv = mcptap("analyze", str(path), *command.split()[1:])
+    done = run(argv, timeout=120)
+    assert done.returncode == 2, done.stderr.decode()
     assert said in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
 
 
