@@ -168,20 +168,18 @@ class ExchangeBook:
         ex.shipped = True
 
     def _scout(self, ex: Exchange, chunk: bytes) -> None:
-        """A stream whose session is not known: its first event tells (an `endpoint` event:
-        a legacy session; a message: the sessionless group of its client)."""
+        """A stream whose session is not known: its first event with data tells (an `endpoint`
+        event: a legacy session; a message: the sessionless group of its client), however the
+        stream was cut into chunks (an endpoint and the first message may come in one)."""
         ex.early.append((self.clock(), chunk))
         ex.early_bytes += len(chunk)
-        for op in ex.scout.cut([ChunkOp(ex.flow_id, 0.0, chunk)]):
-            if op.__class__ is FrameOp:
-                self._join(ex, ex.stateless_key)
-                return
-        endpoint = ex.scout.endpoint(ex.flow_id)
+        ops = ex.scout.cut([ChunkOp(ex.flow_id, 0.0, chunk)])
+        endpoint = ex.scout.endpoint(ex.flow_id)  # announced before any message
         if endpoint is not None:
             ex.endpoint = endpoint
             self._join(ex, ("sse", ex.upstream, legacy_token(endpoint) or endpoint), transport="sse")
-        elif ex.early_bytes >= SCOUT_BYTES:  # no endpoint first: not a legacy stream; held no longer
-            self._join(ex, ex.stateless_key)
+        elif any(op.__class__ is FrameOp for op in ops) or ex.early_bytes >= SCOUT_BYTES:
+            self._join(ex, ex.stateless_key)  # a message first, or no endpoint in time: no legacy stream
 
     def _fault(self, ex: Exchange, exc: Exception) -> None:
         self.errors += 1

@@ -30,7 +30,7 @@ def _decoder(encoding: str | None) -> Decoder | None:
 
 
 class _Stream:
-    __slots__ = ("session_id", "decoder", "parser", "events", "fault", "last_ts", "endpoint")
+    __slots__ = ("session_id", "decoder", "parser", "events", "fault", "last_ts", "endpoint", "framed")
 
     def __init__(self, session_id: str, encoding: str | None, limit: int = DEFAULT_MAX_FRAME):
         self.session_id = session_id
@@ -38,7 +38,8 @@ class _Stream:
         self.events = 0
         self.fault: str | None = None
         self.last_ts = 0.0
-        self.endpoint: str | None = None  # what a legacy `endpoint` event announced
+        self.endpoint: str | None = None  # what a legacy `endpoint` event announced before any message
+        self.framed = False  # a message event was cut
         try:
             self.decoder = _decoder(encoding)
         except (ValueError, ImportError) as exc:
@@ -205,9 +206,11 @@ class Streams:
         sid = stream.session_id
         for event in events:
             stream.events += 1
-            if event.type == "endpoint" and event.data is not None and stream.endpoint is None:
-                stream.endpoint = event.data.decode("utf-8", "replace")
+            if event.type == "endpoint" and event.data is not None:
+                if stream.endpoint is None and not stream.framed:
+                    stream.endpoint = event.data.decode("utf-8", "replace")
             elif event.data:  # no data, an empty (priming) event, an endpoint: no message
+                stream.framed = True
                 row = store.http_frame_row(sid, 0, ts, "s2c", event.data, exchange_id,
                                            event.id if event.has_id else None)
                 out.append(FrameOp(row if event.full_size is None else cut_row(row, event.full_size)))

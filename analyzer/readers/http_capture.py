@@ -201,21 +201,26 @@ _HOOKS = ("request", "responseheaders", "chunk", "response", "error")
 
 
 def _timeline(flows: list, chunks: dict | None = None) -> list[tuple]:
-    """(time, tie-break, hook, flow, chunk end) for each flow's request, answer headers, the
-    events of its answer whose times are known (`chunks`), and answer end (or error), sorted by
-    time: a stream that ends after a DELETE still began before it."""
+    """(time, tie-break, hook, flow, chunk end, clock) for each flow's request, answer headers,
+    the events of its answer whose times are known (`chunks`), and answer end (or error), sorted
+    by time: a stream that ends after a DELETE still began before it. `clock` is the time the
+    hook runs at. An event is ordered between its answer's headers and end whatever its own time
+    says (a HAR dates the headers from rounded timings, which may put them a microsecond after
+    the first event): it keeps its own time as its clock."""
     events = []
     for n, f in enumerate(flows):
         start = f.request.timestamp_end or f.request.timestamp_start
-        events.append((start, n, "request", f, None))
+        events.append((start, n, "request", f, None, start))
         if f.response is not None:  # its end: the answer's, or the error that cut it short
-            events.append((f.response.timestamp_start or start, n, "responseheaders", f, None))
-            for at, end in (chunks or {}).get(n, ()):
-                events.append((at, n, "chunk", f, end))
+            headers = f.response.timestamp_start or start
+            events.append((headers, n, "responseheaders", f, None, headers))
             end = f.error.timestamp if f.error is not None and f.error.timestamp else f.response.timestamp_end
-            events.append((end or f.response.timestamp_start or start, n, "response", f, None))
+            end = end or headers
+            for at, offset in (chunks or {}).get(n, ()):
+                events.append((min(max(at, headers), max(end, headers)), n, "chunk", f, offset, at))
+            events.append((end, n, "response", f, None, end))
         elif f.error is not None:
-            events.append((f.error.timestamp or start, n, "error", f, None))
+            events.append((f.error.timestamp or start, n, "error", f, None, f.error.timestamp or start))
     events.sort(key=lambda e: (e[0], e[1], _HOOKS.index(e[2]), e[4] or 0))
     return events
 
@@ -247,7 +252,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     empty = 0
     last = 0.0
     fed: dict[int, int] = {}  # id(flow) -> how much of its body the events with times fed
-    for at, _, hook, f, end in _timeline(flows, chunks):  # the hooks in the order a live proxy would have run them
+    for _, _, hook, f, end, at in _timeline(flows, chunks):  # the hooks in the order a live proxy would have run them
         last = max(last, at)
         tap.clock = lambda at=at: at
         if hook == "request":

@@ -211,6 +211,50 @@ def test_legacy_posts_join_the_stream_that_announced_their_endpoint(tap):
     assert rows(db, "SELECT endpoint FROM exchanges WHERE method = 'GET'") == [("/messages/?session_id=abc123",)]
 
 
+@pytest.mark.parametrize("post_first", [False, True])
+def test_a_legacy_endpoint_and_first_message_in_one_chunk_are_one_session_whichever_comes_first(tap, post_first):
+    stream = tflow.tflow(resp=True)
+    stream.request.path = "/sse"
+    stream.request.headers["accept"] = "text/event-stream"
+    tap.request(stream)
+    sse_answer(stream)
+    tap.responseheaders(stream)
+    p = post(CALL, path="/messages/?session_id=abc123")
+    if post_first:  # the POST's request seen before the stream's first chunk
+        tap.request(p)
+    stream.response.stream(b"event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: " + RESULT +
+                           b"\n\n")
+    if not post_first:
+        tap.request(p)
+    p.response.status_code, p.response.content = 202, b"Accepted"
+    p.response.headers["content-type"] = "text/plain"
+    tap.responseheaders(p)
+    tap.response(p)
+    stream.response.stream(b"")
+    tap.response(stream)
+    db = tap.journal.db_path
+    tap.done()
+    assert rows(db, "SELECT transport FROM sessions") == [("sse",)]
+    assert sorted(rows(db, "SELECT CAST(raw AS BLOB) FROM frames")) == sorted([(CALL,), (RESULT,)])
+    assert rows(db, "SELECT endpoint FROM exchanges WHERE method = 'GET'") == [("/messages/?session_id=abc123",)]
+
+
+def test_a_stream_whose_first_message_comes_before_an_endpoint_event_is_no_legacy_stream(tap):
+    stream = tflow.tflow(resp=True)
+    stream.request.path = "/sse"
+    stream.request.headers["accept"] = "text/event-stream"
+    tap.request(stream)
+    sse_answer(stream)
+    tap.responseheaders(stream)
+    stream.response.stream(b"data: " + PROGRESS + b"\n\nevent: endpoint\ndata: /messages/?session_id=abc123\n\n")
+    stream.response.stream(b"")
+    tap.response(stream)
+    db = tap.journal.db_path
+    tap.done()
+    assert rows(db, "SELECT transport FROM sessions") == [("http",)]
+    assert rows(db, "SELECT endpoint FROM exchanges") == [(None,)]
+
+
 def test_a_token_in_a_legacy_endpoint_is_redacted_as_in_the_exchange_url(tap):
     stream = legacy_stream_and_post(tap, b"/messages/?session_id=abc123&token=s3cr3t-endpoint")
     stream.response.stream(b"")
