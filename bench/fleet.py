@@ -3,11 +3,12 @@ sessions, both eras, 0.5% injected violations; here 1,000 sessions to a million 
 about 2,900 frames each, written straight into --work and removed after) analysed three ways in
 one run, for each size asked (default 1,000,000 and 10,000,000 frames):
 (a) `mcptap analyze --db` (worker processes, one per CPU) over the SQLite file;
-(b) `mcptap export --format parquet` of it, then `mcptap analyze DIR --engine local --jobs 2`;
-(c) `mcptap analyze DIR --engine spark --master local[2]` over the same dataset.
+(b) `mcptap export --format parquet` of it, then `mcptap analyze DIR --engine spark --master
+    local[2]` over the dataset;
+(c) `mcptap analyze DIR --engine local --jobs 2` over the same dataset.
 Each is a subprocess, timed wall to wall (start-up included). The derived rows of (b) and (c) are
 checked equal to (a)'s (an order-free digest of every messages and findings row). Prints the
-per-frame cost of each, how it grows from the smallest size to the largest, and, from (c)'s rate
+per-frame cost of each, how it grows from the smallest size to the largest, and, from (b)'s rate
 per executor, how many executors a day of a fleet needs. Not a test: it always exits 0.
 
     python bench/fleet.py [--frames 1000000 10000000] [--seed 7] [--skip-spark]
@@ -100,9 +101,8 @@ def measure(n: int, seed: int, spark: bool, work: str) -> dict:
     phase(figures, "export", mcptap("export", "--format", "parquet", "-o", folder, db))
     phase(figures, "sqlite", mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never"))
     want = {t: sqlite_digest(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
-    engines = [("local", ["--engine", "local", "--jobs", "2"])]
-    if spark:
-        engines.append(("spark", ["--engine", "spark", "--master", "local[2]"]))
+    engines = [("spark", ["--engine", "spark", "--master", "local[2]"])] if spark else []
+    engines.append(("local", ["--engine", "local", "--jobs", "2"]))  # after Spark: its rate is the one sized on
     for name, args in engines:
         phase(figures, name, mcptap("analyze", folder, *args, "--format", "json", "--fail-on", "never"))
         got = {t: dataset_digest(folder, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}

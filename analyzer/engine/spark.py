@@ -53,8 +53,11 @@ def run(root: Path, master: str, frames: int, group_frames: int, job, fallback_r
 
 def session(master: str):
     """A Spark session at `master` whose Python workers run this interpreter, on loopback here."""
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise dataset.DatasetError("--engine spark needs a Java runtime (17 or later; on Debian: "
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if java is None or not os.access(java, os.X_OK):
+        where = f": JAVA_HOME ({home!r}) has no bin/java" if home else " (none on PATH)"
+        raise dataset.DatasetError(f"--engine spark needs a Java runtime{where}; 17 or later (on Debian: "
                                    "apt-get install openjdk-17-jre-headless)")
     try:
         from pyspark.sql import SparkSession

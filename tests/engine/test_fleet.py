@@ -146,10 +146,11 @@ def test_what_is_not_a_dataset_is_refused_in_one_line(tmp_path, make, said, comm
     assert said in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
 
 
-def test_spark_without_a_java_runtime_is_refused_in_one_line(recorded, tmp_path):
+@pytest.mark.parametrize("nowhere", ["PATH", "JAVA_HOME"])
+def test_spark_without_a_java_runtime_is_refused_in_one_line(recorded, tmp_path, nowhere):
     folder = exported(recorded, tmp_path / "ds")
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
-    env["PATH"] = str(tmp_path / "nothing")  # no java on it (the interpreter is named by its path)
+    env[nowhere] = str(tmp_path / "nothing")  # no java there (the interpreter is named by its path)
     done = run(mcptap("analyze", str(folder), "--engine", "spark"), env=env)
     assert done.returncode == 2, done.stderr.decode()
     assert "Java runtime" in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
