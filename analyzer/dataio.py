@@ -108,7 +108,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
                 rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
                              None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
                              op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
-                             len(op.notes), [f[3] for f in op.findings]))
+                             len(op.notes), [f.code for f in op.findings]))
     finally:
         conn.close()
     frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")

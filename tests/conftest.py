@@ -164,7 +164,7 @@ FAST_TIER = frozenset({
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "analysis/test_definitions.py", "analysis/test_cost.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "project/test_docs.py", "project/test_layout.py",
+    "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
 tests/: no real SDK or npm server, no proxy, no hostile input at scale, no wait for a timeout (the

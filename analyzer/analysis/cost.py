@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from mcptap.analysis.definitions import KINDS, Declared
+from mcptap.analysis.messages import Finding
 
 ESTIMATE = "bytes/4 estimate"
 BUDGET_CODE = "context-budget-exceeded"
@@ -158,7 +159,7 @@ def report(sessions: list[tuple[Declared, tuple[str, str]]], tok: Tokenizer | No
             "servers": servers, "sessions": per_session}
 
 
-def budget_findings(declared: Declared, server: tuple[str, str], policy=None) -> list[tuple]:
+def budget_findings(declared: Declared, server: tuple[str, str], policy=None) -> list[Finding]:
     """`context-budget-exceeded` when the session's definitions take more model tokens than the
     policy's budget (DEFAULT_BUDGET unless it says otherwise)."""
     from mcptap.analysis import rules
@@ -177,4 +178,4 @@ def budget_findings(declared: Declared, server: tuple[str, str], policy=None) ->
     latest = declared.latest()
     seq = latest["tools"].seq if "tools" in latest else (
         declared.listings[-1].seq if declared.listings else declared.instructions_seq)
-    return [(declared.session_id, seq, None, rule.code, severity, hit.message, None)]
+    return [Finding(declared.session_id, seq, None, rule.code, severity, hit.message, None)]

@@ -28,16 +28,15 @@ WANTED = frozenset({"initialize", *LISTS, *LIST_CHANGED, "tools/call"})
 
 
 def wanted(rows, into: list[int], calls: list[int]) -> None:
-    """The frames among these message rows (analyzer/analysis/messages.py MessageRow: seq at 1,
-    kind at 4, method at 6) that the definitions are read from, added to `into`, and the tools/call
-    requests, added to `calls`."""
-    for r in rows:
-        method = r[6]
+    """The frames among these message rows (analyzer/analysis/messages.py MessageRow, the session
+    core's lists) that the definitions are read from, added to `into`, and the tools/call requests,
+    added to `calls`."""
+    for _sid, seq, _idx, _direction, kind, _id, method, _paired, _latency in rows:
         if method in WANTED:
             if method != "tools/call":
-                into.append(r[1])
-            elif r[4] == "request":
-                calls.append(r[1])
+                into.append(seq)
+            elif kind == "request":
+                calls.append(seq)
 
 
 NEEDLES = (b"tools", b"prompts", b"resources", b"serverInfo", b"instructions", b"initialize")

@@ -10,6 +10,7 @@ from typing import Any
 
 from mcptap.analysis import cost, rules
 from mcptap.analysis.definitions import CHANGED, KINDS, REMOVED, Declared, Delta, compare
+from mcptap.analysis.messages import Finding
 from mcptap.errors import MCPTapError
 
 FORMAT = 1
@@ -80,13 +81,13 @@ def approved(doc: dict, name: str, version: str) -> tuple[dict, str] | None:
     return versions[last], f"{name} {last}, the server now says {version or 'no version'}"
 
 
-def findings(declared: Declared, label: str | None, baseline: dict | None, policy=None) -> list[tuple]:
+def findings(declared: Declared, label: str | None, baseline: dict | None, policy=None) -> list[Finding]:
     """The definitions findings of one session: each listing against the one before it of the same
     kind in the session, the last of each kind (and the instructions) against the baseline, and
     their cost against the policy's context budget."""
     name, version = server_key(declared, label)
     server = f"server {name!r}" + (f" {version}" if version else "")
-    found: list[tuple] = []
+    found: list[Finding] = []
     previous: dict[str, Any] = {}
     for listing in declared.listings:
         before = previous.get(listing.kind)
@@ -127,8 +128,8 @@ def _judged(declared: Declared, delta: Delta, ctx: Context, seq: int | None, rel
             severity = policy.severity(rule.code, severity)
             if severity is None:
                 continue
-        out.append((declared.session_id, seq, None, rule.code, severity, hit.message,
-                    hit.related if hit.related is not None else related))
+        out.append(Finding(declared.session_id, seq, None, rule.code, severity, hit.message,
+                           hit.related if hit.related is not None else related))
     return out
 
 

@@ -4,7 +4,7 @@ batch element, and for a request also its record of pairing), one read from its 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from mcptap.analysis import mcp
 from mcptap.analysis.classify import REQUEST, Signature
@@ -14,10 +14,48 @@ from mcptap.wire.jsonwire import NumberText
 _MISSING = mcp.ABSENT
 _ITSELF = object()
 
-# messages row: session_id, frame_seq, idx, direction, kind, id (JSON), method, paired_frame, latency_s
+
+
+# A `messages` row as the session core builds it, a list (the core fills in the pair when the answer
+# comes; the store inserts the cells as they are): the fields of `Message`, in order. Read by name
+# outside the core: `Message.of(row)`.
 MessageRow = list
-# findings row: session_id, frame_seq, idx, code, severity, message, related_frame
-FindingRow = tuple
+
+
+class Message(NamedTuple):
+    """A `messages` row read by name: one frame (idx None) or batch element, its kind, JSON-RPC
+    id (JSON text) and method, and the frame it is paired with and the latency."""
+
+    session_id: str
+    frame_seq: int
+    idx: int | None
+    direction: str
+    kind: str
+    id: str | None
+    method: str | None
+    paired_frame: int | None
+    latency_s: float | None
+
+    @classmethod
+    def of(cls, row: MessageRow) -> "Message":
+        return cls._make(row)
+
+
+class Finding(NamedTuple):
+    """A `findings` row: where (session, frame and batch element; no frame: the whole session),
+    what (the rule's code, the severity its profile or policy gives, a one-line message), and the
+    frame it relates to, if any."""
+
+    session_id: str
+    frame_seq: int | None
+    idx: int | None
+    code: str
+    severity: str
+    message: str
+    related_frame: int | None = None
+
+
+FindingRow = Finding
 
 
 class Msg:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from mcptap.analysis import mcp
+from mcptap.analysis.messages import Finding
 
 OK, ERROR, TOOL_ERROR, UNANSWERED, CANCELLED, NOTIFICATION = (
     "ok", "error", "tool_error", "unanswered", "cancelled", "notification")
@@ -53,7 +54,7 @@ class Operation:
     error_code: Any = None
     error_message: str | None = None
     notes: list[Note] = field(default_factory=list)
-    findings: list[tuple] = field(default_factory=list)  # finding rows (session, seq, idx, code, severity, message, related)
+    findings: list[Finding] = field(default_factory=list)
 
     @property
     def latency_s(self) -> float | None:
@@ -98,7 +99,7 @@ def _outcome(op: Operation, value: dict, kind: str) -> None:
 
 
 def operations(session_id: str, frames: Iterable[tuple[int, float, str, bytes]], rows: Iterable,
-               findings: Iterable[tuple] = ()) -> Iterator[Operation]:
+               findings: Iterable[Finding] = ()) -> Iterator[Operation]:
     """The session's operations, each given once it is complete (a request when its answer
     comes, the rest at the end), from its frames (seq, ts, direction, raw bytes) in seq order,
     the analysis' message rows (session, frame_seq, idx, direction, kind, id, method,
@@ -106,11 +107,11 @@ def operations(session_id: str, frames: Iterable[tuple[int, float, str, bytes]],
     the notes of the request they name; findings to the operation of their frame."""
     kinds: dict[tuple[int, int | None], tuple[str, int | None]] = {}
     for r in rows:
-        kinds[(r[1], r[2])] = (r[4], r[7])
-    by_frame: dict[int, list[tuple]] = {}
+        kinds[(r.frame_seq, r.idx)] = (r.kind, r.paired_frame)
+    by_frame: dict[int, list[Finding]] = {}
     for f in findings:
-        if f[1] is not None:
-            by_frame.setdefault(f[1], []).append(f)
+        if f.frame_seq is not None:
+            by_frame.setdefault(f.frame_seq, []).append(f)
     waiting: dict[tuple[str, str], Operation] = {}  # (sender direction, id JSON) -> the request
     by_token: dict[tuple[str, str], Operation] = {}  # (sender of the request, token JSON)
     at_frame: dict[int, Operation] = {}  # request frame seq -> its operation, for findings of its answer

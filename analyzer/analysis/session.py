@@ -21,7 +21,7 @@ from mcptap.analysis.dispatch import _Dispatch
 from mcptap.analysis.exchanges import (CLIENT_GONE, NOTHING_POSTED, HttpExchange, HttpFrames, Posted,  # noqa: F401
                                        client_gone, http_error)
 from mcptap.analysis.lifecycle import Lifecycle
-from mcptap.analysis.messages import (_MISSING, FindingRow, Frame, MessageRow, Msg, Req, WireMsg,  # noqa: F401
+from mcptap.analysis.messages import (_MISSING, Finding, FindingRow, Frame, MessageRow, Msg, Req, WireMsg,  # noqa: F401
                                       id_key, loose_key)
 from mcptap.analysis.notifications import Notifications, _progressed
 from mcptap.analysis.pairing import _NO_META, Pairing
@@ -128,9 +128,9 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             if severity is None:
                 return
         self.severities[severity] += 1
-        self._findings.append((self.session_id, hit.seq if hit.seq is not None else seq,
-                               hit.idx if hit.seq is not None else idx, rule.code, severity, _storable_uncached(hit.message),
-                               hit.related))
+        self._findings.append(Finding(self.session_id, hit.seq if hit.seq is not None else seq,
+                                      hit.idx if hit.seq is not None else idx, rule.code, severity,
+                                      _storable_uncached(hit.message), hit.related))
 
     def feed(self, rows: list[tuple]) -> None:
         """`frame()` for each (seq, ts, direction, raw) row, in order."""

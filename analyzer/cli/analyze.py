@@ -164,7 +164,7 @@ def analyze(
             if not result.stored:
                 raise fail(f"--filter reads the stored analysis, which could not be stored: {result.not_stored_reason}")
             keep = selection.select(db, where, ids)
-            result.findings = [f for f in result.findings if f[1] is not None and f[1] in keep.get(f[0], ())]
+            result.findings = [f for f in result.findings if f.frame_seq is not None and f.frame_seq in keep.get(f.session_id, ())]
         if not result.stored:
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 

@@ -53,7 +53,7 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
     label = store.get_session(conn, sid).get("label")
     baseline = getattr(policy, "baseline", None)
     found = drift.findings(declared_here, label, baseline, policy)
-    if calls and any(f[3] in CALLED for f in found):
+    if calls and any(f.code in CALLED for f in found):
         declared_here.calls = collect(sid, store.frames_by_seq(conn, sid, calls)).calls
         found = drift.findings(declared_here, label, baseline, policy)
     return found

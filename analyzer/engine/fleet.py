@@ -79,7 +79,7 @@ def merge_reports(root: str, order: Sequence[str], reports: Sequence[Report]) ->
         total.findings.extend(part.findings)
         merge_methods(total.methods, part.methods)
     total.sessions.sort(key=lambda s: rank[s["id"]])
-    total.findings = [f for _, _, f in sorted((rank[f[0]], i, f) for i, f in enumerate(total.findings))]
+    total.findings = [f for _, _, f in sorted((rank[f.session_id], i, f) for i, f in enumerate(total.findings))]
     return total
 
 

@@ -13,6 +13,7 @@ import time
 from mcptap import __version__, store
 from mcptap.analysis import revision
 from mcptap.analysis.definitions import wanted
+from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
 from mcptap.engine import definitions
 from mcptap.engine.results import SessionResult
@@ -72,8 +73,8 @@ class Job:
         except Exception as exc:
             self.frames.close()  # its query was left part read: the next session gets a reader of its own
             self.frames = store.open_existing(self.db_path)
-            self.unwritten = [r for r in self.unwritten if r[0] != sid]
-            self.unwritten_findings = [f for f in self.unwritten_findings if f[0] != sid]
+            self.unwritten = [r for r in self.unwritten if Message.of(r).session_id != sid]
+            self.unwritten_findings = [f for f in self.unwritten_findings if f.session_id != sid]
             self.summaries = [s for s in self.summaries if s["id"] != sid]
             if self.writer is not None and sid not in self.clears:
                 self.clears.append(sid)
@@ -100,7 +101,7 @@ class Job:
         wanted(early, self.wanted, self.calls)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
         for finding in extra:
-            analysis.severities[finding[4]] += 1
+            analysis.severities[finding.severity] += 1
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
@@ -209,7 +210,7 @@ def chunks_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnal
 
 def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_revision: str | None = None,
                     policy=None, finish: bool = True) -> tuple[dict, list, list]:
-    """One session analysed in memory, nothing stored: (summary, message rows, finding rows).
+    """One session analysed in memory, nothing stored: (summary, Message rows, Finding rows).
     `finish=False`: the session is still being recorded, so what only its end can tell (a
     request never answered, the end rules) is not judged yet, and a request still waiting for
     its answer has no row."""
@@ -218,7 +219,7 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
         pass
     if finish:
         analysis.end()
-    return analysis.summary(), analysis.take_rows(), analysis.take_findings()
+    return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings()
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from mcptap import store
 from mcptap.analysis import paired
+from mcptap.analysis.messages import Finding
 from mcptap.engine.job import analyze_session
 
 
@@ -22,7 +23,7 @@ class SessionView:
     session: dict
     summary: dict
     exchanges: list[dict]
-    findings: list[tuple]
+    findings: list[Finding]
     operations: Iterator[paired.Operation]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcptap.analysis.latency import LatencySketch
+from mcptap.analysis.messages import Finding
 from mcptap.errors import MCPTapError
 
 
@@ -23,7 +24,7 @@ class AnalysisFailed(MCPTapError):
 @dataclass
 class Report:
     sessions: list[dict] = field(default_factory=list)
-    findings: list[tuple] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     methods: dict[str, dict] = field(default_factory=dict)  # per method: calls, errors, tool_errors, unanswered,
     # latencies (a LatencySketch)
     stored: bool = False
@@ -37,7 +38,7 @@ class Report:
 @dataclass
 class SessionResult:
     summary: dict
-    findings: list[tuple]
+    findings: list[Finding]
     methods: dict[str, dict]
     frames: int
     not_stored_reason: str | None = None

@@ -296,7 +296,7 @@ def import_capture(conn: sqlite3.Connection, path: str, kind: str, *, new_id: bo
     counts: dict[str, int] = {}
     for op in ops:
         if op.__class__ is FrameOp:
-            counts[op.row[0]] = counts.get(op.row[0], 0) + 1
+            counts[op.session_id] = counts.get(op.session_id, 0) + 1
     with store.write_transaction(conn):
         journal.apply(conn, ops)
     return [ImportedSession(s["id"], f"{s['transport']} session", counts.get(s["id"], 0)) for s in sessions]

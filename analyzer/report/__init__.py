@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from mcptap.analysis import rules
+from mcptap.analysis.messages import Finding
 
 from mcptap.report import columns, jsonout
 from mcptap.engine import Report
@@ -28,7 +29,7 @@ PER_CODE = 5
 summed up in one line (`--max-per-code`; 0: all)."""
 
 
-def finding_object(finding: tuple) -> dict:
+def finding_object(finding: Finding) -> dict:
     """A finding row as every machine-readable output gives it."""
     sid, seq, idx, code, severity, message, related = finding
     return {"code": code, "severity": severity, "session": sid, "frame": seq, "index": idx,
@@ -110,9 +111,24 @@ def _method_seconds(report: Report) -> list[tuple]:
     return rows
 
 
-def method_rows(report: Report) -> list[tuple]:
-    """(method, calls, errors, tool errors, unanswered, p50 ms, p95 ms, max ms) per request method."""
-    return [(*row[:5], *(None if v is None else v * 1e3 for v in row[5:])) for row in _method_seconds(report)]
+class MethodRow(NamedTuple):
+    """One request method's service response time: calls, errors, tool errors, unanswered, and
+    the latency's p50, p95 and max in ms (None: no answer timed)."""
+
+    method: str | None
+    calls: int
+    errors: int
+    tool_errors: int
+    unanswered: int
+    p50_ms: float | None
+    p95_ms: float | None
+    max_ms: float | None
+
+
+def method_rows(report: Report) -> list[MethodRow]:
+    """Each request method's MethodRow, by method name."""
+    return [MethodRow(method, calls, errors, tool_errors, unanswered, *(None if v is None else v * 1e3 for v in times))
+            for method, calls, errors, tool_errors, unanswered, *times in _method_seconds(report)]
 
 
 @dataclass
@@ -127,14 +143,14 @@ class More:
     first: int | None = None
     last: int | None = None
 
-    def add(self, finding: tuple) -> None:
+    def add(self, finding: Finding) -> None:
         self.count += 1
-        seq = finding[1]
+        seq = finding.frame_seq
         if seq is not None:
             self.first = seq if self.first is None else min(self.first, seq)
             self.last = seq if self.last is None else max(self.last, seq)
-        if RANK[finding[4]] < RANK[self.severity]:
-            self.severity = finding[4]
+        if RANK[finding.severity] < RANK[self.severity]:
+            self.severity = finding.severity
 
     def text(self) -> str:
         frames = ("" if self.first is None else f", frame {self.first:,}" if self.first == self.last
@@ -142,8 +158,8 @@ class More:
         return f"and {self.count:,} more{frames}"
 
 
-def _order(finding: tuple) -> tuple:
-    return finding[0], -1 if finding[1] is None else finding[1], RANK[finding[4]]
+def _order(finding: Finding) -> tuple:
+    return finding.session_id, -1 if finding.frame_seq is None else finding.frame_seq, RANK[finding.severity]
 
 
 def first_of_each_code(findings: Iterable[tuple], per_code: int = PER_CODE) -> list:
@@ -157,7 +173,7 @@ def first_of_each_code(findings: Iterable[tuple], per_code: int = PER_CODE) -> l
     kept: dict[tuple, int] = {}
     slots: dict[tuple, int] = {}  # (session, code) -> where its More goes in `out`
     for f in ordered:
-        key = (f[0], f[3])
+        key = (f.session_id, f.code)
         n = kept.get(key, 0)
         if n < per_code:
             out.append(f)
@@ -168,7 +184,7 @@ def first_of_each_code(findings: Iterable[tuple], per_code: int = PER_CODE) -> l
         else:
             more = out[slots[key]]
             if more is None:
-                more = out[slots[key]] = More(f[0], f[3], f[4])
+                more = out[slots[key]] = More(f.session_id, f.code, f.severity)
             more.add(f)
     return [item for item in out if item is not None]
 
@@ -205,22 +221,23 @@ def _rest_of_sessions(rest: list[dict]) -> str:
             f"at worst, {worst['info']:,} with infos only, {worst['clean']:,} clean\n")
 
 
-def _code_rows(findings: list[tuple]) -> list[tuple]:
+def _code_rows(findings: list[Finding]) -> list[tuple]:
     """Per code (the most severe and most frequent first): severity, code, findings, sessions,
     and the first finding's session, frame and message as the example."""
     by_code: dict[str, list] = {}
     for f in findings:
-        entry = by_code.get(f[3])
+        entry = by_code.get(f.code)
         if entry is None:
-            by_code[f[3]] = [f[4], 1, {f[0]}, f]
+            by_code[f.code] = [f.severity, 1, {f.session_id}, f]
             continue
         entry[1] += 1
-        entry[2].add(f[0])
-        if RANK[f[4]] < RANK[entry[0]]:
-            entry[0] = f[4]
+        entry[2].add(f.session_id)
+        if RANK[f.severity] < RANK[entry[0]]:
+            entry[0] = f.severity
     rows = sorted(by_code.items(), key=lambda kv: (RANK[kv[1][0]], -kv[1][1], kv[0]))
     return [(severity, printable(code), f"{count:,}", f"{len(sids):,}",
-             printable(first[0][:13]) + ("" if first[1] is None else f" #{first[1]}"), printable(first[5]))
+             printable(first.session_id[:13]) + ("" if first.frame_seq is None else f" #{first.frame_seq}"),
+             printable(first.message))
             for code, (severity, count, sids, first) in rows]
 
 
@@ -256,7 +273,7 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
     out.write("\nservice response time per method\n")
     methods = method_rows(report)
     if len(methods) > SCREEN_ROWS:  # most called first; the rest in one line
-        methods.sort(key=lambda row: -row[1])
+        methods.sort(key=lambda row: -row.calls)
         rest, methods = methods[SCREEN_ROWS:], methods[:SCREEN_ROWS]
     else:
         rest = []
@@ -266,7 +283,7 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
     columns.write(out, ("method", "calls", "errors", "tool errors", "unanswered", "p50 ms", "p95 ms", "max ms"),
                   rows, right={1, 2, 3, 4, 5, 6, 7})
     if rest:
-        out.write(f"and {len(rest):,} more methods: {sum(r[1] for r in rest):,} calls\n")
+        out.write(f"and {len(rest):,} more methods: {sum(r.calls for r in rest):,} calls\n")
     totals = {"error": 0, "warning": 0, "info": 0}
     for s in report.sessions:
         for k, v in s["findings"].items():
@@ -312,7 +329,7 @@ def reaches(report: Report, fail_on: str) -> bool:
     if fail_on == "never":
         return False
     limit = RANK[fail_on]
-    return any(RANK[f[4]] <= limit for f in report.findings)
+    return any(RANK[f.severity] <= limit for f in report.findings)
 
 
 def _registered() -> list:

@@ -28,7 +28,9 @@ from collections.abc import Callable
 from mcptap import store
 from mcptap.errors import NotADatabase, warn_stderr
 from mcptap.analysis.classify import classify
+from mcptap.analysis.messages import Message
 from mcptap.report import transcript
+from mcptap.report.transcript import TimelineEntry
 from mcptap.wire import jsonwire
 from mcptap.wire.textsafe import printable, printing
 
@@ -81,23 +83,23 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
             write(transcript.COLUMNS_LINE)
             started = True
         entries = list(transcript.timeline(conn, sid, stderr, after))
-        new_frames = {e[2] for e in entries if not e[1]}
+        new_frames = {e.seq for e in entries if not e.source}
         fresh: dict[int | None, list] = {}
         for f in a.findings:
-            if f in printed or (f[1] is None and not ended):  # of the whole session: once it is over
+            if f in printed or (f.frame_seq is None and not ended):  # of the whole session: once it is over
                 continue
             printed.add(f)
-            if per_code and shown.get(f[3], 0) >= per_code:
-                more[(f[3], f[4])] = more.get((f[3], f[4]), 0) + 1
+            if per_code and shown.get(f.code, 0) >= per_code:
+                more[(f.code, f.severity)] = more.get((f.code, f.severity), 0) + 1
                 continue
-            shown[f[3]] = shown.get(f[3], 0) + 1
-            fresh.setdefault(f[1] if f[1] in new_frames else ("earlier", f[1]), []).append(f)
+            shown[f.code] = shown.get(f.code, 0) + 1
+            fresh.setdefault(f.frame_seq if f.frame_seq in new_frames else ("earlier", f.frame_seq), []).append(f)
         for entry in entries:
-            findings = fresh.pop(entry[2], ()) if not entry[1] else ()
-            waiting = None if entry[1] or entry[2] in a.rows else _waiting(entry)
+            findings = fresh.pop(entry.seq, ()) if not entry.source else ()
+            waiting = None if entry.source or entry.seq in a.rows else _waiting(entry)
             for line in transcript.entry_lines(a, entry, width, full, findings, waiting):
                 write(line)
-            after = (entry[2], after[1]) if not entry[1] else (after[0], entry[2])
+            after = (entry.seq, after[1]) if not entry.source else (after[0], entry.seq)
         for (_, seq), findings in fresh.items():
             for f in findings:
                 where = f"on #{seq}: " if seq is not None else "on the session: "
@@ -115,16 +117,16 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
             return
 
 
-def _waiting(entry: tuple) -> list | None:
+def _waiting(entry: TimelineEntry) -> Message | None:
     """A frame's message row as far as the frame alone tells (kind, id, method): shown for a
     request the analysis holds until its answer comes."""
-    parsed = jsonwire.parse(entry[4])
+    parsed = jsonwire.parse(entry.raw)
     if parsed.error is not None or type(parsed.value) is not dict:
         return None
     value = parsed.value
     method = value.get("method") if type(value.get("method")) is str else None
     ident = jsonwire.to_json(value["id"]) if "id" in value else None
-    return [None, entry[2], None, entry[3], classify(value)[1], ident, method, None, None]
+    return Message(None, entry.seq, None, entry.direction, classify(value)[1], ident, method, None, None)
 
 
 def follow_sessions(db_path: str, write: Callable[[str], None], *, stop: threading.Event | None = None) -> None:

@@ -49,7 +49,7 @@ def _content(body: bytes, mime: str) -> dict:
     return content
 
 
-def sse_body(frames: list[tuple], endpoint: str | None, opened: float | None) -> tuple[bytes, list]:
+def sse_body(frames: list[store.Frame], endpoint: str | None, opened: float | None) -> tuple[bytes, list]:
     """An SSE stream again from its stored events: the legacy endpoint event (at `opened`), then
     each frame as an event with its id and its data lines (an event cut off at the stream's end
     stays cut); and when each event passed, as [time, end offset] pairs (`content._events`)."""
@@ -61,27 +61,28 @@ def sse_body(frames: list[tuple], endpoint: str | None, opened: float | None) ->
         size = len(parts[0])
         if opened is not None:
             times.append([opened, size])
-    for _seq, ts, _direction, raw, _exchange, event_id, incomplete in frames:
-        event = (b"id: " + event_id.encode("utf-8") + b"\n") if event_id is not None else b""
-        event += b"".join(b"data: " + line + b"\n" for line in raw.split(b"\n"))
-        event = event if incomplete == 1 else event + b"\n"
+    for f in frames:
+        unfinished = f.incomplete and not f.cut  # the stream ended inside the event
+        event = (b"id: " + f.event_id.encode("utf-8") + b"\n") if f.event_id is not None else b""
+        event += b"".join(b"data: " + line + b"\n" for line in f.raw.split(b"\n"))
+        event = event if unfinished else event + b"\n"
         parts.append(event)
         size += len(event)
-        if incomplete != 1:
-            times.append([ts, size])
+        if not unfinished:
+            times.append([f.ts, size])
     return b"".join(parts), times
 
 
-def entry(exchange: dict, frames: list[tuple]) -> dict:
-    sent = [f[3] for f in frames if f[2] == "c2s"]
-    answers = [f for f in frames if f[2] == "s2c"]
+def entry(exchange: dict, frames: list[store.Frame]) -> dict:
+    sent = [f.raw for f in frames if f.direction == "c2s"]
+    answers = [f for f in frames if f.direction == "s2c"]
     request_body = sent[0] if sent else b""
     response_type = exchange.get("response_type") or ""
     times = None
     if response_type.startswith("text/event-stream"):
         body, times = sse_body(answers, exchange.get("endpoint"), exchange.get("response_at"))
     else:
-        body = b"".join(f[3] for f in answers)
+        body = b"".join(f.raw for f in answers)
     outcome = exchange.get("outcome") or ""
     url = exchange.get("url") or ""
     request = {"method": exchange.get("method") or "", "url": url, "httpVersion": "HTTP/1.1", "cookies": [],
@@ -120,10 +121,10 @@ def write(conn: sqlite3.Connection, out: IO[bytes], session_ids: Iterable[str], 
               b'"},"pages":[],"entries":[')
     n = 0
     for sid in session_ids:
-        by_exchange: dict[str, list[tuple]] = {}
+        by_exchange: dict[str | None, list[store.Frame]] = {}
         count = 0
         for f in queries.exchange_frames(conn, sid):
-            by_exchange.setdefault(f[4], []).append(f)
+            by_exchange.setdefault(f.exchange_id, []).append(f)
             count += 1
         for exchange in store.session_exchanges(conn, sid):
             out.write((b"," if n else b"") + b"\n" + _dumps(entry(exchange, by_exchange.pop(exchange["id"], []))))

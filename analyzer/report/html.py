@@ -160,8 +160,8 @@ def _auth_exchanges(db: str, ids: list[str]) -> list[dict]:
 def _by_code(findings: list[list]) -> list[dict]:
     """The findings counted per code, the most severe codes first, then the most frequent."""
     counts: dict[tuple[str, str], int] = {}
-    for f in findings:
-        counts[(f[4], f[3])] = counts.get((f[4], f[3]), 0) + 1
+    for _session, _seq, _idx, code, severity, *_ in findings:  # the viewer's rows (viewdata._findings)
+        counts[(severity, code)] = counts.get((severity, code), 0) + 1
     rank = {"error": 0, "warning": 1, "info": 2}
     return [{"severity": sev, "code": code, "count": n}
             for (sev, code), n in sorted(counts.items(), key=lambda kv: (rank.get(kv[0][0], 3), -kv[1], kv[0][1]))]

@@ -10,6 +10,7 @@ import html
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from mcptap import store
 from mcptap.report import jsonout
@@ -24,16 +25,25 @@ def role_exchanges(conn: sqlite3.Connection, session_id: str) -> list[dict]:
     return [row for row in store.session_exchanges(conn, session_id) if row.get("role")]
 
 
+class ExchangeEntry(NamedTuple):
+    """An exchange among a session's timeline entries (transcript.TimelineEntry): when it started,
+    `source` EXCHANGE, its exchanges row."""
+
+    ts: float
+    source: int
+    row: dict
+
+
 def merged(entries: Iterable[tuple], exchanges: list[dict]) -> Iterator[tuple]:
-    """`entries` (as transcript.timeline gives them) with (ts, EXCHANGE, row) for each exchange."""
+    """`entries` (as transcript.timeline gives them) with an ExchangeEntry for each exchange."""
     if not exchanges:
         return iter(entries)
-    return heapq.merge(entries, ((row["started_at"], EXCHANGE, row) for row in exchanges),
-                       key=lambda e: (e[0], e[1]))
+    return heapq.merge(entries, (ExchangeEntry(row["started_at"], EXCHANGE, row) for row in exchanges),
+                       key=lambda e: (e.ts, e.source))
 
 
 def is_exchange(entry: tuple) -> bool:
-    return entry[1] == EXCHANGE
+    return entry.source == EXCHANGE
 
 
 def line(entry: tuple, t0: float | None) -> str:

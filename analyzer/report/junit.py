@@ -53,7 +53,7 @@ def write(report: Report, out: IO[str], *, fail_on: str = "error") -> None:
     limit = RANK.get(fail_on, -1)  # never: nothing fails
     by_session: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for f in report.findings:
-        by_session[f[0]][f[3]].append(f)
+        by_session[f.session_id][f.code].append(f)
     transports = _transports(report)
     total_tests = total_failures = 0
     suites = []
@@ -62,8 +62,8 @@ def write(report: Report, out: IO[str], *, fail_on: str = "error") -> None:
         http = transports.get(sid) in ("http", "sse") if transports else True
         applying = [(code, r) for code, r in registry if http or r.group not in HTTP_ONLY_GROUPS]
         found = by_session.get(sid, {})
-        failures = sum(1 for code, _ in applying for f in found.get(code, ()) if RANK[f[4]] <= limit)
-        cases_failing = sum(1 for code, _ in applying if any(RANK[f[4]] <= limit for f in found.get(code, ())))
+        failures = sum(1 for code, _ in applying for f in found.get(code, ()) if RANK[f.severity] <= limit)
+        cases_failing = sum(1 for code, _ in applying if any(RANK[f.severity] <= limit for f in found.get(code, ())))
         total_tests += len(applying)
         total_failures += cases_failing
         suites.append((s, applying, found, cases_failing, failures))
@@ -85,9 +85,9 @@ def write(report: Report, out: IO[str], *, fail_on: str = "error") -> None:
             out.write(">\n")
             quiet = []
             for f in findings:
-                text = f"{f[4]} {code} at {_where(f)}: {f[5]} (spec: {rule.ref})"
-                if RANK[f[4]] <= limit:
-                    out.write(f"      <failure message={_attr(text)} type={_attr(f[4])}>{_text(text)}</failure>\n")
+                text = f"{f.severity} {code} at {_where(f)}: {f.message} (spec: {rule.ref})"
+                if RANK[f.severity] <= limit:
+                    out.write(f"      <failure message={_attr(text)} type={_attr(f.severity)}>{_text(text)}</failure>\n")
                 else:
                     quiet.append(text)
             if quiet:

@@ -134,7 +134,7 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
     registry = rules.load()
     findings = _most_severe(report.findings, MAX_RESULTS)
     left_out = len(report.findings) - len(findings)
-    used = sorted({f[3] for f in findings})
+    used = sorted({f.code for f in findings})
     rule_index = {code: i for i, code in enumerate(used)}
 
     artifacts: list[str] = []  # paths, in the order of their index
@@ -148,7 +148,7 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
 
     lines = _frame_lines(findings, sources)
     locations = {sid: (artifact(src.path), src.path) for sid, src in sources.items()}
-    db_artifact = artifact(report.db_path) if any(f[0] not in sources for f in findings) else None
+    db_artifact = artifact(report.db_path) if any(f.session_id not in sources for f in findings) else None
     where = {path: artifact_location(path, root) for path in artifacts}
     logical = _LogicalLocations()
 

@@ -19,8 +19,10 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mcptap import report, store
+from mcptap.analysis.messages import Finding, Message
 
 from mcptap.report import httplines, jsonout
 
@@ -48,11 +50,11 @@ def preview(raw: bytes, width: int) -> str:
     return text if len(text) <= width and len(raw) <= width * 4 + 16 else text[: max(width - 1, 0)] + "…"
 
 
-def describe(row: list | None, elements: int = 0) -> str:
+def describe(row: Message | None, elements: int = 0) -> str:
     """`request tools/call id=3`, `response id=3`, `batch of 2`, `unparseable`..."""
     if row is None:
         return ""
-    kind, ident, method = row[4], row[5], row[6]
+    kind, ident, method = row.kind, row.id, row.method
     if kind == "batch":
         return f"batch of {elements}"
     parts = [kind]
@@ -63,19 +65,20 @@ def describe(row: list | None, elements: int = 0) -> str:
     return printable(" ".join(parts))
 
 
-def pairing(row: list | None) -> str:
-    if row is None or row[7] is None:
+def pairing(row: Message | None) -> str:
+    if row is None or row.paired_frame is None:
         return ""
-    return f"#{row[7]} {row[8] * 1e3:.1f}ms" if row[8] is not None else f"#{row[7]}"
+    return (f"#{row.paired_frame} {row.latency_s * 1e3:.1f}ms" if row.latency_s is not None
+            else f"#{row.paired_frame}")
 
 
 @dataclass
 class _Analysed:
     session: dict  # the sessions row
     summary: dict  # the analysis summary (engine: revision, revision_source, frames, kinds, findings)
-    rows: dict  # frame seq -> its message row (idx NULL)
-    elements: dict  # frame seq -> its batch elements' message rows
-    findings: list  # finding rows
+    rows: dict[int, Message]  # frame seq -> its message row (idx NULL)
+    elements: dict[int, list[Message]]  # frame seq -> its batch elements' message rows
+    findings: list[Finding]
 
 
 def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = True) -> _Analysed:
@@ -86,24 +89,37 @@ def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = Tr
     s = store.get_session(conn, session_id)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):
         summary, rows, findings = analyze_session(conn, session_id, policy=policy, finish=finish)
-    frame_rows: dict[int, list] = {}
-    elements: dict[int, list] = {}
+    frame_rows: dict[int, Message] = {}
+    elements: dict[int, list[Message]] = {}
     for row in rows:
-        if row[2] is None:
-            frame_rows[row[1]] = row
+        if row.idx is None:
+            frame_rows[row.frame_seq] = row
         else:
-            elements.setdefault(row[1], []).append(row)
+            elements.setdefault(row.frame_seq, []).append(row)
     return _Analysed(s, summary, frame_rows, elements, findings)
 
 
-def timeline(conn: sqlite3.Connection, session_id: str, stderr: bool, after: tuple[int, int] = (0, 0)) -> Iterator[tuple]:
-    """(ts, is_stderr, seq, direction, raw, incomplete, redacted): frames and stderr lines in
-    time order; `after`: only the frames and stderr lines numbered above these seqs."""
-    frames = ((f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
+class TimelineEntry(NamedTuple):
+    """A frame (`source` 0) or a stderr line (1) of a session's timeline."""
+
+    ts: float
+    source: int
+    seq: int
+    direction: str  # c2s, s2c or stderr
+    raw: bytes
+    incomplete: bool
+    redacted: str | None
+
+
+def timeline(conn: sqlite3.Connection, session_id: str, stderr: bool,
+             after: tuple[int, int] = (0, 0)) -> Iterator[TimelineEntry]:
+    """Frames and stderr lines in time order; `after`: only the frames and stderr lines numbered
+    above these seqs."""
+    frames = (TimelineEntry(f.ts, 0, f.seq, "c2s" if f.direction == "c2s" else "s2c", f.raw, f.incomplete, f.redacted)
               for f in store.iter_frames(conn, session_id, after=after[0]))
-    lines = ((e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None)
+    lines = (TimelineEntry(e.ts, 1, e.seq, "stderr", e.raw, e.incomplete, None)
              for e in store.iter_stderr(conn, session_id, after=after[1])) if stderr else iter(())
-    return heapq.merge(frames, lines, key=lambda r: (r[0], r[1], r[2]))
+    return heapq.merge(frames, lines, key=lambda e: (e.ts, e.source, e.seq))
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, full: bool = False,
@@ -123,7 +139,7 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
     by_frame: dict[int | None, list] = {}
     previous = None
     for item in report.first_of_each_code(a.findings, per_code):
-        at = previous[1] if isinstance(item, report.More) else item[1]
+        at = previous.frame_seq if isinstance(item, report.More) else item.frame_seq
         by_frame.setdefault(at, []).append(item)
         previous = item
     yield from head_lines(a)
@@ -136,9 +152,9 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
             if keep is None:
                 yield httplines.line(entry, t0)
             continue
-        if keep is not None and entry[2] not in keep:
+        if keep is not None and entry.seq not in keep:
             continue
-        yield from entry_lines(a, entry, width, full, by_frame.get(entry[2], ()) if not entry[1] else ())
+        yield from entry_lines(a, entry, width, full, by_frame.get(entry.seq, ()) if not entry.source else ())
 
 
 COLUMNS_LINE = f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
@@ -165,8 +181,8 @@ def revision_text(summary: dict) -> str:
     return printable(f"revision {summary['revision'] or 'unknown'} ({summary['revision_source']})")
 
 
-def entry_lines(a: "_Analysed", entry: tuple, width: int, full: bool, findings=(),
-                row: list | None = None) -> Iterator[str]:
+def entry_lines(a: "_Analysed", entry: TimelineEntry, width: int, full: bool, findings=(),
+                row: Message | None = None) -> Iterator[str]:
     """A frame's (or stderr line's) line of the transcript (`entry` as `timeline` gives it), its
     redacted members, and `findings` under it. `row`: its message row where the analysis has none
     yet (a request still waiting for its answer)."""
@@ -216,9 +232,9 @@ def finding_line(item) -> str:
     if isinstance(item, report.More):
         return (f"{item.severity}: {printable(item.code)}: {item.text()} in this session, not shown "
                 "(--max-per-code 0 shows every one)")
-    where = f"[{item[2]}] " if item[2] is not None else ""
-    related = f" (see #{item[6]})" if item[6] is not None else ""
-    return printable(f"{where}{item[4]}: {item[3]}: {item[5]}{related}")
+    where = f"[{item.idx}] " if item.idx is not None else ""
+    related = f" (see #{item.related_frame})" if item.related_frame is not None else ""
+    return printable(f"{where}{item.severity}: {item.code}: {item.message}{related}")
 
 
 def _id_value(text: str | None):
@@ -227,11 +243,11 @@ def _id_value(text: str | None):
     return None if text is None else jsonout.Raw(text)
 
 
-def _message_fields(row: list | None) -> dict:
+def _message_fields(row: Message | None) -> dict:
     if row is None:
         return {"kind": None, "method": None, "id": None, "paired_frame": None, "latency_s": None}
-    return {"kind": row[4], "method": row[6], "id": _id_value(row[5]), "paired_frame": row[7],
-            "latency_s": jsonout.seconds(row[8])}
+    return {"kind": row.kind, "method": row.method, "id": _id_value(row.id), "paired_frame": row.paired_frame,
+            "latency_s": jsonout.seconds(row.latency_s)}
 
 
 def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
@@ -250,9 +266,9 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
         head = session_object(row, jsonout.analysis_fields(a.summary, time.time()))
     by_frame: dict[int | None, list] = {}
     for f in a.findings:
-        by_frame.setdefault(f[1], []).append(report.finding_object(f))
+        by_frame.setdefault(f.frame_seq, []).append(report.finding_object(f))
     t0 = a.session["started_at"]
-    head["exchanges"] = [httplines.record(session_id, (row["started_at"], httplines.EXCHANGE, row), t0)
+    head["exchanges"] = [httplines.record(session_id, httplines.ExchangeEntry(row["started_at"], httplines.EXCHANGE, row), t0)
                          for row in httplines.role_exchanges(conn, session_id)]
 
     def each() -> Iterator[dict]:
@@ -273,8 +289,8 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
                    "offset_s": _offset(ts, t0), "direction": direction, "size": len(raw),
                    **_message_fields(a.rows.get(seq))}
             if seq in a.elements:
-                obj["elements"] = [{"index": e[2], **_message_fields(e)} for e in sorted(a.elements[seq],
-                                                                                      key=lambda e: e[2])]
+                obj["elements"] = [{"index": e.idx, **_message_fields(e)}
+                                   for e in sorted(a.elements[seq], key=lambda e: e.idx)]
             obj["findings"] = by_frame.get(seq, [])
             obj.update(_tail(rec))
             yield obj

@@ -22,6 +22,10 @@ class FrameOp(NamedTuple):
     row: tuple
     kind = "frame"
 
+    @property
+    def session_id(self) -> str:
+        return self.row[0]
+
 
 class ExchangeOp(NamedTuple):
     """An exchange as seen so far: its `exchanges` row (a later one of the same id replaces it)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 
+from mcptap.store.rows import Frame
+
 
 def time_clause(start: float | None, end: float | None, ts: str) -> tuple[str, list]:
     """` AND ts >= start AND ts < end`, for what is given."""
@@ -178,8 +180,9 @@ def frame_texts(conn: sqlite3.Connection, session_id: str, cut: int, seqs: Seque
     for start in range(0, len(seqs), 500):
         chunk = list(seqs[start:start + 500])
         yield from conn.execute(sql + f" AND seq IN ({', '.join('?' * len(chunk))})", (cut, session_id, *chunk))
-def exchange_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple]:
-    """An HTTP session's frames with where they crossed: (seq, ts, direction, raw bytes, exchange
-    id, SSE event id, incomplete), in seq order."""
-    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id, event_id, incomplete FROM frames "
-                        "WHERE session_id = ? ORDER BY seq", (session_id,))
+def exchange_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[Frame]:
+    """An HTTP session's frames with where they crossed (exchange and SSE event ids), in seq order."""
+    cur = conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id, event_id, incomplete FROM frames "
+                       "WHERE session_id = ? ORDER BY seq", (session_id,))
+    for seq, ts, direction, raw, exchange_id, event_id, incomplete in cur:
+        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), None, exchange_id, event_id, incomplete == 2)

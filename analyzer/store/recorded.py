@@ -251,7 +251,7 @@ def iter_frames(conn: sqlite3.Connection, session_id: str, after: int = 0) -> It
         "AND seq > ? ORDER BY seq", (session_id, after),
     )
     for seq, ts, direction, raw, incomplete, paths in cur:
-        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths)
+        yield Frame(session_id, seq, ts, direction, raw, bool(incomplete), paths, cut=incomplete == 2)
 
 
 def cut_frames(conn: sqlite3.Connection, session_id: str) -> dict[int, int]:

@@ -23,6 +23,10 @@ SESSION_COLUMNS = SESSION_FIELDS  # the sessions table's columns: a frame-log se
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """A recorded frame as the store hands it out: its exact bytes, whether it is incomplete (no
+    newline or an unfinished SSE event, or `cut` at the capture's --max-frame), the member paths
+    redaction replaced, and over HTTP the exchange it crossed in and its SSE event id."""
+
     session_id: str
     seq: int
     ts: float
@@ -30,6 +34,9 @@ class Frame:
     raw: bytes
     incomplete: bool
     redacted: str | None = None  # JSON array text: the member paths redaction replaced
+    exchange_id: str | None = None
+    event_id: str | None = None
+    cut: bool = False  # stored cut at the capture's --max-frame (incomplete too)
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,11 +302,12 @@ def test_past_what_code_scanning_takes_the_most_severe_results_are_written_and_t
                                                                                                   monkeypatch):
     import io
 
+    from mcptap.analysis.messages import Finding
     from mcptap.engine import Report
     from mcptap.report import sarif as sarif_mod
 
     monkeypatch.setattr(sarif_mod, "MAX_RESULTS", 50)
-    findings = [("s", n, None, "unknown-response-id" if n % 7 else "missing-response",
+    findings = [Finding("s", n, None, "unknown-response-id" if n % 7 else "missing-response",
                  "error" if n % 7 == 0 else "warning", f"m{n}", None) for n in range(1, 301)]
     (tmp_path / "x.db").write_bytes(b"")
     out = io.StringIO()
@@ -314,7 +315,7 @@ def test_past_what_code_scanning_takes_the_most_severe_results_are_written_and_t
     sarif = json.loads(out.getvalue())
     jsonschema.validate(sarif, SCHEMA)
     results = sarif["runs"][0]["results"]
-    errors = sum(1 for f in findings if f[4] == "error")
+    errors = sum(1 for f in findings if f.severity == "error")
     assert len(results) == 50 and sum(r["level"] == "error" for r in results) == errors  # every error kept
     assert [r["properties"]["frame"] for r in results] == sorted(r["properties"]["frame"] for r in results)
     (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
