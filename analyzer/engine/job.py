@@ -14,7 +14,7 @@ from mcptap import __version__, store
 from mcptap.analysis import revision
 from mcptap.analysis.definitions import wanted
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import definitions
+from mcptap.engine import definitions, operations
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -99,6 +99,7 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        extra += operations.judge_session(self.frames, sid, analysis.revision, self.policy)
         for finding in extra:
             analysis.severities[finding[4]] += 1
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
@@ -216,9 +217,13 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     analysis = new_analysis(reader, session_id, fallback_revision, policy)
     for _ in chunks_of(reader, session_id, analysis):
         pass
-    if finish:
-        analysis.end()
-    return analysis.summary(), analysis.take_rows(), analysis.take_findings()
+    if not finish:
+        return analysis.summary(), analysis.take_rows(), analysis.take_findings()
+    analysis.end()
+    extra = operations.judge_session(reader, session_id, analysis.revision, policy)
+    for finding in extra:
+        analysis.severities[finding[4]] += 1
+    return analysis.summary(), analysis.take_rows(), analysis.take_findings() + extra
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
