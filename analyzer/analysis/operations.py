@@ -202,6 +202,40 @@ def join(ops: Iterable[paired.Operation], joiner: Joiner | None = None) -> Itera
     joiner.finish()
 
 
+def method_stats(ops: Iterable[paired.Operation]) -> dict[str, dict]:
+    """Service response time records (analysis/statistics.py's shape) of the methods that start a
+    joined operation (more than one paired request) in these annotated operations, counted by
+    operation: a call per operation, its latency from the first request to the answer that ends
+    it, an error or tool error by that answer; an operation without that answer (its last answer
+    input_required, or no answer) is unanswered, unless cancelled or a task (whose result was
+    not fetched)."""
+    from mcptap.analysis.latency import LatencySketch
+
+    groups: dict[str, list[paired.Operation]] = {}
+    for op in ops:
+        if op.outcome != paired.NOTIFICATION and op.operation is not None:
+            groups.setdefault(op.operation, []).append(op)
+    for members in groups.values():
+        members.sort(key=lambda o: (o.seq, o.idx or 0))
+    joined = {members[0].method for members in groups.values() if len(members) > 1}
+    out: dict[str, dict] = {}
+    for members in groups.values():
+        first = members[0]
+        if first.method not in joined:
+            continue
+        stats = out.setdefault(first.method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                              "latencies": LatencySketch()})
+        stats["calls"] += 1
+        end = next((o for o in members if o.operation_latency_s is not None), None)
+        if end is not None:
+            stats["latencies"].add(end.operation_latency_s)
+            stats["errors"] += end.outcome == paired.ERROR
+            stats["tool_errors"] += end.outcome == paired.TOOL_ERROR
+        elif members[-1].outcome != paired.CANCELLED and not any(o.step and o.step.startswith("task") for o in members):
+            stats["unanswered"] += 1
+    return out
+
+
 def _rows(frames: list[tuple[int, float, str, bytes]]) -> list[tuple]:
     """Message rows enough for `paired.operations` (its kinds) from the frames' own shapes."""
     rows = []
@@ -223,12 +257,18 @@ def _rows(frames: list[tuple[int, float, str, bytes]]) -> list[tuple]:
 def findings(session_id: str, frames: list[tuple[int, float, str, bytes]], revision: str | None,
              policy=None) -> list[tuple]:
     """The operations findings of a session's frames (seq, ts, direction, raw), as finding rows."""
+    return judge(session_id, frames, revision, policy)[0]
+
+
+def judge(session_id: str, frames: list[tuple[int, float, str, bytes]], revision: str | None,
+          policy=None) -> tuple[list[tuple], dict[str, dict]]:
+    """(the operations findings, `method_stats` of the joined operations) of a session's frames
+    (seq, ts, direction, raw, in seq order); nothing without a known revision."""
     if revision is None:
-        return []
+        return [], {}
     joiner = Joiner()
-    for _ in join(paired.operations(session_id, frames, _rows(frames)), joiner):
-        pass
-    return judged(session_id, joiner.steps, revision, policy)
+    ops = list(join(paired.operations(session_id, frames, _rows(frames)), joiner))
+    return judged(session_id, joiner.steps, revision, policy), method_stats(ops)
 
 
 def judged(session_id: str, steps: list[Step], revision: str | None, policy=None) -> list[tuple]:

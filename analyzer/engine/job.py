@@ -14,7 +14,7 @@ from mcptap import __version__, store
 from mcptap.analysis import revision
 from mcptap.analysis.definitions import wanted
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import definitions, operations
+from mcptap.engine import definitions, joined as operations
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -99,7 +99,9 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
-        extra += operations.judge_session(self.frames, sid, analysis.revision, self.policy)
+        joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy)
+        extra += joined
+        analysis.method_stats.update(methods)  # joined operations count once, timed whole
         for finding in extra:
             analysis.severities[finding[4]] += 1
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
@@ -220,7 +222,8 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     if not finish:
         return analysis.summary(), analysis.take_rows(), analysis.take_findings()
     analysis.end()
-    extra = operations.judge_session(reader, session_id, analysis.revision, policy)
+    extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy)
+    analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding[4]] += 1
     return analysis.summary(), analysis.take_rows(), analysis.take_findings() + extra

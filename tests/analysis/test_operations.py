@@ -176,3 +176,36 @@ def test_a_plain_request_is_an_operation_of_its_own_whose_latency_is_its_own():
 
 def test_without_a_known_revision_no_operations_rule_judges():
     assert codes(mrtr(echo="edited"), None) == set()
+
+
+def stats(fs, revision=R26):
+    return operations.judge("S", fs, revision)[1]
+
+
+def test_the_method_table_counts_a_retried_call_once_timed_from_its_first_request():
+    record = stats(mrtr())["tools/call"]
+    assert (record["calls"], record["errors"], record["unanswered"]) == (1, 0, 0)
+    assert record["latencies"].quantile(1.0) == pytest.approx(0.003)
+
+
+def test_a_round_never_retried_is_an_unanswered_call_and_an_error_ending_one_is_an_error():
+    left = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked("A"))),
+                  ("c2s", modern(2, "tools/call", {"name": "t", "requestState": "A", "inputResponses": ANSWER})),
+                  ("s2c", ok(2, asked("B"))))
+    assert (stats(left)["tools/call"]["calls"], stats(left)["tools/call"]["unanswered"]) == (1, 1)
+    refused = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked("A"))),
+                     ("c2s", modern(2, "tools/call", {"name": "t", "requestState": "A", "inputResponses": ANSWER})),
+                     ("s2c", err(2, -32602, "bad state")))
+    assert (stats(refused)["tools/call"]["calls"], stats(refused)["tools/call"]["errors"]) == (1, 1)
+
+
+def test_a_session_without_joined_operations_leaves_the_method_table_alone():
+    fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
+    assert stats(fs) == {}
+
+
+def test_a_task_call_counts_once_timed_to_its_result_and_its_polls_stay_polls():
+    fs = task_session(*poll(2, "completed"), *fetch(3))
+    found = stats(fs, R25)
+    assert set(found) == {"tools/call"} and found["tools/call"]["calls"] == 1
+    assert found["tools/call"]["latencies"].quantile(1.0) == pytest.approx(0.005)  # frame 4 to frame 9

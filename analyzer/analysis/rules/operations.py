@@ -30,9 +30,17 @@ def _result(op):
 def request_state_altered(step):
     if step.kind != "retry" or not isinstance(step.issued, str) or step.sent == step.issued:
         return None
-    said = "carries none" if step.sent is mcp.ABSENT else f"carries {_short(step.sent)}"
-    return Hit(f"{step.op.method} retries the round answered input_required at frame {step.before.response_seq} "
-               f"with requestState {_short(step.issued)}, but {said}", related=step.before.response_seq)
+    if step.sent is mcp.ABSENT:
+        said = "carries none"
+    elif not isinstance(step.sent, str):
+        said = f"carries {_short(step.sent)}"
+    else:
+        at = next((i for i, (a, b) in enumerate(zip(step.issued, step.sent)) if a != b),
+                  min(len(step.issued), len(step.sent)))
+        said = f"the one it carries ({len(step.sent)} characters) differs from character {at}"
+    return Hit(f"{step.op.method} retries the round answered input_required at frame {step.before.response_seq}, "
+               f"whose requestState ({len(step.issued)} characters, {_short(step.issued)}) it must echo exactly; "
+               f"{said}", related=step.before.response_seq)
 
 
 @rule("request-state-unsolicited", group="operations", severity="error", on=["operation"], layer="mcp",
