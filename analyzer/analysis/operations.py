@@ -202,6 +202,37 @@ def join(ops: Iterable[paired.Operation], joiner: Joiner | None = None) -> Itera
     joiner.finish()
 
 
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A frame's place in a joined operation: the operation (its first request's frame), the step
+    of the paired request the frame asks or answers, the request that one continues, whether the
+    frame is the answer, and on the answer that ends the operation, the operation's latency."""
+
+    operation: str
+    step: str
+    parent: int | None = None
+    latency_s: float | None = None
+    answer: bool = False
+
+
+def members(ops: Iterable[paired.Operation]) -> dict[int, Member]:
+    """Frame seq -> its Member, for the frames of joined operations (more than one paired request
+    or notification) among these annotated operations; the others are operations of their own."""
+    groups: dict[str, list[paired.Operation]] = {}
+    for op in ops:
+        if op.operation is not None:
+            groups.setdefault(op.operation, []).append(op)
+    out: dict[int, Member] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        for op in group:
+            out.setdefault(op.seq, Member(op.operation, op.step, op.parent))
+            if op.response_seq is not None:
+                out[op.response_seq] = Member(op.operation, op.step, op.parent, op.operation_latency_s, True)
+    return out
+
+
 def method_stats(ops: Iterable[paired.Operation]) -> dict[str, dict]:
     """Service response time records (analysis/statistics.py's shape) of the methods that start a
     joined operation (more than one paired request) in these annotated operations, counted by

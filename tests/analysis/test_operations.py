@@ -209,3 +209,16 @@ def test_a_task_call_counts_once_timed_to_its_result_and_its_polls_stay_polls():
     found = stats(fs, R25)
     assert set(found) == {"tools/call"} and found["tools/call"]["calls"] == 1
     assert found["tools/call"]["latencies"].quantile(1.0) == pytest.approx(0.005)  # frame 4 to frame 9
+
+
+def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_the_latency():
+    found = operations.members(joined(mrtr()))
+    assert {seq: (m.operation, m.step, m.parent, m.answer) for seq, m in found.items()} == {
+        1: ("1", "request", None, False), 2: ("1", "request", None, True),
+        3: ("1", "retry", 1, False), 4: ("1", "retry", 1, True)}
+    assert [found[s].latency_s is not None for s in (1, 2, 3, 4)] == [False, False, False, True]
+
+
+def test_frames_of_operations_of_their_own_have_no_place_to_show():
+    fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
+    assert operations.members(joined(fs)) == {}

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import analyze_json, assert_no_false_findings, run, tee, tool
+from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tee, tool
 
 pd = pytest.importorskip("pandas")
 import mcptap.data as mt  # noqa: E402
@@ -35,6 +35,14 @@ def test_an_sdk_tool_call_answered_input_required_and_its_retry_are_one_operatio
     assert pd.isna(first.operation_latency_s)
     assert retry.operation_latency_s == pytest.approx((retry.response_ts - first.ts).total_seconds())
     assert retry.operation_latency_s > retry.latency_s
+    shown = run(mcptap("show", "--db", str(db), "mrtr"))
+    assert shown.returncode == 0
+    text = shown.stdout.decode()
+    assert f"operation {first.seq}: retry of #{first.seq}, ends it" in text
+    records = [json.loads(line) for line in run(mcptap("show", "--db", str(db), "mrtr", "--format", "jsonl")).stdout.splitlines()]
+    joined = {r["seq"]: r["operation"] for r in records if "operation" in r}
+    assert set(joined) == {first.seq, first.response_seq, retry.seq, retry.response_seq}
+    assert joined[retry.response_seq]["latency_s"] == pytest.approx(retry.operation_latency_s, abs=1e-6)
 
 
 def test_a_client_that_alters_the_sdk_servers_requeststate_is_found_at_its_retry(db, sdk_python):
