@@ -85,7 +85,8 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
 
 
 OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
-                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings"]
+                     "latency_s", "outcome", "error_code", "error_message", "notes", "findings", "operation", "parent",
+                     "step", "operation_latency_s"]
 
 
 def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
@@ -93,7 +94,12 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
     cancelled) and error; one per notification of its own (outcome notification); `notes` the
     progress and cancellation notifications that belong to it, `findings` the codes of its
-    findings. Each session is analysed in memory (nothing stored), one at a time."""
+    findings. Its logical operation (analysis/operations.py): `operation` the frame of the
+    operation's first request (`seq`, `seq:idx` in a batch), `parent` the frame of the request it
+    continues, `step` (request, retry, task-poll, task-result, task-cancel, task-status,
+    notification), `operation_latency_s` on the row whose answer ends the operation, from its first
+    request (`groupby("operation")` gathers an input_required request and its retries, a task and
+    its polls). Each session is analysed in memory (nothing stored), one at a time."""
     import orjson
 
     from mcptap.analysis import mcp
@@ -108,7 +114,8 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
                 rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
                              None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
                              op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
-                             len(op.notes), [f.code for f in op.findings]))
+                             len(op.notes), [f.code for f in op.findings], op.operation, op.parent, op.step,
+                             op.operation_latency_s))
     finally:
         conn.close()
     frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
@@ -117,6 +124,9 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     for column in ("session_id", "direction", "method", "outcome"):
         frame[column] = frame[column].astype("category")
     frame["response_seq"] = frame["response_seq"].astype("Int64")
+    frame["parent"] = frame["parent"].astype("Int64")
+    frame["step"] = frame["step"].astype("category")
+    frame["operation_latency_s"] = frame["operation_latency_s"].astype("float64")
     return frame.reset_index(drop=True)
 
 

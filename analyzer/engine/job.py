@@ -15,7 +15,7 @@ from mcptap.analysis import revision
 from mcptap.analysis.definitions import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import definitions
+from mcptap.engine import definitions, joined as operations
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -100,6 +100,9 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy)
+        extra += joined
+        analysis.method_stats.update(methods)  # joined operations count once, timed whole
         for finding in extra:
             analysis.severities[finding.severity] += 1
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
@@ -217,9 +220,14 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     analysis = new_analysis(reader, session_id, fallback_revision, policy)
     for _ in chunks_of(reader, session_id, analysis):
         pass
-    if finish:
-        analysis.end()
-    return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings()
+    if not finish:
+        return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings()
+    analysis.end()
+    extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy)
+    analysis.method_stats.update(methods)
+    for finding in extra:
+        analysis.severities[finding.severity] += 1
+    return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings() + extra
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:

@@ -1,5 +1,6 @@
 """The paired view of a stored session (analyzer/analysis/paired.py): the session analysed in
-memory, nothing stored, and its frames joined with the analysis' pairs into operations, for the
+memory, nothing stored, and its frames joined with the analysis' pairs into operations, each
+annotated with the logical operation it belongs to (analyzer/analysis/operations.py), for the
 exports, the report and the pandas API alike."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mcptap import store
-from mcptap.analysis import paired
+from mcptap.analysis import operations as logical, paired
 from mcptap.analysis.messages import Finding
 from mcptap.engine.job import analyze_session
 
@@ -18,7 +19,7 @@ from mcptap.engine.job import analyze_session
 class SessionView:
     """A session as the exports see it: its stored row, the analysis summary (revision, finding
     counts), its HTTP exchanges (empty on stdio), its findings and its operations (an iterator:
-    read once)."""
+    read once), each with its logical operation."""
 
     session: dict
     summary: dict
@@ -33,4 +34,4 @@ def session_view(conn: sqlite3.Connection, session_id: str, *, fallback_revision
     summary, rows, findings = analyze_session(conn, session_id, fallback_revision=fallback_revision, policy=policy)
     frames = ((f.seq, f.ts, f.direction, f.raw) for f in store.iter_frames(conn, session_id))
     return SessionView(store.get_session(conn, session_id), summary, store.session_exchanges(conn, session_id),
-                       findings, paired.operations(session_id, frames, rows, findings))
+                       findings, logical.join(paired.operations(session_id, frames, rows, findings)))

@@ -18,7 +18,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from mcptap import report, store
@@ -79,11 +79,13 @@ class _Analysed:
     rows: dict[int, Message]  # frame seq -> its message row (idx NULL)
     elements: dict[int, list[Message]]  # frame seq -> its batch elements' message rows
     findings: list[Finding]
+    joined: dict = field(default_factory=dict)  # frame seq -> its place in a joined operation (Member)
 
 
 def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = True) -> _Analysed:
     """The session analysed in memory (`finish=False`: while it is still being recorded)."""
     from mcptap.engine import analyze_session
+    from mcptap.engine.joined import frame_members as operation_members
 
     cells.check_cheap(conn, [session_id])
     s = store.get_session(conn, session_id)
@@ -96,7 +98,8 @@ def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = Tr
             frame_rows[row.frame_seq] = row
         else:
             elements.setdefault(row.frame_seq, []).append(row)
-    return _Analysed(s, summary, frame_rows, elements, findings)
+    joined = operation_members(conn, session_id, summary["revision"], rows, findings) if finish else {}
+    return _Analysed(s, summary, frame_rows, elements, findings, joined)
 
 
 class TimelineEntry(NamedTuple):
@@ -155,6 +158,9 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
         if keep is not None and entry.seq not in keep:
             continue
         yield from entry_lines(a, entry, width, full, by_frame.get(entry.seq, ()) if not entry.source else ())
+        member = a.joined.get(entry.seq) if not entry.source else None
+        if member is not None and (not member.answer or member.latency_s is not None):
+            yield FINDING_INDENT + operation_line(member)
 
 
 COLUMNS_LINE = f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
@@ -228,6 +234,20 @@ def painter(colour: bool):
     return painted
 
 
+def operation_line(member) -> str:
+    """`operation 3: retry of #5` under a request of a joined operation (an input_required request
+    and its retries, a task and its polls); under the answer that ends it, the operation's latency."""
+    step = member.step if member.parent is None else f"{member.step} of #{member.parent}"
+    ended = f", ends it {member.latency_s * 1e3:.1f}ms after its first request" if member.latency_s is not None else ""
+    return printable(f"operation {member.operation}: {step}{ended}")
+
+
+def operation_object(member) -> dict:
+    """A frame's place in a joined operation as its record's `operation` member."""
+    return {"id": member.operation, "step": member.step, "parent": member.parent,
+            "latency_s": jsonout.seconds(member.latency_s)}
+
+
 def finding_line(item) -> str:
     if isinstance(item, report.More):
         return (f"{item.severity}: {printable(item.code)}: {item.text()} in this session, not shown "
@@ -255,7 +275,8 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
     """The session as records: (its session object with this analysis, the findings on no
     frame, each frame's and stderr line's record in time order). A frame's record:
     {"record": "frame", "session", "seq", "ts", "time", "offset_s", "direction", "size", "kind",
-    "method", "id", "paired_frame", "latency_s", ["elements": [...] for a batch], "findings":
+    "method", "id", "paired_frame", "latency_s", ["elements": [...] for a batch], ["operation": {"id",
+    "step", "parent", "latency_s"} for a frame of a joined operation], "findings":
     [...], "raw" | "raw_b64", ["meta": {"incomplete", "redacted"}]}; a stderr line's:
     {"record": "stderr", "session", "seq", "ts", "time", "offset_s", "size", "raw" | "raw_b64",
     ["meta"]}. `keep`: only these frames (a display filter's), and no stderr lines."""
@@ -291,6 +312,8 @@ def records(conn: sqlite3.Connection, session_id: str, *, stderr: bool = True,
             if seq in a.elements:
                 obj["elements"] = [{"index": e.idx, **_message_fields(e)}
                                    for e in sorted(a.elements[seq], key=lambda e: e.idx)]
+            if seq in a.joined:
+                obj["operation"] = operation_object(a.joined[seq])
             obj["findings"] = by_frame.get(seq, [])
             obj.update(_tail(rec))
             yield obj

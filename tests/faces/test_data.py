@@ -133,5 +133,7 @@ def test_operations_pair_each_request_with_its_answer_latency_and_outcome(record
     assert ops["response_seq"][0] == 2 and pd.isna(ops["response_seq"][1])
     assert ops["latency_s"][0] == pytest.approx(0.25) and pd.isna(ops["latency_s"][1])
     assert ops["id"][0] == "1" and ops["ts"].dt.tz is not None
+    assert list(ops["operation"]) == [str(s) for s in ops["seq"]] and list(ops["step"]) == ["request", "request"]
+    assert ops["operation_latency_s"][0] == ops["latency_s"][0] and pd.isna(ops["operation_latency_s"][1])
     both = mt.operations(recording)
     assert set(both["session_id"]) == {"s-one", "s-two"}

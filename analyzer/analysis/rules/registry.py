@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
-EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end", "definitions"})
-GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization", "definitions")
+EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end", "definitions", "operation"})
+GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization", "definitions", "operations")
 
 
 @dataclass(frozen=True, slots=True)
