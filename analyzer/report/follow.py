@@ -5,8 +5,9 @@ block it, nor it them).
 Every POLL_S the session is analysed again in memory as `mcptap show` analyses it
 (analyzer/report/transcript.py), without what only its end can tell, and the frames and stderr
 lines stored since are printed, each with its kind, method, id, the frame it pairs with and its
-findings; a request still waiting for its answer shows its kind, method and id (its pair shows on
-its answer). A finding the analysis makes later about a frame already printed (a duplicate id
+findings, and among them, in time order, the exchanges that are no frames as `show` prints them
+(the OAuth flow's, an error's own body); a request still waiting for its answer shows its kind,
+method and id (its pair shows on its answer). A finding the analysis makes later about a frame already printed (a duplicate id
 seen at the second request is printed with it; a finding about an earlier frame) gets a line
 naming that frame. Once the session has ended, its end is judged (a request never answered),
 those findings are printed (and those of the whole session, such as an unknown revision) and the
@@ -29,7 +30,7 @@ from mcptap import store
 from mcptap.errors import NotADatabase, warn_stderr
 from mcptap.analysis.classify import classify
 from mcptap.analysis.messages import Message
-from mcptap.report import transcript
+from mcptap.report import httplines, transcript
 from mcptap.report.transcript import TimelineEntry
 from mcptap.wire import jsonwire
 from mcptap.wire.textsafe import printable, printing
@@ -71,6 +72,7 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
             stop: threading.Event) -> None:
     after = (0, 0)  # the last frame and stderr line printed
     printed: set[tuple] = set()  # findings printed (or counted), as the analysis gives them
+    told: set[str] = set()  # exchanges with a role printed (they have no seq: one that is stored late shows then)
     shown: dict[str, int] = {}  # per code: findings printed
     more: dict[tuple, int] = {}  # per (code, severity): findings not printed
     started = False
@@ -83,6 +85,8 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
             write(transcript.COLUMNS_LINE)
             started = True
         entries = list(transcript.timeline(conn, sid, stderr, after))
+        exchanges = [row for row in httplines.role_exchanges(conn, sid) if row["id"] not in told]
+        told.update(row["id"] for row in exchanges)
         new_frames = {e.seq for e in entries if not e.source}
         fresh: dict[int | None, list] = {}
         for f in a.findings:
@@ -94,7 +98,10 @@ def _follow(conn, sid: str, write, width: int, full: bool, stderr: bool, policy,
                 continue
             shown[f.code] = shown.get(f.code, 0) + 1
             fresh.setdefault(f.frame_seq if f.frame_seq in new_frames else ("earlier", f.frame_seq), []).append(f)
-        for entry in entries:
+        for entry in httplines.merged(entries, exchanges):
+            if httplines.is_exchange(entry):  # the OAuth flow's, an error's own body: no frame
+                write(httplines.line(entry, a.session["started_at"]))
+                continue
             findings = fresh.pop(entry.seq, ()) if not entry.source else ()
             waiting = None if entry.source or entry.seq in a.rows else _waiting(entry)
             for line in transcript.entry_lines(a, entry, width, full, findings, waiting):

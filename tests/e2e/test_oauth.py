@@ -12,28 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sqlite3
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tool, wait_for
-from tests.support.http_helpers import START_TIMEOUT_S, accepting, free_port, http_server, mcptap_proxy, mitmdump
+from tests.conftest import assert_no_false_findings, mcptap, run, tool
+from tests.support.http_helpers import mcptap_proxy, mitmdump
+from tests.support.oauth import assert_no_token_in_clear, exchanges, found_codes, running_oauth_server
 
 MODES = ["legacy", "auto"]
-TOKEN = re.compile(rb"\b(?:at|rt)-[A-Za-z0-9_-]{20,}")  # what the test authorization server issues
-MASKED = re.compile(r"^Bearer \[redacted:[0-9a-f]{16}\]$")
-
-
-@contextlib.contextmanager
-def running_oauth_server(sdk_python: str, *fault: str):
-    """(authorization server URL, MCP server URL) of a running tests/tools/sdk_oauth_server.py."""
-    as_port, rs_port = free_port(), free_port()
-    with http_server([sdk_python, tool("sdk_oauth_server.py"), str(as_port), str(rs_port), *fault], rs_port) as rs:
-        wait_for(lambda: accepting(as_port), START_TIMEOUT_S, "the authorization server to listen")
-        yield f"http://127.0.0.1:{as_port}", rs
 
 
 @pytest.fixture(scope="module")
@@ -47,26 +34,6 @@ def oauth_client(sdk_python: str, mode: str, url: str, proxy: str | None = None)
                           capture_output=True, timeout=90)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     return json.loads(done.stdout.decode().strip().splitlines()[-1])
-
-
-def exchanges(db: Path) -> list[dict]:
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM exchanges ORDER BY started_at")]
-    conn.close()
-    return rows
-
-
-def stored_bytes(db: Path) -> bytes:
-    return b"".join(Path(f"{db}{suffix}").read_bytes() for suffix in ("", "-wal") if Path(f"{db}{suffix}").exists())
-
-
-def assert_no_token_in_clear(db: Path) -> None:
-    assert TOKEN.search(stored_bytes(db)) is None
-    for row in exchanges(db):
-        for name, value in json.loads(row["request_headers"] or "[]"):
-            if name.lower() == "authorization":
-                assert MASKED.match(value), value
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -145,13 +112,9 @@ def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_2(tmp_path, url
     assert b"--public-url" in done.stderr
 
 
-def found_codes(db: Path) -> set[str]:
-    status, report = analyze_json(db)
-    return {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
-
-
 @pytest.mark.parametrize("fault, expected", [("no-challenge", {"auth-challenge-missing"}),
-                                             ("bare-challenge", set())])
+                                             ("bare-challenge", set()),
+                                             ("old-revision", {"auth-resource-metadata-missing"})])
 def test_a_planted_challenge_fault_of_a_real_server_is_found_and_its_allowed_neighbour_is_not(
         sdk_python, tmp_path, fault, expected):
     db = tmp_path / "rec.db"

@@ -189,3 +189,31 @@ def test_show_follow_shows_a_session_the_proxy_is_recording_and_its_end(db, sdk_
             assert proxy.stop() == 0  # the proxy ends its sessions as it stops
             lines.until("session ended")
             assert interrupted(follower) == 0
+
+
+def test_show_follow_shows_the_oauth_flows_exchanges_in_time_order_among_the_frames(db, sdk_python):
+    from tests.conftest import tool
+    from tests.support.http_helpers import mitmdump
+    from tests.support.oauth import running_oauth_server
+
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    with running_oauth_server(sdk_python) as (_, rs), following(db, "show", "--follow") as (follower, lines):
+        with mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+            done = subprocess.run([sdk_python, tool("sdk_oauth_client.py"), "legacy", f"{rs}/mcp",
+                                   f"http://127.0.0.1:{proxy['port']}"], capture_output=True, timeout=90)
+            assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+            lines.until("request tools/call")
+        assert proxy["status"] == 0, proxy["errors"]  # mitmdump stopped: it ends its sessions
+        lines.until("session ended")
+        assert interrupted(follower) == 0
+    body = lines.all[lines.all.index(next(line for line in lines.all if line.lstrip().startswith("#"))) + 1:]
+    shown = [line.split() for line in body]
+    roles = [words[3] for words in shown if len(words) > 3 and words[1] == "http"]
+    assert roles == ["auth-challenge", "auth-discovery", "auth-discovery", "auth-register", "auth-authorize",
+                     "auth-token"], body
+    first_frame = next(n for n, words in enumerate(shown) if len(words) > 2 and words[0].isdigit())
+    challenge = next(n for n, words in enumerate(shown) if "auth-challenge" in words)
+    assert challenge < first_frame  # the refused initialize came after its request started: the exchange first
+    offsets = [float(words[0] if words[1] == "http" else words[1]) for words in shown
+               if len(words) > 2 and (words[1] == "http" or words[0].isdigit())]
+    assert offsets == sorted(offsets), body

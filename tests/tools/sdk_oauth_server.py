@@ -5,7 +5,12 @@ AS_PORT, and the MCP server (`MCPServer` with `AuthSettings`: 401 challenges nam
 protected-resource metadata, tokens checked against the authorization server's store) on RS_PORT.
 Usage: sdk_oauth_server.py AS_PORT RS_PORT [FAULT]. FAULT, planted in the MCP server's answers:
 `no-challenge` (a 401 without WWW-Authenticate), `bare-challenge` (a Bearer challenge without
-resource_metadata: allowed from 2025-11-25 when the well-known metadata is there); and, with no
+resource_metadata: allowed from 2025-11-25 when the well-known metadata is there), `old-revision`
+(that bare challenge from a server that negotiates 2025-06-18, where resource_metadata is
+required: the initialize request's 2025-11-25 reaches it as 2025-06-18), `insecure-issuer` (the
+authorization server's issuer, and so what the protected-resource metadata names, is
+http://auth.mcptap.test:AS_PORT/: plain http on a host that is not loopback, which only a client
+that dials mcptap.test on 127.0.0.1 reaches); and, with no
 authorization at all, `open-origin` (the DNS-rebinding protection off: a foreign Origin is served)
 or `guarded-origin` (the protection on). Tool: echo."""
 
@@ -78,18 +83,24 @@ class MemoryAS:
 
 def planted(fault: str, app):
     """The app, with its 401 challenges changed as `fault` says."""
-    if fault not in ("no-challenge", "bare-challenge"):
+    if fault not in ("no-challenge", "bare-challenge", "old-revision"):
         return app
 
     async def wrapped(scope, receive, send):
         async def sending(message):
             if message["type"] == "http.response.start" and message["status"] == 401:
                 headers = [(n, v) for n, v in message["headers"] if n.lower() != b"www-authenticate"]
-                if fault == "bare-challenge":
+                if fault != "no-challenge":
                     headers.append((b"www-authenticate", b'Bearer error="invalid_token"'))
                 message = {**message, "headers": headers}
             await send(message)
-        await app(scope, receive, sending)
+
+        async def receiving():
+            message = await receive()
+            if fault == "old-revision" and message["type"] == "http.request" and b'"initialize"' in message["body"]:
+                message = {**message, "body": message["body"].replace(b'"2025-11-25"', b'"2025-06-18"')}  # same length
+            return message
+        await app(scope, receiving, sending)
     return wrapped
 
 
@@ -98,6 +109,11 @@ async def main() -> None:
     fault = sys.argv[3] if len(sys.argv) > 3 else ""
     resource = f"http://127.0.0.1:{rs_port}/mcp"
     issuer = f"http://127.0.0.1:{as_port}/"  # as the metadata writes it (a URL with its path)
+    if fault == "insecure-issuer":
+        import mcp.server.auth.routes as routes
+
+        routes.validate_issuer_url = lambda url: None  # the SDK refuses plain http off loopback: the fault planted
+        issuer = f"http://auth.mcptap.test:{as_port}/"
     provider = MemoryAS()
     as_app = Starlette(routes=create_auth_routes(
         provider, AnyHttpUrl(issuer), client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["mcp"],
