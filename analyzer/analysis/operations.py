@@ -30,9 +30,6 @@ TASK_STATUS = "notifications/tasks/status"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 INPUT_REQUIRED = "input_required"
-NEEDLES = (b"input_required", b"requestState", b"inputResponses", b"taskId")
-"""A session that has operations to join has a frame with one of these byte strings (member names
-written with escapes are not looked for)."""
 
 
 @dataclass(slots=True)

@@ -95,7 +95,7 @@ def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = Tr
             frame_rows[row[1]] = row
         else:
             elements.setdefault(row[1], []).append(row)
-    joined = operation_members(conn, session_id, summary["revision"], rows, findings) if finish else {}
+    joined = operation_members(conn, session_id, summary, rows, findings) if finish else {}
     return _Analysed(s, summary, frame_rows, elements, findings, joined)
 
 

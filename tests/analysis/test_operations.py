@@ -222,3 +222,35 @@ def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_th
 def test_frames_of_operations_of_their_own_have_no_place_to_show():
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
     assert operations.members(joined(fs)) == {}
+
+
+def stored(tmp_path, fs) -> str:
+    """A database file holding these frames as one ended stdio session."""
+    from mcptap import store
+
+    path = str(tmp_path / "ops.db")
+    conn = store.connect(path)
+    with store.write_transaction(conn):
+        store.insert_session(conn, {"id": "S", "transport": "stdio", "started_at": 999.0, "ended_at": 1001.0,
+                                    "exit_status": 0})
+        store.insert_frames(conn, "S", [(seq, ts, d, raw, 0) for seq, ts, d, raw in fs])
+    conn.close()
+    return path
+
+
+def test_analyze_stores_the_operations_findings_and_counts_a_retried_call_once(tmp_path):
+    from mcptap import engine
+
+    report = engine.analyze(stored(tmp_path, mrtr(echo="S1-edited")))
+    assert [f[3] for f in report.findings] == ["request-state-altered"]
+    (record,) = [r for m, r in report.methods.items() if m == "tools/call"]
+    assert record["calls"] == 1
+
+
+def test_analyze_reads_no_frame_again_for_a_session_without_operations(tmp_path, monkeypatch):
+    from mcptap import engine
+    from mcptap.analysis import operations as logical
+
+    monkeypatch.setattr(logical, "judge", lambda *a, **k: pytest.fail("judged a session without operations"))
+    fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
+    assert engine.analyze(stored(tmp_path, fs)).findings == []
