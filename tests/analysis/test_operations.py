@@ -59,7 +59,7 @@ def codes(fs, revision=R26):
 CAPS = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
 
 
-def task_session(*after, created="working", result_meta=True):
+def task_session(*after, created="working"):
     """2025-11-25: a task-augmented tools/call (id 1) answered CreateTaskResult T1, then `after`."""
     return frames(*handshake(R25, server_caps=CAPS),
                   ("c2s", req(1, "tools/call", {"name": "slow", "arguments": {}, "task": {"ttl": 60000}})),
@@ -93,6 +93,7 @@ CASES = {
     "input-required-empty": (
         (frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked(None, False)))), R26),
         (frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked("S", False)))), R26)),
+    "task-created-not-working": ((task_session(*fetch(2), created="completed"), R25), (task_session(*fetch(2)), R25)),
     "task-status-after-terminal": ((task_session(*poll(2, "completed"), *poll(3, "working")), R25),
                                    (task_session(*poll(2, "working"), *poll(3, "completed")), R25)),
     "task-cancel-terminal-accepted": (
@@ -150,8 +151,8 @@ def test_rounds_answered_input_required_twice_stay_one_operation_until_the_final
 
 
 def test_a_task_its_polls_status_notes_and_result_are_one_operation_ending_at_the_result():
-    fs = task_session(*poll(2, "working"), ("s2c", note("notifications/tasks/status", {"taskId": "T1", "status": "completed"})),
-                      *fetch(3))
+    done = note("notifications/tasks/status", {"taskId": "T1", "status": "completed"})
+    fs = task_session(*poll(2, "working"), ("s2c", done), *fetch(3))
     ops = [o for o in joined(fs) if o.method != "initialize" and o.method != "notifications/initialized"]
     assert [(o.method, o.operation, o.step) for o in ops] == [
         ("tools/call", "4", "request"), ("tasks/get", "4", "task-poll"),
