@@ -136,8 +136,9 @@ class Joiner:
         elif retrying:
             op.step = "retry"
             owner = self.states.get(sent) if isinstance(sent, str) else None
-            if owner is not None and owner != key:
-                self.steps.append(Step("retry", op, self.rounds[owner].last, mcp.ABSENT, sent, foreign=True))
+            other = self.rounds.get(owner) if owner is not None and owner != key else None
+            if other is not None:
+                self.steps.append(Step("retry", op, other.last, mcp.ABSENT, sent, foreign=True))
         elif round_ is not None and isinstance(round_.state, str):
             self.states.pop(round_.state, None)  # a fresh request: the round before was left
         result = _result(op)
@@ -186,7 +187,7 @@ class Joiner:
             for seq, status, op, _kind in sorted(task.seen, key=lambda s: s[0] if s[0] is not None else -1):
                 if terminal is not None:
                     self.steps.append(Step("task-status", op, task.first, status=status, terminal=terminal))
-                elif status in TERMINAL:
+                elif isinstance(status, str) and status in TERMINAL:
                     terminal, since = status, seq
             for op in task.cancels:
                 if terminal is not None and since is not None and since < op.seq and _result(op) is not None:

@@ -255,3 +255,22 @@ def test_analyze_reads_no_frame_again_for_a_session_without_operations(tmp_path,
     monkeypatch.setattr(logical, "judge", lambda *a, **k: pytest.fail("judged a session without operations"))
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
     assert engine.analyze(stored(tmp_path, fs)).findings == []
+
+
+ODD = [None, 7, 1.5, True, [], {}, {"a": [1]}, "x" * 300, 10 ** 30]
+
+
+@pytest.mark.parametrize("odd", ODD, ids=repr)
+def test_any_value_where_a_member_is_read_is_judged_without_failing(odd):
+    mrtr_odd = frames(("c2s", modern(1, "tools/call", {"name": odd, "arguments": odd})),
+                      ("s2c", ok(1, {"resultType": "input_required", "requestState": odd, "inputRequests": odd})),
+                      ("c2s", modern(2, "tools/call", {"name": odd, "requestState": odd, "inputResponses": odd})),
+                      ("s2c", ok(2, {"resultType": odd})))
+    tasks_odd = task_session(("c2s", req(2, "tasks/get", {"taskId": odd})), ("s2c", ok(2, {"status": odd})),
+                             ("c2s", req(3, "tasks/get", {"taskId": "T1"})), ("s2c", ok(3, {"status": odd})),
+                             ("s2c", note("notifications/tasks/status", {"taskId": "T1", "status": odd})),
+                             ("c2s", req(4, "tasks/result", {"taskId": odd})), ("s2c", ok(4, {"_meta": odd})),
+                             ("c2s", req(5, "tasks/cancel", {"taskId": "T1"})), ("s2c", ok(5, odd)))
+    for fs, revision in ((mrtr_odd, R26), (tasks_odd, R25)):
+        operations.judge("S", fs, revision)
+        operations.members(joined(fs))
