@@ -345,7 +345,9 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
     """Per method, Wireshark's service response time: calls, errors (JSON-RPC error answers),
     tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
     unanswered, and the p50, p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the
-    JSON report), from a `messages` frame (requests and their answers)."""
+    JSON report), from a `messages` frame (requests and their answers). Each message counts: the
+    rounds of an input_required request and its retries, which `mcptap analyze` counts as one call
+    timed whole, count apart here (`operations()` has each operation's latency)."""
     requests = msgs[msgs["kind"] == "request"]
     errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
     grouped = requests.groupby("method", observed=True)

@@ -31,16 +31,14 @@ TASK_STATUS = "notifications/tasks/status"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 INPUT_REQUIRED = "input_required"
-NEEDLES = (b"input_required", b"requestState", b"inputResponses", b"taskId")
-"""A session that has operations to join has a frame with one of these byte strings (member names
-written with escapes are not looked for)."""
 
 
 @dataclass(slots=True)
 class Step:
     """What the operations rules judge: one paired operation (`op`) in its logical operation.
     `kind`: `answer` (any answered request), `retry` (a request carrying requestState or
-    inputResponses), `task-status` (a status a task reported), `task-cancel`, `task-result`.
+    inputResponses), `task-created` (a CreateTaskResult), `task-status` (a status a task reported
+    after a terminal one), `task-cancel` (a task reported terminal, cancelled), `task-result`.
     `before`: the paired operation this one continues; `issued`: the requestState the round it
     retries asked for (ABSENT: none); `sent`: the one it carried; `foreign`: `sent` is a state
     issued for another request; `status`, `terminal`: the status reported now, the terminal
@@ -113,6 +111,7 @@ class Joiner:
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
             t = self.tasks.setdefault((op.direction, task["taskId"]), _Task(op))
             t.seen.append((op.response_seq, task.get("status"), op, "created"))
+            self.steps.append(Step("task-created", op, status=task.get("status")))
             op.operation_latency_s = None
             return  # a task's first answer does not end it
         if op.response is not None and op.operation_latency_s is None and op.step == "request" and not (
@@ -138,8 +137,9 @@ class Joiner:
         elif retrying:
             op.step = "retry"
             owner = self.states.get(sent) if isinstance(sent, str) else None
-            if owner is not None and owner != key:
-                self.steps.append(Step("retry", op, self.rounds[owner].last, mcp.ABSENT, sent, foreign=True))
+            other = self.rounds.get(owner) if owner is not None and owner != key else None
+            if other is not None:
+                self.steps.append(Step("retry", op, other.last, mcp.ABSENT, sent, foreign=True))
         elif round_ is not None and isinstance(round_.state, str):
             self.states.pop(round_.state, None)  # a fresh request: the round before was left
         result = _result(op)
@@ -172,7 +172,8 @@ class Joiner:
 
     def _status_note(self, op: paired.Operation) -> None:
         task_id = op.params.get("taskId")
-        task = self.tasks.get((mcp.OTHER.get(op.direction, op.direction), task_id)) if isinstance(task_id, str) else None
+        requestor = mcp.OTHER.get(op.direction, op.direction)
+        task = self.tasks.get((requestor, task_id)) if isinstance(task_id, str) else None
         if task is None:
             return
         op.operation, op.parent, op.step = ref(task.first), task.first.seq, "task-status"
@@ -187,7 +188,7 @@ class Joiner:
             for seq, status, op, _kind in sorted(task.seen, key=lambda s: s[0] if s[0] is not None else -1):
                 if terminal is not None:
                     self.steps.append(Step("task-status", op, task.first, status=status, terminal=terminal))
-                elif status in TERMINAL:
+                elif isinstance(status, str) and status in TERMINAL:
                     terminal, since = status, seq
             for op in task.cancels:
                 if terminal is not None and since is not None and since < op.seq and _result(op) is not None:
@@ -303,6 +304,10 @@ def judge(session_id: str, frames: list[tuple[int, float, str, bytes]], revision
     return judged(session_id, joiner.steps, revision, policy), method_stats(ops)
 
 
+_ON_ANSWER = ("answer", "task-result", "task-status", "task-created")
+"""The steps whose findings are on the answer's frame (the others: on the request's)."""
+
+
 def judged(session_id: str, steps: list[Step], revision: str | None, policy=None) -> list[Finding]:
     """The finding rows of the operations rules over these steps."""
     checks = [r for r in rules.load().values() if "operation" in r.on]
@@ -318,8 +323,7 @@ def judged(session_id: str, steps: list[Step], revision: str | None, policy=None
                 if severity is None:
                     continue
             seq, idx = step.op.seq, step.op.idx
-            if step.kind in ("answer", "task-result", "task-status") and step.op.response_seq is not None \
-                    and step.op.outcome != paired.NOTIFICATION:
+            if step.kind in _ON_ANSWER and step.op.response_seq is not None and step.op.outcome != paired.NOTIFICATION:
                 seq, idx = step.op.response_seq, None
             out.append(Finding(session_id, hit.seq if hit.seq is not None else seq,
                                hit.idx if hit.seq is not None else idx, rule.code, severity, hit.message, hit.related))

@@ -21,7 +21,11 @@ _isfinite = math.isfinite
 
 class Pairing:
     """SessionAnalysis's pairing part (its state, `outstanding`, `answered`, `last_sent`, is set
-    up in SessionAnalysis.__init__)."""
+    up in SessionAnalysis.__init__). `joins`: a 2026-07-28 answer said input_required, so the
+    session has logical operations to join (analyzer/analysis/operations.py; such answers take
+    the exact path)."""
+
+    joins = False
 
     def _last(self, direction: str) -> Msg | Frame | None:
         """The last message or frame sent this way (a fast-path message is built on demand)."""
@@ -119,6 +123,8 @@ class Pairing:
             stats["latencies"].add(latency)
         if kind == ERROR:
             stats["errors"] += 1
+        elif value is not None and self.stateless and _input_required(value):
+            self.joins = True
         elif value is not None and tool_error(req.method, value):
             stats["tool_errors"] += 1
         if req.row is not None:
@@ -194,3 +200,9 @@ class Pairing:
             msg.pairing, msg.related = "unreadable", last.seq
         else:
             msg.pairing = "unknown"
+
+
+def _input_required(value) -> bool:
+    """Whether a response (its parsed value) is a result with `resultType: "input_required"`."""
+    result = value.get("result") if type(value) is dict else None
+    return type(result) is dict and result.get("resultType") == "input_required"

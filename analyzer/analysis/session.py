@@ -281,7 +281,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             if (req is None or req is self.init_request or req.batch is not None
                     or (self._scope is not None and self._scope.requests.get(key) is not req)
                     or (req.cancelled is not None and req.cancelled < seq)
-                    or (self.stateless and kind is RESPONSE and mcp.bad_result_type(result_type))
+                    or (self.stateless and kind is RESPONSE and (result_type == "input_required" or mcp.bad_result_type(result_type)))
                     or (req.method == TOOL_CALL and (kind is ERROR or (kind is RESPONSE and may_be_tool_error(raw))))):
                 return False
             row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]

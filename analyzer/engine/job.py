@@ -100,7 +100,8 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
-        joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy)
+        joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
+                                                   operations.may_join(analysis))
         extra += joined
         analysis.method_stats.update(methods)  # joined operations count once, timed whole
         for finding in extra:
@@ -223,11 +224,14 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     if not finish:
         return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings()
     analysis.end()
-    extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy)
+    joins = operations.may_join(analysis)
+    extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy, joins)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1
-    return analysis.summary(), [Message.of(row) for row in analysis.take_rows()], analysis.take_findings() + extra
+    summary = analysis.summary()
+    summary["joins"] = joins  # the transcript's frames of joined operations (engine/joined.py frame_members)
+    return summary, [Message.of(row) for row in analysis.take_rows()], analysis.take_findings() + extra
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:

@@ -131,7 +131,8 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
 
 
 def _latency(db: str, ids: list[str] | None) -> list[dict]:
-    """The per-method service response time rows (data.latency: the numbers `mcptap analyze` prints)."""
+    """The per-method service response time rows (data.latency: the numbers `mcptap analyze` prints,
+    but by message: a joined operation's rounds count apart, docs/findings.md operations)."""
     msgs = _requests_and_errors(db, ids)
     if msgs.empty:
         return []

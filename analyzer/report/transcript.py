@@ -98,7 +98,7 @@ def analyse(conn: sqlite3.Connection, session_id: str, policy, finish: bool = Tr
             frame_rows[row.frame_seq] = row
         else:
             elements.setdefault(row.frame_seq, []).append(row)
-    joined = operation_members(conn, session_id, summary["revision"], rows, findings) if finish else {}
+    joined = operation_members(conn, session_id, summary, rows, findings) if finish else {}
     return _Analysed(s, summary, frame_rows, elements, findings, joined)
 
 

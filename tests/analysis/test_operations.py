@@ -59,7 +59,7 @@ def codes(fs, revision=R26):
 CAPS = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
 
 
-def task_session(*after, created="working", result_meta=True):
+def task_session(*after, created="working"):
     """2025-11-25: a task-augmented tools/call (id 1) answered CreateTaskResult T1, then `after`."""
     return frames(*handshake(R25, server_caps=CAPS),
                   ("c2s", req(1, "tools/call", {"name": "slow", "arguments": {}, "task": {"ttl": 60000}})),
@@ -93,6 +93,7 @@ CASES = {
     "input-required-empty": (
         (frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked(None, False)))), R26),
         (frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, asked("S", False)))), R26)),
+    "task-created-not-working": ((task_session(*fetch(2), created="completed"), R25), (task_session(*fetch(2)), R25)),
     "task-status-after-terminal": ((task_session(*poll(2, "completed"), *poll(3, "working")), R25),
                                    (task_session(*poll(2, "working"), *poll(3, "completed")), R25)),
     "task-cancel-terminal-accepted": (
@@ -150,8 +151,8 @@ def test_rounds_answered_input_required_twice_stay_one_operation_until_the_final
 
 
 def test_a_task_its_polls_status_notes_and_result_are_one_operation_ending_at_the_result():
-    fs = task_session(*poll(2, "working"), ("s2c", note("notifications/tasks/status", {"taskId": "T1", "status": "completed"})),
-                      *fetch(3))
+    done = note("notifications/tasks/status", {"taskId": "T1", "status": "completed"})
+    fs = task_session(*poll(2, "working"), ("s2c", done), *fetch(3))
     ops = [o for o in joined(fs) if o.method != "initialize" and o.method != "notifications/initialized"]
     assert [(o.method, o.operation, o.step) for o in ops] == [
         ("tools/call", "4", "request"), ("tasks/get", "4", "task-poll"),
@@ -222,3 +223,54 @@ def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_th
 def test_frames_of_operations_of_their_own_have_no_place_to_show():
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
     assert operations.members(joined(fs)) == {}
+
+
+def stored(tmp_path, fs) -> str:
+    """A database file holding these frames as one ended stdio session."""
+    from mcptap import store
+
+    path = str(tmp_path / "ops.db")
+    conn = store.connect(path)
+    with store.write_transaction(conn):
+        store.insert_session(conn, {"id": "S", "transport": "stdio", "started_at": 999.0, "ended_at": 1001.0,
+                                    "exit_status": 0})
+        store.insert_frames(conn, "S", [(seq, ts, d, raw, 0) for seq, ts, d, raw in fs])
+    conn.close()
+    return path
+
+
+def test_analyze_stores_the_operations_findings_and_counts_a_retried_call_once(tmp_path):
+    from mcptap import engine
+
+    report = engine.analyze(stored(tmp_path, mrtr(echo="S1-edited")))
+    assert [f[3] for f in report.findings] == ["request-state-altered"]
+    (record,) = [r for m, r in report.methods.items() if m == "tools/call"]
+    assert record["calls"] == 1
+
+
+def test_analyze_reads_no_frame_again_for_a_session_without_operations(tmp_path, monkeypatch):
+    from mcptap import engine
+    from mcptap.analysis import operations as logical
+
+    monkeypatch.setattr(logical, "judge", lambda *a, **k: pytest.fail("judged a session without operations"))
+    fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
+    assert engine.analyze(stored(tmp_path, fs)).findings == []
+
+
+ODD = [None, 7, 1.5, True, [], {}, {"a": [1]}, "x" * 300, 10 ** 30]
+
+
+@pytest.mark.parametrize("odd", ODD, ids=repr)
+def test_any_value_where_a_member_is_read_is_judged_without_failing(odd):
+    mrtr_odd = frames(("c2s", modern(1, "tools/call", {"name": odd, "arguments": odd})),
+                      ("s2c", ok(1, {"resultType": "input_required", "requestState": odd, "inputRequests": odd})),
+                      ("c2s", modern(2, "tools/call", {"name": odd, "requestState": odd, "inputResponses": odd})),
+                      ("s2c", ok(2, {"resultType": odd})))
+    tasks_odd = task_session(("c2s", req(2, "tasks/get", {"taskId": odd})), ("s2c", ok(2, {"status": odd})),
+                             ("c2s", req(3, "tasks/get", {"taskId": "T1"})), ("s2c", ok(3, {"status": odd})),
+                             ("s2c", note("notifications/tasks/status", {"taskId": "T1", "status": odd})),
+                             ("c2s", req(4, "tasks/result", {"taskId": odd})), ("s2c", ok(4, {"_meta": odd})),
+                             ("c2s", req(5, "tasks/cancel", {"taskId": "T1"})), ("s2c", ok(5, odd)))
+    for fs, revision in ((mrtr_odd, R26), (tasks_odd, R25)):
+        operations.judge("S", fs, revision)
+        operations.members(joined(fs))

@@ -39,7 +39,8 @@ def test_an_sdk_tool_call_answered_input_required_and_its_retry_are_one_operatio
     assert shown.returncode == 0
     text = shown.stdout.decode()
     assert f"operation {first.seq}: retry of #{first.seq}, ends it" in text
-    records = [json.loads(line) for line in run(mcptap("show", "--db", str(db), "mrtr", "--format", "jsonl")).stdout.splitlines()]
+    jsonl = run(mcptap("show", "--db", str(db), "mrtr", "--format", "jsonl")).stdout
+    records = [json.loads(line) for line in jsonl.splitlines()]
     joined = {r["seq"]: r["operation"] for r in records if "operation" in r}
     assert set(joined) == {first.seq, first.response_seq, retry.seq, retry.response_seq}
     assert joined[retry.response_seq]["latency_s"] == pytest.approx(retry.operation_latency_s, abs=1e-6)

@@ -3,10 +3,11 @@ tests/analysis/test_golden.py analyzes, comparing the JSON report with tests/gol
 corpus is data: it is made once and committed, and changes only when this script is run again on
 purpose.
 
-    python tests/golden/make_corpus.py            # rules.jsonl from tests/analysis/test_rules.py CASES
+    python tests/golden/make_corpus.py            # rules.jsonl from the CASES of tests/analysis/test_rules.py
+                                                  # and test_operations.py
     python tests/golden/make_corpus.py --demo     # and demo.jsonl, a live `mcptap demo` recording
 
-rules.jsonl: for every case of tests/analysis/test_rules.py, a session named CODE that fires it
+rules.jsonl: for every case of tests/analysis/test_rules.py (then of test_operations.py), a session named CODE that fires it
 and one named CODE~near that must not, 1 ms between frames; a case over HTTP as a version-2 log:
 its exchanges as exchange records (ids prefixed with the session's name) and each frame's exchange. demo.jsonl: the two demo sessions (stdio and HTTP frames), with
 the recording machine's command line, host and pid replaced."""
@@ -31,11 +32,15 @@ def line(record: dict) -> str:
 
 
 def rules_corpus() -> str:
+    from tests.analysis.test_operations import CASES as OPERATION_CASES
     from tests.analysis.test_rules import CASES
 
     out, n = [], 0
-    for code in sorted(CASES):
-        for name, frames in zip((code, f"{code}~near"), CASES[code]):
+    cases = [(code, CASES[code]) for code in sorted(CASES)]
+    cases += [(code, tuple([(d, raw.decode()) for _seq, _ts, d, raw in case[0]] for case in OPERATION_CASES[code]))
+              for code in sorted(OPERATION_CASES)]  # after the others: their sessions keep their times
+    for code, pair in cases:
+        for name, frames in zip((code, f"{code}~near"), pair):
             t0 = START + 3600 * n
             n += 1
             http = hasattr(frames, "exchanges")  # over HTTP (tests.support.sessions.Http)

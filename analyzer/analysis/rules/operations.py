@@ -44,8 +44,8 @@ def request_state_altered(step):
 
 
 @rule("request-state-unsolicited", group="operations", severity="error", on=["operation"], layer="mcp",
-      ref=f'{MRTR} §Client Requirements 2 and 4: "If the InputRequiredResult does not contain a requestState field, the '
-          'client MUST NOT include one in the retry"; requestState "MUST NOT be used for any other request"',
+      ref=f'{MRTR} §Client Requirements 2 and 4: "If the InputRequiredResult does not contain a requestState '
+          'field, the client MUST NOT include one in the retry"; requestState "MUST NOT be used for any other request"',
       summary="a request carries a requestState the round it retries did not issue, or one issued for another request")
 def request_state_unsolicited(step):
     if step.kind != "retry" or step.sent is mcp.ABSENT:
@@ -95,6 +95,16 @@ def input_required_empty(step):
         return None
     return Hit(f"{step.op.method} answered input_required with neither inputRequests nor requestState: the client "
                "has nothing to answer and nothing to echo", seq=step.op.response_seq, related=step.op.seq)
+
+
+@rule("task-created-not-working", group="operations", severity="error", on=["operation"], layer="mcp",
+      ref=f'{TASKS} §Task Status Lifecycle: "Tasks MUST begin in the working status when created"',
+      summary="a CreateTaskResult gives the new task another status than working")
+def task_created_not_working(step):
+    if step.kind != "task-created" or step.status == "working":
+        return None
+    return Hit(f"{step.op.method} created a task whose status is {_short(step.status)}, not working",
+               related=step.op.seq)
 
 
 @rule("task-status-after-terminal", group="operations", severity="error", on=["operation"], layer="mcp",
