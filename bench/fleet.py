@@ -8,10 +8,11 @@ one run, for each size asked (default 1,000,000 and 10,000,000 frames):
 (c) `mcptap analyze DIR --engine local --jobs 2` over the same dataset.
 Each is a subprocess, timed wall to wall (start-up included). The derived rows of (b) and (c) are
 checked equal to (a)'s (an order-free digest of every messages and findings row). Prints the
-per-frame cost of each, how it grows from the smallest size to the largest, and, from (b)'s rate
-per executor, how many executors a day of a fleet needs. Not a test: it always exits 0.
+per-frame cost of each (wall, and CPU of the command's process tree), how it grows from the
+smallest size to the largest, and, from (b)'s rate per executor core, how many executor cores a
+day of a fleet needs (--hosts hosts recording --host-frames frames a day each). Not a test: it always exits 0.
 
-    python bench/fleet.py [--frames 1000000 10000000] [--seed 7] [--skip-spark]
+    python bench/fleet.py [--frames 1000000 10000000] [--seed 7] [--skip-spark] [--hosts 1000 --host-frames 200000]
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,14 +39,63 @@ SESSIONS_PER_MILLION = 1_000
 FINDINGS = ("session_id", "frame_seq", "idx", "code", "severity", "message", "related_frame")
 
 
-def mcptap(*args: str, timeout: float = 7200) -> float:
+class TreeCPU(threading.Thread):
+    """The CPU seconds (user + system) of a process and everything under it, read from /proc
+    every INTERVAL seconds (Spark's JVM is never waited for by the driver, so the driver's
+    RUSAGE_CHILDREN misses it and its Python workers); each process counted by its last sample."""
+
+    INTERVAL = 0.25
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.seen, self.done = pid, {}, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.sample()
+            self.done.wait(self.INTERVAL)
+
+    def sample(self) -> None:
+        stats = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                stats[int(name)] = (int(fields[1]), fields[19], int(fields[11]) + int(fields[12]))
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = [self.pid]
+        while todo:
+            pid = todo.pop()
+            if pid in stats:
+                self.seen[(pid, stats[pid][1])] = stats[pid][2]
+            todo.extend(children.get(pid, ()))
+
+    def seconds(self) -> float:
+        self.done.set()
+        return sum(self.seen.values()) / os.sysconf("SC_CLK_TCK")
+
+
+def mcptap(*args: str, timeout: float = 7200) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, of the command and every process under it:
+    Spark's JVM and its Python workers too) of one mcptap command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mcptap", *args], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, timeout=timeout)
+    proc = subprocess.Popen([sys.executable, "-m", "mcptap", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    tree = TreeCPU(proc.pid)
+    tree.start()
+    _, err = proc.communicate(timeout=timeout)
     elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"mcptap {' '.join(args)}: exit {done.returncode}: {done.stderr.decode()[-2000:]}")
-    return elapsed
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"mcptap {' '.join(args)}: exit {proc.returncode}: {err.decode()[-2000:]}")
+    waited = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, max(waited, tree.seconds())  # each misses some: what was not waited for, the last tick
 
 
 def digest_rows(rows) -> tuple[int, str]:
@@ -76,13 +128,18 @@ def dataset_digest(folder: str, table: str, columns: tuple) -> tuple[int, str]:
     return digest_rows(rows())
 
 
-def phase(figures: dict, name: str, seconds: float) -> float:
-    """A phase's time kept and printed at once (a run stopped half way still says what it measured)."""
-    figures[f"{name}_s"] = seconds
+def phase(figures: dict, name: str, seconds: float | tuple[float, float]) -> None:
+    """A phase's wall (and CPU) time kept and printed at once (a run stopped half way still says
+    what it measured)."""
+    wall, cpu = seconds if isinstance(seconds, tuple) else (seconds, None)
+    figures[f"{name}_s"] = wall
     n = figures["frames"]
-    print(f"    {name:8} {seconds:8.1f} s  {seconds / n * 1e6:6.2f} us/frame  (load {os.getloadavg()[0]:.2f})",
+    used = ""
+    if cpu is not None:
+        figures[f"{name}_cpu"] = cpu
+        used = f"  cpu {cpu:8.1f} s  {cpu / n * 1e6:6.2f} us/frame"
+    print(f"    {name:8} {wall:8.1f} s  {wall / n * 1e6:6.2f} us/frame{used}  (load {os.getloadavg()[0]:.2f})",
           flush=True)
-    return seconds
 
 
 def measure(n: int, seed: int, spark: bool, work: str) -> dict:
@@ -122,6 +179,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--work", default=tempfile.gettempdir())
+    parser.add_argument("--hosts", type=int, default=1_000, help="fleet size for the executors estimate")
+    parser.add_argument("--host-frames", type=int, default=200_000, help="frames a host records a day")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()}, cpus: {os.cpu_count()}", flush=True)
     results = []
@@ -142,12 +201,21 @@ def main() -> None:
             growth = per[-1] / per[0]
             rows.append((f"{name} us/frame at {last['frames']:,}", f"{per[-1]:.2f}",
                          f"x{growth:.2f} of {first['frames']:,}", ""))
+        if all(f"{name}_cpu" in r for r in (first, last)):
+            cpu = [r[f"{name}_cpu"] / r["frames"] * 1e6 for r in (first, last)]
+            rows.append((f"{name} CPU us/frame at {last['frames']:,}", f"{cpu[-1]:.2f}",
+                         f"x{cpu[-1] / cpu[0]:.2f} of {first['frames']:,}", ""))
     if "spark_s" in last:
-        per_executor = last["frames"] / last["spark_s"] / 2  # local[2]: two executor cores
-        day = 1_000 * 200_000  # a fleet of 1,000 hosts at 200,000 frames a day each
-        needed = day / per_executor / 3600
-        rows.append(("spark frames/s per executor core", f"{per_executor:,.0f}", "", ""))
-        rows.append(("executor cores for 1,000 hosts x 200k frames/day in 1 h", f"{needed:.1f}", "", ""))
+        day = args.hosts * args.host_frames
+        wall_rate = last["frames"] / last["spark_s"] / 2  # local[2]: two executor cores
+        rows.append(("spark frames/s per executor core (wall, local[2])", f"{wall_rate:,.0f}", "", ""))
+        rows.append((f"cores for {args.hosts:,} hosts x {args.host_frames:,} frames/day, 1 h a day",
+                     f"{day / wall_rate / 3600:.1f}", "", ""))
+        if "spark_cpu" in last:
+            cpu_rate = last["frames"] / last["spark_cpu"]  # the driver's JVM counted in: an upper bound
+            rows.append(("spark frames per CPU second (JVM and Python workers)", f"{cpu_rate:,.0f}", "", ""))
+            rows.append((f"cores for {args.hosts:,} hosts x {args.host_frames:,} frames/day, 1 h a day (CPU)",
+                         f"{day / cpu_rate / 3600:.1f}", "", ""))
     print_summary(rows)
     print(f"load: {os.getloadavg()}")
 
