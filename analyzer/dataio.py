@@ -39,15 +39,20 @@ def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
 
 
 def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *, new_id: bool = False,
-               keep_credentials: bool = False) -> pd.DataFrame:
+               keep_credentials: bool = False, format: str | None = None) -> pd.DataFrame:
     """Bring a log into the database as `mcptap import` does (frame-log JSONL, a mitmproxy dump,
-    a HAR file; all of it or nothing, credentials redacted unless kept): one row per session
-    imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`."""
+    a HAR file, a bundle; all of it or nothing, credentials redacted unless kept): one row per
+    session imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`.
+    `format`: a format of the registry (mcptap.report.formats: jsonl, har, mitm, bundle) to read
+    it as; default: the one its content shows."""
     from mcptap.readers import importer
+    from mcptap.report import formats
 
+    kind = formats.reader_for(os.fspath(path), format).reader
     conn = store.connect(_path(db))
     try:
-        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials)
+        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials,
+                                        kind=kind)
     finally:
         conn.close()
     return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
@@ -68,18 +73,27 @@ def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None =
 
 
 def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *,
-               session: str | Sequence[str] | None = None) -> int:
-    """Write sessions (ids, id prefixes or labels; None: all) as frame-log JSONL, as `mcptap
-    export` does (every recorded table of each, file mode 0600): `import_log` of it gives them
-    back. The number of frames written."""
-    from mcptap.outfile import private_text
-    from mcptap.readers import exporter
+               session: str | Sequence[str] | None = None, format: str = "jsonl") -> int:
+    """Write sessions (ids, id prefixes or labels; None: all) as `mcptap export` does, in a format
+    of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
+    `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
+    The number of frames written."""
+    from mcptap.report import formats
+
+    chosen = formats.get(format, formats.FRAMES)
+    if not chosen.stream:
+        raise ValueError(f"{format} writes a folder, not a file: use `mcptap export --format {format}`")
+    written = [0]
+
+    def counted(n: int) -> None:
+        written[0] += n
 
     conn = store.open_existing(_path(db))
     try:
         ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
-        with private_text(os.fspath(path)) as out:
-            return exporter.export(conn, out, ids)
+        with formats.output(os.fspath(path), binary=chosen.binary) as out:
+            chosen.write(conn, out, ids, progress=counted)
+        return written[0]
     finally:
         conn.close()
 

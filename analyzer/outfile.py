@@ -83,22 +83,37 @@ def frames_out(path: str | None) -> Iterator[TextIO]:
         yield sys.stdout
         sys.stdout.flush()
         return
-    kind = compression(path)
-    if kind is None:
+    if compression(path) is None:
         with private_text(path) as fh:
             yield fh
         return
+    with bytes_out(path) as packed, io.TextIOWrapper(packed, encoding="utf-8", write_through=False) as text:
+        yield text
+
+
+@contextlib.contextmanager
+def bytes_out(path: str | None) -> Iterator[BinaryIO]:
+    """Where a file is written as bytes: stdout's for None or `-`, else `path` created 0600,
+    compressed when its name ends in .gz or .zst."""
+    if path is None or path == STDIO:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    kind = compression(path)
     zstd = _zstd() if kind == ".zst" else None  # before the file is made
     raw = os.fdopen(_private_fd(path), "wb")
     with raw:
+        if kind is None:
+            yield raw
+            return
         if zstd is None:
             packed: BinaryIO = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
         elif hasattr(zstd, "ZstdCompressor") and hasattr(zstd.ZstdCompressor(), "stream_writer"):
             packed = zstd.ZstdCompressor().stream_writer(raw, closefd=False)
         else:
             packed = zstd.ZstdFile(raw, "wb")
-        with packed, io.TextIOWrapper(packed, encoding="utf-8", write_through=False) as text:
-            yield text
+        with packed:
+            yield packed
 
 
 @contextlib.contextmanager

@@ -30,8 +30,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
 import trees  # noqa: E402  (bench/trees.py)
+from tests.support.peakrss import peak_kb, run_measured  # noqa: E402  (shared with the memory tests)
 from common import print_summary, run  # noqa: E402
 
 INIT = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
@@ -60,13 +61,6 @@ for line in sys.stdin.buffer:
         out.write(b'"}]}}\n')
     out.flush()
 '''
-
-MEASURED = r'''
-import resource, subprocess, sys
-status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-'''
-
 
 class Bench:
     def __init__(self, tree: str, folder: str):
@@ -119,11 +113,6 @@ def paths(b: Bench, depth: int, rows: list) -> None:
         rows.append((f"diff --ignore {pattern}, depth {depth}", f"{took:.1f} CPU s", "< 2 s", status))
 
 
-def peak_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
-        return int(re.search(r"VmHWM:\s+(\d+) kB", fh.read()).group(1))
-
-
 def post(b: Bench, mib: int, rows: list) -> None:
     db = b.imported("post", [])
     body = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"' + b"x" * (mib << 20) + b'"}}'
@@ -167,8 +156,8 @@ def answer(b: Bench, mib: int, rows: list) -> None:
     for options in ((), ("--max-frame", "1M")):
         argv = b.mcptap("replay", "--db", db, "s1", "--command", f"{sys.executable} {server} {mib << 20}",
                         "--timeout", "300", *options)
-        out = subprocess.run([sys.executable, "-c", MEASURED, *argv], env=b.env, capture_output=True, text=True)
-        status, peak = out.stdout.split()
+        out, peak = run_measured(argv, env=b.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        status = out.returncode
         print(f"answer: replay of a {mib} MiB answer {' '.join(options) or '(default --max-frame)'}: exit {status}, "
               f"peak {int(peak) // 1024} MB")
         rows.append((f"replay, {mib} MiB answer, {' '.join(options) or 'default'}", f"{int(peak) // 1024} MB",

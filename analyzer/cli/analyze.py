@@ -224,7 +224,7 @@ def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStac
     from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
-    from mcptap.report import sarif
+    from mcptap.report import formats, sarif
 
     if files.count("-") > 1:
         raise fail("- (stdin) can be read once")
@@ -234,8 +234,7 @@ def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStac
         os.mkdir(os.path.join(folder, str(n)), 0o700)
         plain[path] = cleanup.enter_context(outfile.frames_in(path, os.path.join(folder, str(n))))
     cleanup.enter_context(outfile.named_as_given(plain))
-    for path in files:
-        importer.detect_format(plain[path])
+    read_as = {path: formats.reader_for(plain[path]) for path in files}
     try:
         conn = store.connect(db)
     except (sqlite3.Error, OSError) as exc:
@@ -246,9 +245,9 @@ def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStac
             with progress.meter(f"importing {os.path.basename(path)}",
                                 total_bytes=os.path.getsize(plain[path])) as shown:
                 imported = importer.import_file(conn, plain[path], locate=True, progress=shown.update, origin=path,
-                                                warn=warn_stderr)
+                                                warn=warn_stderr, kind=read_as[path].reader)
             for s in imported:
-                sources[s.id] = sarif.Source(path, s.lines if importer.detect_format(plain[path]) == "framelog" else None)
+                sources[s.id] = sarif.Source(path, s.lines if read_as[path].located else None)
     finally:
         conn.close()
     return sources

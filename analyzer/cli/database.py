@@ -194,16 +194,21 @@ def import_cmd(
         "--format", help="text: a line per session (the first 20 of a file, then one for the rest); json: one "
                          "document {\"imported\": [...]}; jsonl: one object per session imported, each "
                          "{file, session, name, merged, frames, stderr_lines}.")] = ListFormat.text,
+    read_as: Annotated[Optional[str], typer.Option(
+        "--from", metavar="FORMAT", help="Read every file as this format (jsonl, har, mitm, bundle) instead of "
+                                         "the one its content (or, failing that, its extension) shows.")] = None,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
-    flow dumps (mitmdump -w) and HAR files. The format is detected from content. Each file goes
-    in whole or not at all. Credentials are redacted on the way in, as when recording.
+    flow dumps (mitmdump -w), HAR files and bundles (mcptap bundle). The format is detected from
+    content (--from names it). Each file goes in whole or not at all. Credentials are redacted on
+    the way in, as when recording.
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
     from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
+    from mcptap.report import formats
     from mcptap.wire.textsafe import printable
 
     def warn(message: str) -> None:
@@ -218,8 +223,7 @@ def import_cmd(
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
         plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
         stack.enter_context(outfile.named_as_given(plain))
-        for path in files:
-            importer.detect_format(plain[path])
+        readers = {path: formats.reader_for(plain[path], read_as).reader for path in files}
         try:
             conn = store.connect(db)
         except (sqlite3.Error, OSError) as exc:
@@ -231,7 +235,8 @@ def import_cmd(
                                     total_bytes=os.path.getsize(plain[path])) as shown:
                     yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
                                                      progress=shown.update, keep_credentials=keep_credentials or no_redact,
-                                                     redaction=redaction, max_frame=limit, origin=path)
+                                                     redaction=redaction, max_frame=limit, origin=path,
+                                                     kind=readers[path])
 
         if fmt is not ListFormat.text:
             from mcptap.report import jsonout

@@ -56,7 +56,8 @@ def export_cmd(
 
     named = sessions_of(sessions, session)
     with one_line_errors():
-        if fmt == "parquet":  # a folder of many databases' sessions, not a stream (store/dataset.py)
+        chosen = formats.get(fmt, formats.FRAMES)
+        if not chosen.stream:  # a folder of many databases' sessions (a Parquet dataset: store/dataset.py)
             databases = [s for s in named or () if _is_database(s)]
             _export_parquet(databases or [db], [s for s in named or () if s not in databases], output)
             return
@@ -67,24 +68,22 @@ def export_cmd(
                 raise fail("--filter selects frames for a frame log: leave it out with --otlp-endpoint")
             _send_otlp(conn, ids, otlp_endpoint, header or [], otlp_content, output)
             return
-        chosen = formats.get(fmt, formats.FRAMES)
-        write = chosen.write_function()
         for sid in ids if chosen.transports else ():
             transport = store.get_session(conn, sid)["transport"]
             if transport not in chosen.transports:
                 raise fail(f"session {sid} is {transport}: {fmt} holds only {', '.join(chosen.transports)} sessions; "
                            f"export it as {' or '.join(formats.holding(transport))}")
-        options = {"content": otlp_content} if chosen.name == "otlp" else {}
+        options = {"content": otlp_content}
         keep = None
         if where is not None:
-            if chosen.name != "jsonl":
+            if not chosen.takes("keep"):
                 raise fail(f"--filter selects frames for a frame log (--format jsonl), not {fmt}")
             from mcptap.engine import selection
 
             keep = options["keep"] = selection.select(db, where, ids if named else None)
         total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
         with progress.meter("exporting", total) as shown, formats.output(output, binary=chosen.binary) as out:
-            write(conn, out, ids, progress=shown.advance, **options)
+            chosen.write(conn, out, ids, progress=shown.advance, **options)
 
 
 def _is_database(arg: str) -> bool:

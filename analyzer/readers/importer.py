@@ -11,9 +11,9 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mcptap import extras, store
+from mcptap import store
 
-from mcptap.readers import importstate
+from mcptap.readers import importstate, kinds
 from mcptap.readers.exchangerows import ExchangeRows
 from mcptap.readers.importstate import FrameLines, ImportedSession
 
@@ -75,9 +75,6 @@ class _Target:
         return seq
 
 
-CAPTURE_NAMES = {"flows": "mitmproxy flow dump", "har": "HAR file"}
-
-
 def detect_format(path: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -131,7 +128,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
                 warn: Callable[[str], None] = lambda m: None,
                 progress: Callable[[int, int], None] | None = None, keep_credentials: bool = False,
                 redaction=None, locate: bool = False, max_frame: int | None = None,
-                origin: str | None = None) -> Sequence[ImportedSession]:
+                origin: str | None = None, kind: str | None = None) -> Sequence[ImportedSession]:
     """Import one file in one transaction: all of it, or (on an error) none of it. The file is
     streamed: rows are written into the transaction as they are read, BATCH_ROWS or BATCH_BYTES
     at a time, so memory does not grow with the file. Credentials are redacted on the way in
@@ -140,7 +137,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     file read so far. `locate`: each session's `lines` says where its frames were in the file.
     `max_frame`: a larger frame is stored cut and marked (analyzer/wire/bounded.py; default 128 MiB).
     `origin`: the file as the user named it, when `path` is its decompressed copy or stdin's (`-`):
-    the sessions' `source`.
+    the sessions' `source`. `kind`: the reader (detect_format's name; default: what the content shows).
     Memory does not grow with the number of sessions either: once more than MAX_OPEN are open, a
     session no line has named for a batch is finished and set aside on disk (importstate.py), taken
     back if a later line names it, and the result is read back from
@@ -152,23 +149,13 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     redactor = FrameRedactor(redaction)
     if redactor.off:
         redactor = None
-    kind = detect_format(path)
-    if kind == "bundle":  # mcptap bundle: its frame log and HAR, each imported as a file
-        from mcptap.readers.bundle import import_bundle
-
-        return import_bundle(path, lambda member: list(import_file(
-            conn, member, new_id=new_id, warn=warn, keep_credentials=keep_credentials, redaction=redaction,
-            locate=locate, max_frame=max_frame)))
+    kind = kind or detect_format(path)
     max_frame = max_frame or DEFAULT_MAX_FRAME
-    if kind != "framelog":  # an HTTP capture: read by mitmproxy, through the recorder addon
-        extras.need("proxy", f"importing {os.path.basename(path)} (a {CAPTURE_NAMES.get(kind, kind)})")
-        from mcptap.readers.http_capture import import_capture
-
-        found = import_capture(conn, path, kind, new_id=new_id, keep_credentials=keep_credentials, warn=warn,
-                               redactor=redactor, max_frame=max_frame)
-        if progress is not None:
-            progress(sum(s.frames for s in found), os.path.getsize(path))
-        return found
+    other = kinds.READERS.get(kind)  # a bundle, an HTTP capture: not a frame log
+    if other is not None:
+        return other(conn, path, kind, import_file, new_id=new_id, warn=warn, progress=progress,
+                     keep_credentials=keep_credentials, redaction=redaction, redactor=redactor, locate=locate,
+                     max_frame=max_frame)
     default_session = os.path.splitext(os.path.basename(path))[0]
     source = origin if origin == "-" else os.path.abspath(origin or path)
     targets: dict[str, _Target] = {}  # the open sessions

@@ -3,23 +3,20 @@ what it holds, a writer and a reader where one exists, the extra it needs), foun
 export --format`, `mcptap analyze --format`, `mcptap import` and the pandas API alike; adding a
 format touches its own module and this table. Writers are named as "module:function" and
 imported when used, so a format's dependencies load only for it. Output streams: `-` is
-stdout, a name ending `.gz` is gzip-compressed as it is written, any file is created 0600."""
+stdout, a name ending `.gz` or `.zst` is compressed as it is written, any file is created 0600."""
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import importlib
 import inspect
-import io
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
 from mcptap import extras, outfile
-from mcptap.errors import MCPTapError
+from mcptap.errors import ImportFormatError, MCPTapError
 
 FRAMES, ANALYSIS = "frames", "analysis"
 """What a format holds: a database's sessions (export, import), or an analysis' report."""
@@ -36,6 +33,12 @@ class Format:
     extra: str | None = None
     binary: bool = False  # the writer writes bytes
     transports: tuple[str, ...] = ()  # sessions it holds (empty: every transport)
+    stream: bool = True  # written as one stream (`-o -`, .gz, .zst); else a folder
+    located: bool = False  # an import of it says on which line of the file each frame was
+
+    def takes(self, option: str) -> bool:
+        """Whether the writer takes this option (`keep`: a display filter's frames; `content`: ...)."""
+        return option in inspect.signature(self.write_function()).parameters
 
     def write(self, *args, **options):
         """Call the writer with `args` and the `options` its signature takes (each writer
@@ -61,16 +64,18 @@ def register(fmt: Format) -> Format:
 
 for _fmt in (
     Format("jsonl", FRAMES, (".jsonl",), "frame-log JSONL: sessions, frames and stderr lines byte for byte",
-           "mcptap.readers.exporter:export", reader="framelog"),
+           "mcptap.readers.exporter:export", reader="framelog", located=True),
     Format("otlp", FRAMES, (".otlp.jsonl", ".json"), "OTLP JSON (as a collector's file exporter writes it): spans "
            "and duration histograms by OpenTelemetry's MCP semantic conventions", "mcptap.report.otlp:write_json",
            extra="otel", binary=True),
     Format("har", FRAMES, (".har",), "HAR 1.2: each HTTP exchange an entry, headers as stored, bodies whole",
            "mcptap.report.har:write", reader="har", binary=True, transports=("http", "sse")),
     Format("parquet", FRAMES, ("/",), "a Parquet dataset (a folder, Hive-partitioned by day; many databases' "
-           "sessions in one)", "mcptap.store.dataset:export_database", extra="parquet"),
-    Format("mitm", FRAMES, (".mitm", ".flows"), "mitmproxy flow dumps (mitmdump -w)", None, reader="mitm",
+           "sessions in one)", "mcptap.store.dataset:export_database", extra="parquet", stream=False),
+    Format("mitm", FRAMES, (".mitm", ".flows"), "mitmproxy flow dumps (mitmdump -w)", None, reader="flows",
            extra="proxy"),
+    Format("bundle", FRAMES, (".zip",), "a bug-report bundle (mcptap bundle): its frame log, analysis and report",
+           None, reader="bundle"),
     Format("table", ANALYSIS, (".txt",), "the readable report: sessions, findings, response times per method",
            "mcptap.report:write_table"),
     Format("json", ANALYSIS, (".json",), "the analysis as one JSON document", "mcptap.report:write_json"),
@@ -98,6 +103,28 @@ def formats(holds: str) -> list[Format]:
     return [f for (h, _), f in REGISTRY.items() if h == holds]
 
 
+def reader_for(path: str, name: str | None = None) -> Format:
+    """The format a file is imported as: the one named (`mcptap import --from`), else the one its
+    content shows (readers/importer.py detect_format: a bundle's zip, a frame log's first line,
+    HAR's `log`, a flow dump's tnetstring), else the one its name's extension gives."""
+    from mcptap.readers import importer
+
+    readable = [f for f in formats(FRAMES) if f.reader]
+    if name is not None:
+        fmt = next((f for f in readable if f.name == name), None)
+        if fmt is None:
+            raise UnknownFormat(f"no format {name!r} to import; known: {', '.join(f.name for f in readable)}")
+        return fmt
+    try:
+        kind = importer.detect_format(path)
+    except ImportFormatError:
+        by_name = [f for f in readable for ext in f.extensions if path.lower().endswith(ext)]
+        if not by_name or not os.path.isfile(path) or not os.path.getsize(path):
+            raise
+        return by_name[0]
+    return next(f for f in readable if f.reader == kind)
+
+
 def holding(transport: str | None) -> list[str]:
     """The frames formats that hold a session of this transport."""
     return [f.name for f in formats(FRAMES) if f.writer and (not f.transports or transport in f.transports)]
@@ -106,40 +133,6 @@ def holding(transport: str | None) -> list[str]:
 @contextlib.contextmanager
 def output(path: str | None, *, binary: bool) -> Iterator[IO]:
     """Where a writer writes: stdout for None or `-`, else `path` created 0600, compressed when
-    its name ends `.gz` (text: also `.zst`, outfile.frames_out); text (UTF-8) or bytes as the
-    writer wants."""
-    if not binary:  # the one text opener: -, .gz and .zst as for every file of frames
-        with outfile.frames_out(path) as text:
-            yield text
-        return
-    if path is None or path == "-":
-        raw: IO[bytes] = sys.stdout.buffer
-        try:
-            if binary:
-                yield raw
-            else:
-                text = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
-                try:
-                    yield text
-                finally:
-                    text.flush()
-                    text.detach()
-        finally:
-            raw.flush()
-        return
-    with outfile.private_text(path) as fh:
-        target: IO[bytes] = fh.buffer
-        closer = contextlib.ExitStack()
-        if path.endswith(".gz"):
-            target = closer.enter_context(gzip.GzipFile(fileobj=target, mode="wb",
-                                                        filename=os.path.basename(path[:-3])))
-        with closer:
-            if binary:
-                yield target
-            else:
-                text = io.TextIOWrapper(target, encoding="utf-8")
-                try:
-                    yield text
-                finally:
-                    text.flush()
-                    text.detach()
+    its name ends `.gz` or `.zst` (analyzer/outfile.py); text (UTF-8) or bytes as the writer wants."""
+    with (outfile.bytes_out(path) if binary else outfile.frames_out(path)) as out:
+        yield out

@@ -133,6 +133,18 @@ def test_export_then_import_gives_back_identical_frames(recorded, tmp_path):
     assert any("raw_b64" in json.loads(line) for line in out.read_text(encoding="utf-8").splitlines())
 
 
+def test_import_reads_a_file_as_the_format_from_names_and_an_unknown_name_is_one_line(recorded, tmp_path):
+    out = tmp_path / "log.gz.txt"  # a name that says nothing of what it holds
+    assert run(mcptap("export", "--db", str(recorded), "-o", str(out))).returncode == 0
+    copy = tmp_path / "copy.db"
+    assert run(mcptap("import", "--db", str(copy), "--from", "jsonl", str(out))).returncode == 0
+    assert frames(copy) == frames(recorded)
+    unknown = run(mcptap("import", "--db", str(tmp_path / "other.db"), "--from", "csv", str(out)))
+    assert one_line_error(unknown) and b"jsonl" in unknown.stderr  # the formats it reads are named
+    wrong = run(mcptap("import", "--db", str(tmp_path / "other.db"), "--from", "har", str(out)))
+    assert one_line_error(wrong)
+
+
 def test_importing_the_same_session_twice_is_refused_unless_asked_for_a_new_id(recorded, tmp_path):
     out = tmp_path / "log.jsonl"
     run(mcptap("export", "--db", str(recorded), "-o", str(out)))

@@ -104,6 +104,35 @@ def test_a_log_is_imported_into_a_fresh_database_and_analyzed_through_the_public
     assert other.read_text(encoding="utf-8") == "mine"
 
 
+def test_export_and_import_take_a_format_name_from_the_one_registry(recording, tmp_path):
+    import gzip
+    import json
+
+    from mcptap.report import formats
+
+    packed = tmp_path / "both.jsonl.gz"
+    assert mt.export_log(recording, packed) == 5  # every frame of both sessions, compressed by its name
+    assert json.loads(gzip.decompress(packed.read_bytes()).splitlines()[0])["record"] == "session"
+    plain = tmp_path / "one.log"  # a name that says nothing: the content tells, or the format named
+    mt.export_log(recording, plain, session="one", format="jsonl")
+    assert formats.reader_for(str(plain)).name == "jsonl"
+    db = mt.open_db(tmp_path / "again.db")
+    imported = mt.import_log(db, plain, format="jsonl")
+    assert list(zip(imported["id"], imported["frames"])) == [("s-one", 4)]
+    assert mt.raw(db, "s-one", 4) == NOISE
+    spans = tmp_path / "one.otlp.jsonl"
+    pytest.importorskip("opentelemetry.proto")
+    mt.export_log(recording, spans, session="one", format="otlp")
+    lines = [json.loads(line) for line in spans.read_text(encoding="utf-8").splitlines()]
+    assert any("resourceSpans" in line for line in lines)
+    with pytest.raises(formats.UnknownFormat):
+        mt.export_log(recording, tmp_path / "x", format="csv")
+    with pytest.raises(formats.UnknownFormat):
+        mt.import_log(db, plain, format="csv")
+    with pytest.raises(ValueError):
+        mt.export_log(recording, tmp_path / "folder", format="parquet")
+
+
 def test_raw_and_value_give_one_frame_exactly(recording):
     assert mt.raw(recording, "one", 4) == NOISE
     assert mt.value(recording, "one", 1) == {"jsonrpc": "2.0", "id": 1, "method": "ping"}

@@ -88,6 +88,7 @@ def on_a_terminal(argv: list[str], stdout_path) -> tuple[int, str]:
 COMMANDS = {
     "analyze": (["analyze", "--format", "json"], ["analyzing", f"{N}/{N} frames"]),
     "export": (["export", "-o", "{out}"], ["exporting", f"{N}/{N} frames"]),
+    "export otlp": (["export", "--format", "otlp", "-o", "{out}"], ["exporting", f"{N}/{N} frames"]),
     "report": (["report", "-o", "{out}"], ["analyzing", "writing the report", f"{N}/{N} frames"]),
     "redact": (["redact"], ["redacting", f"{N}/{N} frames"]),
 }
@@ -96,7 +97,7 @@ COMMANDS = {
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_long_command_on_a_terminal_counts_its_progress_in_frames(db, tmp_path, command):
     args, expected = COMMANDS[command]
-    argv = mcptap(command, "--db", str(db), *[a.format(out=tmp_path / "out") for a in args[1:]])
+    argv = mcptap(args[0], "--db", str(db), *[a.format(out=tmp_path / "out") for a in args[1:]])
     status, seen = on_a_terminal(argv, tmp_path / "stdout")
     assert status in (0, 1), seen
     assert all(text in seen for text in expected), seen
@@ -116,7 +117,7 @@ def test_piped_a_long_command_writes_no_progress_at_all(db, tmp_path, log, comma
         argv = mcptap("import", "--db", str(tmp_path / "i.db"), str(log))
     else:
         args, _ = COMMANDS[command]
-        argv = mcptap(command, "--db", str(db), *[a.format(out=tmp_path / "out") for a in args[1:]])
+        argv = mcptap(args[0], "--db", str(db), *[a.format(out=tmp_path / "out") for a in args[1:]])
     result = run(argv)
     assert result.returncode in (0, 1) and result.stderr == b""
 

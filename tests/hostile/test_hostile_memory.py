@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import mcptap, run, wait_for
 from tests.hostile.test_hostile_work import INIT, imported
+from tests.support.peakrss import peak_kb, run_measured
 
 PEAK_BOUND_KB = 200 * 1024  # serve's peak RSS after a 30 MB POST (it was 850 MB)
 BIG_BODY = 30 << 20
@@ -69,11 +70,6 @@ def post(port: int, body: bytes, *, send_body: bool = True) -> tuple[int, bytes]
                 break
             rest += chunk
         return int(head_text.split()[1]), rest
-
-
-def peak_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
-        return int(re.search(r"VmHWM:\s+(\d+) kB", fh.read()).group(1))
 
 
 def big_call(size: int) -> bytes:
@@ -134,14 +130,6 @@ for line in sys.stdin.buffer:
     out.flush()
 '''
 
-MEASURED = r'''
-import resource, subprocess, sys
-status = subprocess.run(sys.argv[1:]).returncode
-sys.stderr.write("peak_kb=%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-sys.exit(status)
-'''
-
-
 def test_replay_keeps_a_live_servers_huge_answer_cut_at_max_frame_and_records_it_marked(tmp_path):
     import sys
 
@@ -153,15 +141,14 @@ def test_replay_keeps_a_live_servers_huge_answer_cut_at_max_frame_and_records_it
     server = tmp_path / "server.py"
     server.write_text(SERVER, encoding="utf-8")
     command = f"{sys.executable} {server} {HUGE_ANSWER}"
-    result = subprocess.run([sys.executable, "-c", MEASURED, *mcptap(
-        "replay", "--db", str(db), "s1", "--command", command, "--max-frame", "1M", "--timeout", "60", "--format", "json")],
+    result, peak = run_measured(mcptap(
+        "replay", "--db", str(db), "s1", "--command", command, "--max-frame", "1M", "--timeout", "60", "--format", "json"),
         capture_output=True, timeout=300)
     err = result.stderr.decode(errors="replace")
     assert result.returncode == 1, err[-2000:]  # a difference: the answer could not be compared
     report = json.loads(result.stdout)
     notes = [c["note"] for c in report["messages"] if c["note"]]
     assert len(notes) == 1 and "past --max-frame" in notes[0], report
-    peak = int(re.search(r"peak_kb=(\d+)", err).group(1))
     assert peak < REPLAY_PEAK_BOUND_KB, f"replay peaked at {peak // 1024} MB"
     import sqlite3
 
@@ -251,12 +238,10 @@ def test_serve_on_stdio_answers_a_thirty_megabyte_line_with_an_error_without_hol
     db = imported(tmp_path, "stdio", [("c2s", '{"jsonrpc":"2.0","id":1,"method":"ping"}'),
                                       ("s2c", '{"jsonrpc":"2.0","id":1,"result":{}}')])
     lines = INIT.encode() + b"\n" + big_call(BIG_BODY) + b"\n" + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n'
-    result = subprocess.run([sys.executable, "-c", MEASURED, *mcptap("serve", "--db", str(db), "s1")],
-                            input=lines, capture_output=True, timeout=300)
+    result, peak = run_measured(mcptap("serve", "--db", str(db), "s1"), input=lines, capture_output=True, timeout=300)
     err = result.stderr.decode(errors="replace")
     assert result.returncode == 0, err[-2000:]
     answers = [json.loads(x) for x in result.stdout.splitlines()]
     assert [a["id"] for a in answers] == [0, None, 3]
     assert answers[1]["error"]["code"] == -32600 and "--max-body" in answers[1]["error"]["message"]
-    peak = int(re.search(r"peak_kb=(\d+)", err).group(1))
     assert peak < PEAK_BOUND_KB // 2, f"serve peaked at {peak // 1024} MB"
