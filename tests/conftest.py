@@ -162,7 +162,7 @@ FAST_TIER = frozenset({
     "readers/test_importer.py", "readers/test_exchangelog.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
-    "analysis/test_definitions.py", "analysis/test_cost.py",
+    "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_schema.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "project/test_docs.py", "project/test_layout.py",
 })

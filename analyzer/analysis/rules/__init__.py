@@ -9,7 +9,9 @@ a whole), `request`, `notification`, `response` (results and errors), `exchange`
 exchange of the session, with the kinds of the messages its request carried; checked once the
 frames are analysed), `end` (the session is over), `definitions` (a definition a server declared
 that differs from the baseline or from its earlier listing, or definitions over a budget: given by
-analyzer/analysis/drift.py once the session's frames are read). A check on frames or messages subscribes to
+analyzer/analysis/drift.py once the session's frames are read), `schema` (a message that failed its
+revision's schema, or a tool's result and that tool's outputSchema: given by
+analyzer/analysis/results.py, once per message). A check on frames or messages subscribes to
 facts (`Rule.when`, in the vocabulary `FACTS`) and runs only where one is present. Layer `mcp`
 rules run only when the session's MCP revision is known. What a rule is lives in `registry`
 (which the rule modules import); this package loads them (`load`)."""
@@ -26,6 +28,6 @@ __all__ = ["EVENTS", "FACTS", "GROUPS", "RULES", "SEVERITIES", "SUBSCRIBED_EVENT
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
     from mcptap.analysis.rules import (authorization, definitions, envelope, lifecycle, methods,  # noqa: F401
-                                       pairing, progress, tools, transport)
+                                       pairing, progress, schema, tools, transport)
 
     return RULES
