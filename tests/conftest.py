@@ -164,6 +164,7 @@ FAST_TIER = frozenset({
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_schema.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
+    "faces/test_transcript_tool_errors.py",
     "project/test_docs.py", "project/test_layout.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in

@@ -21,12 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mcptap import report, store
+from mcptap.analysis.statistics import TOOL_CALL, may_be_tool_error, tool_error
 
 from mcptap.report import httplines, jsonout
 
 from mcptap.store import cells
 
-from mcptap.wire import framelog
+from mcptap.wire import framelog, jsonwire
 from mcptap.wire.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
@@ -175,6 +176,9 @@ def entry_lines(a: "_Analysed", entry: tuple, width: int, full: bool, findings=(
     if not is_err:
         row = a.rows.get(seq, row)
     what = describe(row, len(a.elements.get(seq, ()))) + (" (no newline)" if incomplete else "")
+    if row is not None and row[4] == "response" and row[6] == TOOL_CALL and may_be_tool_error(raw) \
+            and tool_error(TOOL_CALL, jsonwire.parse(raw).value):
+        what += " tool error"  # a tools/call result with isError: true, apart from a success as in the latency table
     t0 = a.session["started_at"]
     head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
     if full:
