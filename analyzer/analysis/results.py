@@ -14,12 +14,11 @@ from collections import OrderedDict
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from mcptap.analysis import mcp
 from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
 from mcptap.analysis.rules import RULES, Hit, load
-from mcptap.analysis.schema import checker, unjudged
+from mcptap.analysis.schema import Failed, checker, unjudged
 from mcptap.wire import jsonwire
 
 try:  # the [schema] extra
@@ -85,9 +84,9 @@ class MessageChecks:
             return
         try:
             value = check.validate(raw)
-        except ValidationError as error:
-            if self.schemas and not unjudged(error):
-                for hit in self.schema_rule.check((check, error, raw, self.revision), None) or ():
+        except Failed as failed:
+            if self.schemas and not unjudged(failed.error):
+                for hit in self.schema_rule.check((failed.check, failed.error, raw, self.revision), None) or ():
                     self.add(self.schema_rule, hit, seq, idx)
             value = _member(raw, check.member)  # what it says is still what the session declared
         if self.contents and type(value) is dict and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):

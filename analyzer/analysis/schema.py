@@ -43,6 +43,7 @@ _TABLES = {(REQUEST, C2S): wire.CLIENT_REQUESTS, (REQUEST, S2C): wire.SERVER_REQ
 """Where each message's type is: a response by its request's method (a result the server sends
 answers a client request)."""
 _IGNORE = ConfigDict(extra="ignore")
+INTERIM = "InputRequiredResult"
 
 
 def era(revision: str) -> str:
@@ -59,15 +60,32 @@ class Checker:
     member: str  # "params" or "result"
     schema: str  # the schema's name for the type, e.g. CallToolRequest
     quick: Any  # the jsonschema-rs validator of the same model, or None
+    interim: "Checker | None" = None
+    """2026-07-28: the check of a result whose resultType is "input_required" (InputRequiredResult)."""
 
     def validate(self, raw: str | bytes) -> Any:
+        """Raises Failed (this check, or the interim one, and pydantic's error)."""
         try:
             frame = orjson.loads(raw)
         except orjson.JSONDecodeError:  # a number past 64 bits: orjson's limit, not the schema's
             frame = None
+        if self.interim is not None and type(frame) is dict and type(frame.get("result")) is dict \
+                and frame["result"].get("resultType") == "input_required":
+            return self.interim.validate(raw)
         if frame is None or self.quick is None or not self.quick.is_valid(frame):
-            self.adapter.validate_json(raw, strict=True)
+            try:
+                self.adapter.validate_json(raw, strict=True)
+            except ValidationError as error:
+                raise Failed(self, error) from None
         return frame.get(self.member) if type(frame) is dict else None
+
+
+class Failed(Exception):
+    """A message its schema refuses: the check that did, and pydantic's error."""
+
+    def __init__(self, check: Checker, error: ValidationError):
+        super().__init__(check.schema)
+        self.check, self.error = check, error
 
 
 @cache
@@ -82,18 +100,26 @@ def checker(revision: str, kind: str, direction: str, method: str) -> Checker | 
 @cache
 def _built(target: Any, result: bool) -> Checker:
     """The check of one type (revisions that share a schema share it)."""
-    if result:
-        name = " | ".join(t.__name__ for t in getattr(target, "__args__", (target,)))
-        return _compiled(create_model("Response", __config__=_IGNORE, result=(target, ...)), "result", name)
-    field = target.model_fields["params"]
-    frame = create_model(target.__name__, __config__=_IGNORE, params=(field.annotation, field))
-    return _compiled(frame, "params", target.__name__)
+    if result:  # a 2026-07-28 result that may be interim is judged by its resultType, not as either arm
+        arms = getattr(target, "__args__", (target,))
+        final = [arm for arm in arms if arm.__name__ != INTERIM]
+        interim = [arm for arm in arms if arm.__name__ == INTERIM]
+        if not (final and interim):
+            return _compiled(target, "result")
+        return _compiled(final[0] if len(final) == 1 else target, "result", _built(interim[0], True))
+    return _compiled(target, "params")
 
 
-def _compiled(frame: type, member: str, name: str) -> Checker:
+def _compiled(target: Any, member: str, interim: Checker | None = None) -> Checker:
+    if member == "result":
+        frame = create_model("Response", __config__=_IGNORE, result=(target, ...))
+    else:
+        field = target.model_fields["params"]
+        frame = create_model(target.__name__, __config__=_IGNORE, params=(field.annotation, field))
     adapter = TypeAdapter(frame)
     quick = jsonschema_rs.validator_for(adapter.json_schema(), offline=True) if jsonschema_rs is not None else None
-    return Checker(adapter, member, name, quick)
+    name = " | ".join(arm.__name__ for arm in getattr(target, "__args__", (target,)))
+    return Checker(adapter, member, name, quick, interim)
 
 
 def unjudged(error: ValidationError) -> bool:
@@ -104,22 +130,12 @@ def unjudged(error: ValidationError) -> bool:
 def violations(error: ValidationError, raw: str | bytes) -> list[tuple[tuple, str]]:
     """(JSON path, what the schema says) of each member that fails, one per path, in order. A
     member that must be one of several types (a content block, a progress token) is judged as
-    a whole: by the member that tells them apart (`type`) when there is one, else as matching
-    none of them."""
-    value = jsonwire.parse(raw).value
+    a whole: by the member that tells them apart (`type`, `method`) when there is one, else as
+    matching none of them."""
+    errors = [(err["loc"], err) for err in error.errors(include_url=False) if not _owned(err["loc"], err["type"])]
     found: dict[tuple, str] = {}
-    unions: dict[tuple, dict[str, list[tuple[tuple, dict]]]] = {}
-    for err in error.errors(include_url=False):
-        if _owned(err["loc"], err["type"]):
-            continue
-        path, tag, rest = _place(err, value)
-        if tag is None:
-            found.setdefault(path, _words(err))
-        else:
-            unions.setdefault(path, {}).setdefault(tag, []).append((rest, err))
-    for path, members in unions.items():
-        for sub, words in _union(members, _at(value, path)):
-            found.setdefault(path + sub, words)
+    for path, words in _judged(errors, jsonwire.parse(raw).value):
+        found.setdefault(path, words)
     return sorted(found.items(), key=lambda item: [(type(s) is str, s) for s in item[0]])
 
 
@@ -132,10 +148,24 @@ def _owned(loc: tuple, kind: str) -> bool:
         len(loc) == 2 or (len(loc) == 3 and loc[2] in mcp.MODERN_REQUIRED_META))
 
 
-def _place(err: dict, value: Any) -> tuple[tuple, str | None, tuple]:
+def _judged(errors: list[tuple[tuple, dict]], node: Any) -> list[tuple[tuple, str]]:
+    """(path, words) of errors located from `node`, those inside one of several types said once."""
+    out: list[tuple[tuple, str]] = []
+    unions: dict[tuple, dict[str, list[tuple[tuple, dict]]]] = {}
+    for loc, err in errors:
+        path, tag, rest = _place(loc, err, node)
+        if tag is None:
+            out.append((path, _words(err)))
+        else:
+            unions.setdefault(path, {}).setdefault(tag, []).append((rest, err))
+    for path, members in unions.items():
+        out.extend((path + sub, words) for sub, words in _union(members, _at(node, path)))
+    return out
+
+
+def _place(loc: tuple, err: dict, value: Any) -> tuple[tuple, str | None, tuple]:
     """The JSON path of an error's location, and the union member it was judged as (pydantic
     names the member it tried inside the location: a step the value does not have)."""
-    loc = err["loc"]
     path: list = []
     node = value
     for i, step in enumerate(loc):
@@ -160,11 +190,11 @@ def _at(value: Any, path: tuple) -> Any:
 def _union(members: dict[str, list[tuple[tuple, dict]]], node: Any) -> list[tuple[tuple, str]]:
     """What a value judged against several types fails, said once."""
     tags = list(members)
-    # a failure every alternative has (resultType absent from either result of 2026-07-28)
+    # a failure every alternative has
     shared = [(rest, err) for rest, err in members[tags[0]] if err["type"] != "literal_error"
               and all(any(r == rest and e["type"] == err["type"] for r, e in members[t]) for t in tags[1:])]
     if shared:
-        return [(rest, _words(err)) for rest, err in shared]
+        return _judged(shared, node)
     # the member that tells the alternatives apart: a constant each alternative names
     if type(node) is dict:
         for key in sorted({rest[0] for t in tags for rest, err in members[t]
@@ -176,8 +206,7 @@ def _union(members: dict[str, list[tuple[tuple, dict]]], node: Any) -> list[tupl
                                  f"(one of {', '.join(tags)})")]
             chosen = [t for t in tags if t not in wrong]
             if len(chosen) == 1:
-                return [(rest, f"{_words(err)} ({chosen[0]})") for rest, err in members[chosen[0]]
-                        if all(type(s) in (str, int) for s in rest)]
+                return [(path, f"{words} ({chosen[0]})") for path, words in _judged(members[chosen[0]], node)]
     reasons = "; ".join(f"{t}: {_words(members[t][0][1])}" for t in tags)
     return [((), f"matches none of the schema's alternatives ({reasons})")]
 

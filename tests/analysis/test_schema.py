@@ -49,7 +49,7 @@ def test_a_value_outside_the_schemas_set_lists_the_set():
 
 def test_a_2026_07_28_result_without_result_type_is_found_and_one_with_it_is_not():
     assert [m for _, m in messages([("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, {"content": []}))])] \
-        == ["$.result.resultType: required by the schema, absent (CallToolResult | InputRequiredResult, 2026-07-28 schema)"]
+        == ["$.result.resultType: required by the schema, absent (CallToolResult, 2026-07-28 schema)"]
     assert messages([("c2s", modern(1, "tools/call", {"name": "t"})),
                      ("s2c", ok(1, {"content": [], "resultType": "complete"}))]) == []
 
@@ -137,3 +137,15 @@ def test_output_schemas_are_compiled_once_each_and_the_cache_is_bounded():
 def test_a_notification_is_judged_too():
     [(_, message)] = messages(H + [("s2c", note("notifications/progress", {"progressToken": "p"}))])
     assert message.startswith("$.params.progress: required by the schema, absent")
+
+
+def test_a_2026_07_28_result_is_judged_as_final_or_interim_by_its_result_type():
+    call = ("c2s", modern(1, "tools/call", {"name": "t"}))
+    bad_block = {"content": [{"type": "html"}], "resultType": "complete"}
+    assert [m.split(" (")[0] for _, m in messages([call, ("s2c", ok(1, bad_block))])] == [
+        '$.result.content[0].type: "html" is not one of the schema\'s values: \'text\', \'image\', \'audio\', '
+        "'resource_link', 'resource'"]
+    elicit = {"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {}}}}
+    [(_, message)] = messages([call, ("s2c", ok(1, elicit))])
+    assert message.startswith("$.result.inputRequests.a.params.message: required by the schema, absent (ElicitRequest)")
+    assert message.endswith("(InputRequiredResult, 2026-07-28 schema)")
