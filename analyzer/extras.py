@@ -13,7 +13,8 @@ import importlib
 from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
-          "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",)}
+          "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",),
+          "schema": ("jsonschema_rs",)}
 """The modules each extra installs."""
 
 

@@ -80,6 +80,7 @@ class Msg:
     stream_closed: bool = False  # 2026-07-28 over HTTP: its client closed the exchange before the answer (cancelled)
     log_level: bool = False  # 2026-07-28: it set _meta logLevel
     batch: "Frame | None" = None  # the batch it came in
+    tool_name: str | None = None  # tools/call: the tool it named, once its params passed the schema (results.py)
 
     def __init__(self, seq: int, idx: int | None, ts: float, direction: str, value: Any, sig: Signature, kind: str,
                  frame: "Frame"):

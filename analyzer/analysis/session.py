@@ -1,13 +1,11 @@
-"""One session's analysis, frame by frame in observed order: parse, classify, pair requests and
-responses in both directions, follow the lifecycle, cancellation and progress, and run every
-registered rule (analyzer/rules). Pure: frames in, message rows and findings out; nothing here
-touches SQLite (analyzer/engine/ does). The core in parts, each a module: the records it keeps
-(messages), pairing, lifecycle, notifications (cancellation and progress), statistics, HTTP
-exchanges, and the rules' dispatch; here, the frames taken in, on the exact path and the fast one.
-
-The state held grows with outstanding requests and with the ids a session has used (a
-handshake-era id may never be reused), never with frames: a request's row waits here only until
-its response comes (then both rows are emitted with the pair and the latency)."""
+"""One session's analysis, frame by frame in observed order: parse, classify, pair requests and responses in both
+directions, follow the lifecycle, cancellation and progress, and run every registered rule (analyzer/rules). Pure:
+frames in, message rows and findings out; nothing here touches SQLite (analyzer/engine/ does). The core in parts,
+each a module: the records it keeps (messages), pairing, lifecycle, notifications (cancellation and progress),
+statistics, HTTP exchanges, the rules' dispatch, and each message against its schemas (results); here, the frames
+taken in, on the exact path and the fast one. The state held grows with outstanding requests and with the ids a session has used (a handshake-era id may never be
+reused), never with frames: a request's row waits here only until its response comes (then both rows are emitted
+with the pair and the latency)."""
 
 from __future__ import annotations
 
@@ -25,6 +23,7 @@ from mcptap.analysis.messages import (_MISSING, Finding, FindingRow, Frame, Mess
                                       id_key, loose_key)
 from mcptap.analysis.notifications import Notifications, _progressed
 from mcptap.analysis.pairing import _NO_META, Pairing
+from mcptap.analysis.results import MessageChecks
 from mcptap.analysis.rules import Hit, Rule
 from mcptap.analysis.statistics import TOOL_CALL, Statistics, _storable, _storable_uncached, may_be_tool_error
 from mcptap.wire import jsonwire
@@ -35,22 +34,19 @@ try:  # the native envelope scanner (setup.py builds it; without it every frame 
 except ImportError:  # pragma: no cover - a build without a C compiler
     _wirescan = None
 
-C2S, S2C = mcp.C2S, mcp.S2C
-OTHER = mcp.OTHER
+C2S, S2C, OTHER = mcp.C2S, mcp.S2C, mcp.OTHER
 _SCALAR, _ARRAY = Signature("scalar"), Signature("array")
 
 
 class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames):
-    """Feed frames with `frame()` in seq order, then `end()`. Rows come out of `take_rows()`
-    and `take_findings()` as they are ready."""
+    """Feed frames with `frame()` in seq order, then `end()`. Rows come out of `take_rows()` and `take_findings()`."""
 
     def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
                  ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None,
                  exact_only: bool = False, cut: dict[int, int] | None = None):
-        """`exact_only`: every frame through the exact parser (analyzer/wire/jsonwire.py), never the
-        fast path; the reference the fast path is tested against. `cut`: the frames stored cut
-        at the capture's --max-frame (seq -> full size): each is a `frame-truncated` finding,
-        not parsed."""
+        """`exact_only`: every frame through the exact parser (analyzer/wire/jsonwire.py), never the fast path; the
+        reference the fast path is tested against. `cut`: the frames stored cut at the capture's --max-frame (seq ->
+        full size): each is a `frame-truncated` finding, not parsed."""
         self.session_id = session_id
         self.cut = cut or None
         self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
@@ -107,6 +103,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self._dispatch = _Dispatch.for_revision(self.revision)
         self._clean = self._dispatch.clean
         self._progress_quiet = not self._dispatch.rules("notification", ("progress:ok",))
+        self._check, self._check_exact = MessageChecks.hooks(self.revision, policy, self.add)  # each message's schemas
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(
                 "the MCP revision could not be established (no initialize exchange and no per-request "
@@ -173,6 +170,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             msg = Msg(seq, None, ts, direction, value, sig, kind, None)
             self._fill(msg, value, sig, kind)
             self._observe(msg)
+            self._check_exact(msg, raw)
             kinds[kind] = kinds.get(kind, 0) + 1
             self.last_sent[direction] = msg
             tags = [kind] if kind == INVALID else None
@@ -201,6 +199,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                 frame.elements.append(msg)
             for msg in frame.elements:
                 self._observe(msg)
+                self._check_exact(msg, None)
             tags = [kind]
             if any(m.pairing == "batch-refused" or (m.request is not None and m.request.batch is not None
                                                      and m.kind != REQUEST) for m in frame.elements):
@@ -256,6 +255,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             row = [self.session_id, seq, None, direction, REQUEST, id_json, method, None, None]
             msg = WireMsg(seq, ts, direction, raw, sig, REQUEST, method, ident, id_json, row)
             self._await(msg, key, meta)
+            self._check(REQUEST, direction, method, raw, msg, seq, None)
             if direction == C2S:
                 self.client_requests += 1
             self.last_sent[direction] = msg
@@ -273,6 +273,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                         "notification", (progress[0],)):
                     return False  # a rule looks at it (or, answering a batch's request, the frame rules do)
                 _progressed(progress)
+            self._check(NOTIFICATION, direction, method, raw, None, seq, None)
             self._rows.append([self.session_id, seq, None, direction, NOTIFICATION, None, method, None, None])
             self.last_sent[direction] = (seq, ts, direction, raw, sig, NOTIFICATION, method, ident, id_json)
         elif kind is RESPONSE or kind is ERROR:
@@ -288,6 +289,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             self._rows.append(row)
             del self.outstanding[key]
             self._answer(row, kind, seq, ts, key, req)
+            self._check(kind, direction, req.method, raw, req, seq, None)
             self.last_sent[direction] = (seq, ts, direction, raw, sig, kind, None, ident, id_json)
         else:
             return False

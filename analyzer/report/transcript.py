@@ -23,12 +23,13 @@ from typing import NamedTuple
 
 from mcptap import report, store
 from mcptap.analysis.messages import Finding, Message
+from mcptap.analysis.statistics import TOOL_CALL, may_be_tool_error, tool_error
 
 from mcptap.report import httplines, jsonout
 
 from mcptap.store import cells
 
-from mcptap.wire import framelog
+from mcptap.wire import framelog, jsonwire
 from mcptap.wire.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
@@ -197,6 +198,9 @@ def entry_lines(a: "_Analysed", entry: TimelineEntry, width: int, full: bool, fi
     if not is_err:
         row = a.rows.get(seq, row)
     what = describe(row, len(a.elements.get(seq, ()))) + (" (no newline)" if incomplete else "")
+    if row is not None and row.kind == "response" and row.method == TOOL_CALL and may_be_tool_error(raw) \
+            and tool_error(TOOL_CALL, jsonwire.parse(raw).value):
+        what += " tool error"  # a tools/call result with isError: true, apart from a success as in the latency table
     t0 = a.session["started_at"]
     head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
     if full:

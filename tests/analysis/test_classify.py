@@ -143,7 +143,7 @@ def test_a_response_row_is_paired_with_its_request_and_has_the_latency():
 
 
 def test_a_frame_nested_far_deeper_than_the_recursion_limit_is_analysed_without_crashing():
-    deep = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":' + "[" * 50_000 + "]" * 50_000 + "}}"
+    deep = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":' + "[" * 50_000 + "]" * 50_000 + "}}}"
     assert codes(H + [("c2s", deep), ("s2c", ok(1, {"content": []}))]) == []
     deep_id = '{"jsonrpc":"2.0","id":' + "[" * 50_000 + "]" * 50_000 + ',"method":"ping"}'
     assert "id-invalid-type" in codes(H + [("c2s", deep_id)])

@@ -22,6 +22,12 @@ HS = [({"assigned_session": "S1", "response_type": "text/event-stream"}, H25[:2]
 LIST = [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))]
 
 
+# a tool that declares its output: {"n": integer}, required
+TYPED = [("c2s", req(1, "tools/list")),
+         ("s2c", ok(1, {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": {
+             "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}]}))]
+
+
 def over_http(fields, messages=LIST):
     """The handshake over HTTP, then one more exchange with these fields."""
     return http(*HS, (fields, messages))
@@ -164,6 +170,14 @@ CASES = {
                               behind_oauth(("auth-authorize", f"{AUTHORIZE}&{RESOURCE}", {"status": 302}))),
     "auth-server-insecure": (behind_oauth(("auth-discovery", "http://auth.example.com/.well-known/oauth-authorization-server", {})),
                              behind_oauth(("auth-discovery", "https://auth.example.com/.well-known/oauth-authorization-server", {}))),
+    "schema-violation": (H + [("c2s", req(1, "tools/call", {"arguments": {}})), ("s2c", ok(1, {"content": []}))],
+                         H + [("c2s", req(1, "tools/call", {"name": "t", "arguments": {}, "_meta": {"x.y/z": 1}})),
+                              ("s2c", ok(1, {"content": [{"type": "text", "text": "a", "x-vendor": 1}], "x-vendor": 2}))]),
+    "structured-content-mismatch": (H + TYPED + [("c2s", req(2, "tools/call", {"name": "t"})),
+                                                 ("s2c", ok(2, {"content": [], "structuredContent": {"n": "x"}}))],
+                                    H + TYPED + [("c2s", req(2, "tools/call", {"name": "t"})),
+                                                 ("s2c", ok(2, {"content": [], "structuredContent": {"n": "x"},
+                                                                "isError": True}))]),
     "progress-not-increasing": (H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(2)), ("s2c", progress(2)),
                                      ("s2c", ok(1, {"content": []}))],
                                 H + [("c2s", req(1, "tools/call", TOKEN)), ("s2c", progress(1)), ("s2c", progress(2)),

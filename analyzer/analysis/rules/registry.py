@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
-EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end", "definitions", "operation"})
+EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end", "definitions",
+                    "operation", "schema"})
 GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization", "definitions", "operations")
 
 

@@ -1,0 +1,144 @@
+"""A session's messages checked against schemas, once each, where the session core has the frame:
+the revision's schema (analyzer/analysis/schema.py: `schema-violation`) and, for a tools/call
+result, the `outputSchema` the same session declared for that tool in a tools/list result
+(`structured-content-mismatch`; skipped when the result is `isError`). An output schema is
+compiled once (jsonschema-rs, never fetching a `$ref`; the `[schema]` extra) and kept by its
+text in a bounded cache; without jsonschema-rs results are not checked against output schemas.
+
+Either check is skipped whole when the policy silences its code: `mcptap analyze --ignore-code
+schema-violation --ignore-code structured-content-mismatch` analyses without them."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+
+from mcptap.analysis import mcp
+from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
+from mcptap.analysis.rules import RULES, Hit, load
+from mcptap.analysis.schema import Failed, checker, unjudged
+from mcptap.wire import jsonwire
+
+try:  # the [schema] extra
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - an install without it
+    jsonschema_rs = None
+
+SCHEMA_CODE, CONTENT_CODE = "schema-violation", "structured-content-mismatch"
+TOOL_CALL, TOOL_LIST = "tools/call", "tools/list"
+COMPILED_MAX = 256
+"""Output schemas kept compiled at once (by their text), in all sessions of a process."""
+_COMPILED: OrderedDict[bytes, Any] = OrderedDict()
+
+
+def _enabled(policy, code: str) -> bool:
+    return policy is None or policy.severity(code, "error") is not None
+
+
+class MessageChecks:
+    """Feed each message with `message()` (the fast path: its raw bytes) or `exact()`; findings
+    go to `add(rule, hit, seq, idx)`, the session's."""
+
+    def __init__(self, revision: str, policy, add):
+        load()
+        self.revision = revision
+        self.add = add
+        self.schema_rule, self.content_rule = RULES[SCHEMA_CODE], RULES[CONTENT_CODE]
+        self.schemas = _enabled(policy, SCHEMA_CODE)
+        self.contents = jsonschema_rs is not None and _enabled(policy, CONTENT_CODE)
+        self.output_schemas: dict[str, Any] = {}  # tool name -> the outputSchema its last listing declared
+
+    @classmethod
+    def hooks(cls, revision: str | None, policy, add) -> tuple:
+        """The session core's two calls, `message` and `exact`: calls that do nothing when the
+        revision is unknown or the policy silences both codes."""
+        if revision is None or not (_enabled(policy, SCHEMA_CODE) or (jsonschema_rs is not None
+                                                                      and _enabled(policy, CONTENT_CODE))):
+            return _nothing, _nothing
+        checks = cls(revision, policy, add)
+        return checks.message, checks.exact
+
+    def exact(self, msg, raw: str | bytes | None) -> None:
+        """A message the exact path read (`raw`: the frame, or None for a batch's element)."""
+        kind = msg.kind
+        if kind == REQUEST or kind == NOTIFICATION:
+            method, req = msg.method, msg
+        elif kind == RESPONSE:
+            req = msg.request
+            method = req.method if req is not None else None
+        else:
+            return
+        if type(method) is str:
+            self.message(kind, msg.direction, method, jsonwire.to_json(msg.value) if raw is None else raw, req,
+                         msg.seq, msg.idx)
+
+    def message(self, kind: str, direction: str, method: str, raw: str | bytes, req, seq: int,
+                idx: int | None) -> None:
+        """`method`: a response's request's. `req`: a request, or the request a response answers."""
+        if not self.schemas and not (self.contents and method in (TOOL_CALL, TOOL_LIST)):
+            return
+        check = checker(self.revision, kind, direction, method)
+        if check is None:
+            return
+        try:
+            value = check.validate(raw)
+        except Failed as failed:
+            if self.schemas and not unjudged(failed.error):
+                for hit in self.schema_rule.check((failed.check, failed.error, raw, self.revision), None) or ():
+                    self.add(self.schema_rule, hit, seq, idx)
+            value = _member(raw, check.member)  # what it says is still what the session declared
+        if self.contents and type(value) is dict and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):
+            self._semantics(kind, method, value, req, seq, idx)
+
+    def _semantics(self, kind: str, method: str, value: dict, req, seq: int, idx: int | None) -> None:
+        if method == TOOL_CALL:
+            if kind == REQUEST:
+                name = value.get("name")
+                req.tool_name = name if type(name) is str else None
+            elif kind == RESPONSE:
+                self._call_result(value, req.tool_name, req, seq, idx)
+        elif method == TOOL_LIST and kind == RESPONSE and type(value.get("tools")) is list:
+            for tool in value["tools"]:
+                if type(tool) is dict and type(tool.get("name")) is str:
+                    self.output_schemas[tool["name"]] = tool.get("outputSchema")
+
+    def _call_result(self, result: dict, tool: str | None, req, seq: int, idx: int | None) -> None:
+        schema = self.output_schemas.get(tool) if tool is not None else None
+        if schema is None or result.get("isError") is True or result.get("resultType", "complete") != "complete":
+            return
+        validator = compiled(schema)
+        if validator is None:
+            return
+        for hit in self.content_rule.check((tool, validator, result.get("structuredContent")), None) or ():
+            self.add(self.content_rule, Hit(hit.message, related=req.seq if req is not None else None), seq, idx)
+
+
+def _member(raw: str | bytes, member: str) -> Any:
+    try:
+        frame = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return frame.get(member) if type(frame) is dict else None
+
+
+def _nothing(*_args) -> None:
+    return None
+
+
+def compiled(schema: Any) -> Any:
+    """The validator of an output schema (None: not a schema jsonschema-rs can compile)."""
+    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    found = _COMPILED.get(key)
+    if found is not None or key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return found
+    try:
+        found = jsonschema_rs.validator_for(schema, offline=True)
+    except Exception:  # noqa: BLE001 - whatever a server declared that jsonschema-rs cannot compile
+        found = None
+    _COMPILED[key] = found
+    if len(_COMPILED) > COMPILED_MAX:
+        _COMPILED.popitem(last=False)
+    return found
