@@ -79,15 +79,33 @@ class Page:
         self.view, self.token = view, token
         self._key, self._html, self._csp = None, b"", ""
         self._lock = threading.Lock()
+        self._latency: list | None = None  # the latency table, worked out in a thread (a million frames: seconds)
+        self._latency_for: int | None = None
+        self._working = False
 
     def html(self) -> tuple[bytes, str]:
         self.view.refresh()
         with self._lock:
-            key = self.view.changes
+            if self._latency_for != self.view.changes and not self._working:
+                self._working = True
+                threading.Thread(target=self._work_out_latency, args=(self.view.changes,), daemon=True).start()
+            key = (self.view.changes, self._latency_for)
             if key != self._key:
                 self._html, self._csp = self._render()
                 self._key = key
             return self._html, self._csp
+
+    def _work_out_latency(self, changes: int) -> None:
+        from mcptap.report import html as report_html
+
+        try:
+            rows = report_html._latency(self.view.db, None) if self.view.sessions else []
+        except Exception:  # noqa: BLE001 - a database changing under it: the next page asks again
+            rows = None
+        with self._lock:
+            self._working = False
+            if rows is not None:
+                self._latency, self._latency_for = rows, changes
 
     def _render(self) -> tuple[bytes, str]:
         from mcptap.report import html as report_html
@@ -98,7 +116,7 @@ class Page:
                f"style-src {report_html._csp_hash(style)}; img-src data:; connect-src 'self'")
         ids = [s["id"] for s in summary["sessions"]]
         config = {"token": self.token, "db": self.view.db, "version": __version__,
-                  "latency": report_html._latency(self.view.db, None) if ids else [],
+                  "latency": self._latency or [],
                   "codes": report_html.viewdata._codes(), "kinds": report_html.viewdata.KINDS,
                   "directions": report_html.viewdata.DIRECTIONS, "severities": report_html.viewdata.SEVERITIES,
                   "summary": summary}
@@ -114,7 +132,8 @@ class Page:
             db=self.view.db, version=__version__, script=script, style=style, payload="", csp=csp,
             sessions=sessions[:report_html.MAX_LISTED], total_sessions=len(sessions), viewed=len(sessions),
             frames=summary["total"], latency=config["latency"], left_out={}, by_code=by_code, in_db=summary["total"],
-            max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"))
+            max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"),
+            latency_pending=self._latency is None and bool(ids))
         return page.encode("utf-8"), csp
 
 
@@ -126,7 +145,7 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
 
     view = livedata.LiveView(db)
     page = Page(view, token)
-    page.html()  # the summary's numbers are worked out before the first visitor waits for them
+    page.html()  # the page is ready before the first visitor asks; its latency table is worked out in a thread
 
     def answer(value, status: int = 200) -> Response:
         return Response(livedata.dumps(value), status, media_type="application/json", headers=HEADERS)

@@ -37,14 +37,17 @@ def data_version(conn: sqlite3.Connection) -> tuple:
 
 def sessions(conn: sqlite3.Connection) -> list[dict]:
     """Every session in start order (id as tie-break, the order display filters give frames in)
-    with its frames: count, first and last seq and time."""
+    with its frames: count, first and last seq, and the times of those two frames (read through
+    the primary key: a million frames are not read for them)."""
     conn.row_factory = sqlite3.Row
     try:
         rows = conn.execute(
             "SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, c.frames, c.first_seq, c.last_seq, "
-            "c.first_ts, c.last_ts FROM sessions s LEFT JOIN (SELECT session_id, count(*) AS frames, "
-            "min(seq) AS first_seq, max(seq) AS last_seq, min(ts) AS first_ts, max(ts) AS last_ts FROM frames "
-            "GROUP BY session_id) c ON c.session_id = s.id ORDER BY s.started_at, s.id").fetchall()
+            "(SELECT ts FROM frames WHERE session_id = s.id AND seq = c.first_seq) AS first_ts, "
+            "(SELECT ts FROM frames WHERE session_id = s.id AND seq = c.last_seq) AS last_ts "
+            "FROM sessions s LEFT JOIN (SELECT session_id, count(*) AS frames, min(seq) AS first_seq, "
+            "max(seq) AS last_seq FROM frames GROUP BY session_id) c ON c.session_id = s.id "
+            "ORDER BY s.started_at, s.id").fetchall()
     finally:
         conn.row_factory = None
     return [dict(r) for r in rows]

@@ -136,7 +136,8 @@ def test_typing_a_filter_leaves_only_the_matching_frames_which_the_server_select
 
 
 def test_clicking_a_row_shows_its_json_pretty_printed_and_its_pair(chrome, demo, request):
-    browser.open_page(chrome, demo["url"])
+    browser.wait_for(lambda: browser.open_page(chrome, demo["url"]) and chrome.find_elements("id", "latency"),
+                     what="the page with its latency table (worked out in a thread)")
     first = browser.wait_for(lambda: chrome.find_elements("css selector", "#list .row[data-seq='1']"), what="row 1")[0]
     first.click()
     detail = chrome.find_element("id", "detail")
