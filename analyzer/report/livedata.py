@@ -135,15 +135,14 @@ class LiveView:
             if text in self._selections:
                 self._selections.move_to_end(text)
                 return self._selections[text]
-        numbers, seqs = [], []
-        number = self.number
         sql, params = filtersql.select(self.conn(), tree)
-        for sid, seq in self.conn().execute(sql, params):
-            n = number.get(sid)
-            if n is not None:
-                numbers.append(n)
-                seqs.append(seq)
-        found = Selection(numbers, seqs)
+        rows = self.conn().execute(sql, params).fetchall()
+        sids, seqs = zip(*rows) if rows else ((), ())
+        numbers = list(map(self.number.get, sids))  # whole columns at once
+        if None in numbers:  # a session begun since the last refresh: left out until the next
+            kept = [k for k, n in enumerate(numbers) if n is not None]
+            numbers, seqs = [numbers[k] for k in kept], [seqs[k] for k in kept]
+        found = Selection(numbers, list(seqs))
         with self._lock:
             self._selections[text] = found
             while len(self._selections) > SELECTIONS:
