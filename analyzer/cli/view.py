@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
 import typer
 
 from mcptap import extras
-from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors
+from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors, say_warning
 
 
 @app.command(short_help="Serve the viewer over a database of any size, on a loopback address.")
@@ -26,7 +27,8 @@ def view(
     """Serve the report's viewer live over the database: the page asks for the frames it shows,
     page by page, so a database of millions of frames opens at once, and a session being
     recorded grows on screen. The database is read-only here (sessions not analysed yet are
-    analysed first, as `mcptap report` does). Prints the URL to open, with its token; Ctrl-C stops.
+    analysed first, as `mcptap report` does, when the file can be written). Prints the URL to
+    open, with its token; Ctrl-C stops.
 
     Example:  mcptap view --db ~/mcp.db --open
     """
@@ -43,7 +45,10 @@ def view(
         finally:
             conn.close()
         missing = [sid for sid in ids if sid not in done]
-        if missing:
+        if missing and not os.access(db, os.W_OK):
+            say_warning(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
+                        "kind, method and id of their own bytes, without pairs, latency or findings")
+        elif missing:
             from mcptap import engine
             from mcptap.cli import progress
 
