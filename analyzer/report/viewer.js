@@ -1,4 +1,4 @@
-/* mcptap viewer: the frame list (virtualised: only the rows in sight are in the page), the
+/* mcptap report viewer: the frame list (virtualised: only the rows in sight are in the page), the
    display filter box (applied as you type, kept in the address with the selected frame), deep
    links, keyboard navigation, and what ties the panes together. Its frames come from the
    document embedded in the report (viewlocal.js) or from `mcptap view`'s server (viewlive.js). */
