@@ -160,7 +160,7 @@ def smoke(work: Path) -> None:
     if said not in version.decode():
         raise Failed(f"mcptap.__version__ is {said!r}; mcptap --version printed {version!r}")
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
-                "replay", "serve", "diff", "wrap", "unwrap", "demo", "addon-path"]
+                "replay", "serve", "diff", "wrap", "unwrap", "demo", "addon-path", "view"]
     for command in commands:
         if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
             raise Failed(f"mcptap {command} --help has no example")

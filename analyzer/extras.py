@@ -4,7 +4,7 @@ needs a missing one says in one line which to install (an MCPTapError: exit 2).
 The plain install records stdio, imports frame logs, analyzes, shows, exports, redacts, replays
 and serves, and writes SARIF and JSON; `mcptap[proxy]` adds mitmproxy (the proxy, the addon,
 capture import), `mcptap[notebook]` pandas and matplotlib (the HTML report, the pandas API and
-figures), `mcptap[all]` both."""
+figures), `mcptap[all]` both; `mcptap[view]` Starlette, uvicorn and pandas (`mcptap view`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from mcptap.errors import MCPTapError
 
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
           "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",),
-          "schema": ("jsonschema_rs",)}
+          "schema": ("jsonschema_rs",),
+          "view": ("starlette", "uvicorn", "jinja2", "pandas")}
 """The modules each extra installs."""
 
 

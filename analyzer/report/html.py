@@ -46,6 +46,18 @@ def _asset(name: str) -> str:
     return resources.files("mcptap.report").joinpath(name).read_text(encoding="utf-8")
 
 
+SCRIPTS = ("filter.js", "viewcommon.js", "viewlocal.js", "viewlive.js", "viewdetail.js", "viewdiagram.js",
+           "viewer.js")
+"""The viewer's script, in the order the page holds them: the filter language, shared helpers, the
+two sources of frames (the embedded document; `mcptap view`'s server), the detail pane, the
+diagram, then the list and what ties them together."""
+
+
+def script_text() -> str:
+    """The viewer's script: its modules, one after another (no build step)."""
+    return "\n".join(_asset(name) for name in SCRIPTS)
+
+
 def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
@@ -110,7 +122,7 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     trim = sum(sizes[sid] for sid in viewed) > max_frames
     document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
     stage("writing the report", None)
-    script, style = _asset("filter.js") + "\n" + _asset("viewer.js"), _asset("viewer.css")
+    script, style = script_text(), _asset("viewer.css")
     payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
     payload = json_text(payload.decode("utf-8")).encode("utf-8")  # bidi, format and control characters as \u escapes
     for char, escape in _SAFE_JSON.items():

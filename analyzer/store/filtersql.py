@@ -115,6 +115,26 @@ def _json_test(steps: tuple, cmp: str, value, params: list) -> str:
     return f"(CASE WHEN {guard} THEN json_type(f.raw, ?) IN {types} AND {inner} END)"
 
 
+_MESSAGE_FIELDS = ("kind", "method", "id", "latency")
+
+
+def needs_message(tree) -> bool:
+    """Whether the filter is false for every frame without a `messages` row (a test of kind,
+    method, id or latency that a missing field makes false): then the frames are found from the
+    messages that pass, not by looking up each frame's message (a million frames: several times
+    faster)."""
+    op = tree[0]
+    if op == "and":
+        return needs_message(tree[1]) or needs_message(tree[2])
+    if op == "or":
+        return needs_message(tree[1]) and needs_message(tree[2])
+    if op == "not":
+        return False
+    if op in ("has", "in"):
+        return tree[1] in _MESSAGE_FIELDS
+    return tree[2] != "!=" and tree[1] in _MESSAGE_FIELDS
+
+
 def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> tuple[str, list]:
     """(SQL, parameters) of the (session_id, seq) of every frame the filter selects, of these
     sessions (None: all), in the sessions' start order, then seq."""
@@ -124,7 +144,7 @@ def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) ->
     clause, params = where(tree)
     joins = " JOIN sessions s ON s.id = f.session_id"
     if "messages" in tables:
-        joins += " LEFT JOIN messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
+        joins += (" JOIN" if needs_message(tree) else " LEFT JOIN") + " messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
     else:
         joins += " LEFT JOIN (SELECT NULL AS kind, NULL AS method, NULL AS id, NULL AS latency_s) m ON 0"
     if "exchanges" in tables and "exchange_id" in have:

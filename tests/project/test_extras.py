@@ -78,6 +78,7 @@ def test_the_plain_install_shows_exports_imports_and_redacts(plain_db, tmp_path)
     (("demo",), "proxy"),
     (("export", "--format", "otlp"), "otel"),
     (("export", "--otlp-endpoint", "http://127.0.0.1:9"), "otel"),
+    (("view", "--listen", "127.0.0.1:0"), "view"),
 ])
 def test_a_command_that_needs_a_missing_extra_says_which_to_install_and_exits_2(plain_db, tmp_path, args, extra):
     result = plain(*args, "--db", str(plain_db), cwd=tmp_path)

@@ -63,3 +63,21 @@ def test_the_data_api_gives_the_rows_of_the_frames_a_filter_selects(corpus_db):
     assert data.frames(str(corpus_db), filter="size > 1GB").empty
     with pytest.raises(filterlang.FilterError):
         data.frames(str(corpus_db), filter="size > big")
+
+
+def test_a_filter_that_needs_a_message_selects_the_same_frames_found_from_the_messages(corpus_db, monkeypatch):
+    """filtersql.needs_message lets a filter be run from the messages that pass: for every corpus
+    case the frames are those of the plain reading (each frame's message looked up)."""
+    conn = sqlite3.connect(corpus_db)
+    trees = [filterlang.parse(case["filter"]) for case in CORPUS["cases"]]
+    fast = [list(filtersql.frames(conn, tree)) for tree in trees]
+    monkeypatch.setattr(filtersql, "needs_message", lambda tree: False)
+    plain = [list(filtersql.frames(conn, tree)) for tree in trees]
+    conn.close()
+    assert fast == plain
+    monkeypatch.undo()
+    needing = [case["filter"] for case, tree in zip(CORPUS["cases"], trees) if filtersql.needs_message(tree)]
+    assert needing and len(needing) < len(trees)
+    assert not filtersql.needs_message(filterlang.parse('method != "ping"'))
+    assert not filtersql.needs_message(filterlang.parse('method == "ping" or dir == c2s'))
+    assert filtersql.needs_message(filterlang.parse('dir == c2s and (latency > 1ms or kind in {request, error})'))

@@ -1,0 +1,240 @@
+"""`mcptap view`: the viewer of the HTML report served live over a database of any size (Starlette
+on uvicorn, on a loopback address): the same page (viewer.html and its scripts), whose script asks
+the server for what it shows, page by page (analyzer/report/livedata.py), instead of reading a
+document embedded in it. The database is opened read-only. Every request is refused unless its
+Host and Origin are local ones (analyzer/origins.py, as `mcptap serve` checks them: 421, 403) and
+it carries the token printed in the URL (403), unless the server was started without one."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from urllib.parse import parse_qs
+
+from mcptap import __version__
+from mcptap.errors import MCPTapError
+from mcptap.origins import ListenerPolicy
+from mcptap.report import livedata
+from mcptap.store import filterlang, viewpages
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8810
+TOKEN_HEADER = "x-mcptap-token"
+HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+           "X-Frame-Options": "DENY"}
+
+
+def parse_listen(listen: str | None) -> tuple[str, int]:
+    """`[HOST:]PORT` -> (host, port), a loopback host only (default 127.0.0.1:8810)."""
+    if not listen:
+        return DEFAULT_HOST, DEFAULT_PORT
+    host, sep, port = listen.rpartition(":")
+    if not sep:
+        host, port = DEFAULT_HOST, listen
+    host = host.strip("[]") or DEFAULT_HOST
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise MCPTapError(f"--listen {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise MCPTapError(f"--listen {listen!r}: mcptap view listens on a loopback address only (127.0.0.1, ::1)")
+    return host, int(port)
+
+
+class Guard:
+    """ASGI middleware: a request with a foreign Host or Origin gets its refusal, one without the
+    token 403; the others go on to the app."""
+
+    def __init__(self, app, policy: ListenerPolicy, token: str | None):
+        self.app, self.policy, self.token = app, policy, token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from starlette.responses import Response
+
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+        refusal = self.policy.check([v for k, v in headers if k == "host"], [v for k, v in headers if k == "origin"])
+        if refusal is not None:
+            return await Response(refusal.body, refusal.status, media_type="application/json",
+                                  headers=HEADERS)(scope, receive, send)
+        if self.token is not None:
+            given = [v for k, v in headers if k == TOKEN_HEADER]
+            given += parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])
+            if len(given) != 1 or not secrets.compare_digest(given[0].encode(), self.token.encode()):
+                return await Response(b'{"error":"Forbidden: the token of the URL mcptap view printed is needed"}',
+                                      403, media_type="application/json", headers=HEADERS)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class Page:
+    """The page: viewer.html in its live form, rendered again when the database changed."""
+
+    def __init__(self, view: livedata.LiveView, token: str | None):
+        self.view, self.token = view, token
+        self._key, self._html, self._csp = None, b"", ""
+        self._lock = threading.Lock()
+        self._latency: list | None = None  # the latency table, worked out in a thread (a million frames: seconds)
+        self._latency_for: int | None = None
+        self._working = False
+
+    def html(self) -> tuple[bytes, str]:
+        self.view.refresh()
+        with self._lock:
+            if self._latency_for != self.view.changes and not self._working:
+                self._working = True
+                threading.Thread(target=self._work_out_latency, args=(self.view.changes,), daemon=True).start()
+            key = (self.view.changes, self._latency_for)
+            if key != self._key:
+                self._html, self._csp = self._render()
+                self._key = key
+            return self._html, self._csp
+
+    def _work_out_latency(self, changes: int) -> None:
+        from mcptap.report import html as report_html
+
+        try:
+            rows = report_html._latency(self.view.db, None) if self.view.sessions else []
+        except Exception:  # noqa: BLE001 - a database changing under it: the next page asks again
+            rows = None
+        with self._lock:
+            self._working = False
+            if rows is not None:
+                self._latency, self._latency_for = rows, changes
+
+    def _render(self) -> tuple[bytes, str]:
+        from mcptap.report import html as report_html
+
+        summary = self.view.summary()
+        script, style = report_html.script_text(), report_html._asset("viewer.css")
+        csp = (f"default-src 'none'; script-src {report_html._csp_hash(script)}; "
+               f"style-src {report_html._csp_hash(style)}; img-src data:; connect-src 'self'")
+        ids = [s["id"] for s in summary["sessions"]]
+        config = {"token": self.token, "db": self.view.db, "version": __version__,
+                  "latency": self._latency or [],
+                  "codes": report_html.viewdata._codes(), "kinds": report_html.viewdata.KINDS,
+                  "directions": report_html.viewdata.DIRECTIONS, "severities": report_html.viewdata.SEVERITIES,
+                  "summary": summary}
+        payload = livedata.dumps(config)
+        for char, escape in report_html._SAFE_JSON.items():
+            payload = payload.replace(char, escape)
+        sessions = [{**s, "duration_s": ((s["ended_at"] or (s["started_at"] + s["t1"])) - s["started_at"])}
+                    for s in summary["sessions"]]
+        rank = {"error": 0, "warning": 1, "info": 2}
+        by_code = [{"severity": sev, "code": code, "count": n} for sev, code, n in sorted(
+            viewpages.findings_by_code(self.view.conn()), key=lambda r: (rank.get(r[0], 3), -r[2], r[1]))]
+        page = report_html._ENV.from_string(report_html._asset("viewer.html")).render(
+            db=self.view.db, version=__version__, script=script, style=style, payload="", csp=csp,
+            sessions=sessions[:report_html.MAX_LISTED], total_sessions=len(sessions), viewed=len(sessions),
+            frames=summary["total"], latency=config["latency"], left_out={}, by_code=by_code, in_db=summary["total"],
+            max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"),
+            latency_pending=self._latency is None and bool(ids))
+        return page.encode("utf-8"), csp
+
+
+def app(db: str, *, token: str | None, policy: ListenerPolicy):
+    """The ASGI application over the database `db`."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    view = livedata.LiveView(db)
+    page = Page(view, token)
+    page.html()  # the page is ready before the first visitor asks; its latency table is worked out in a thread
+
+    def answer(value, status: int = 200) -> Response:
+        return Response(livedata.dumps(value), status, media_type="application/json", headers=HEADERS)
+
+    def number(request, name: str, default=None, kind=int):
+        value = request.query_params.get(name)
+        if value is None:
+            if default is None:
+                raise ValueError(f"{name} is missing")
+            return default
+        return kind(value)
+
+    def endpoint(fn):
+        def handler(request):
+            try:
+                return fn(request)
+            except filterlang.FilterError as exc:
+                return answer({"error": str(exc), "column": exc.column}, 400)
+            except ValueError as exc:
+                return answer({"error": str(exc)}, 400)
+        return handler
+
+    def index(request):
+        body, csp = page.html()
+        return Response(body, media_type="text/html; charset=utf-8", headers={**HEADERS, "Content-Security-Policy": csp})
+
+    def summary(request):
+        return answer(view.summary())
+
+    def poll(request):
+        view.refresh()
+        return answer({"version": view.changes, "total": view.total})
+
+    def rows(request):
+        return answer(view.rows(request.query_params.get("filter", ""), number(request, "offset", 0),
+                                number(request, "limit", 100)))
+
+    def locate(request):
+        return answer({"position": view.locate(request.query_params.get("filter", ""),
+                                               request.query_params.get("session", ""), number(request, "seq"))})
+
+    def frame(request):
+        found = view.frame(request.query_params.get("session", ""), number(request, "seq"))
+        return answer(found) if found is not None else answer({"error": "no such frame"}, 404)
+
+    def window(request):
+        return answer(view.window(request.query_params.get("session", ""), number(request, "from", kind=float),
+                                  number(request, "to", kind=float)))
+
+    def stderr(request):
+        return answer(view.stderr(request.query_params.get("session", "")))
+
+    routes = [Route("/", index)] + [Route(f"/api/{fn.__name__}", endpoint(fn))
+                                     for fn in (summary, poll, rows, locate, frame, window, stderr)]
+    return Guard(Starlette(routes=routes), policy, token)
+
+
+def serve(db: str, *, listen: str | None = None, token: bool = True, open_browser: bool = False,
+          allow_origins: Sequence[str] = (), on_ready: Callable[[str], None] | None = None) -> int:
+    """Serve the viewer over `db` until interrupted; `on_ready(url)` once it listens (the URL to
+    open, with its token). Exit status 0."""
+    import uvicorn
+
+    host, port = parse_listen(listen)
+    policy = ListenerPolicy(host, allow_origins)
+    secret = secrets.token_urlsafe(24) if token else None
+    application = app(db, token=secret, policy=policy)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        raise MCPTapError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}/" + (f"?token={secret}" if secret else "")
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", access_log=False, lifespan="off",
+                                           timeout_graceful_shutdown=1))
+    if on_ready is not None:
+        on_ready(url)
+    if open_browser:
+        def opener():
+            deadline = time.monotonic() + 10
+            while not server.started and time.monotonic() < deadline:
+                time.sleep(0.05)
+            import webbrowser
+            webbrowser.open(url)
+        threading.Thread(target=opener, daemon=True).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0

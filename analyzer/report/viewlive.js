@@ -1,0 +1,111 @@
+/* mcptap viewer, the frames of `mcptap view` (analyzer/report/live.py): asked of the server page
+   by page as the list, the detail pane and the diagram need them; the display filter evaluated by
+   the server (the same language, compiled to SQL). A poll every POLL_MS tells when the database
+   grew (a session being recorded), and the list grows with it. */
+MCPTAP.liveSource = function (C, onChange) {
+  "use strict";
+  const PAGE = 100, PAGES_KEPT = 200, POLL_MS = 1000;
+  const sessions = C.summary.sessions.slice();
+  let VN = C.summary.total, filterText = "", gen = 0, version = C.summary.changes;
+  let pages = new Map(), pending = new Set(), shownWindow = null, wantedWindow = null, windowBusy = false;
+
+  function get(path, params, done, fail) {
+    const query = new URLSearchParams(params).toString();
+    fetch("/api/" + path + (query ? "?" + query : ""), {
+      headers: C.token ? { "X-Mcptap-Token": C.token } : {}, credentials: "omit", cache: "no-store",
+    }).then(r => r.json().then(body => [r.ok, body]))
+      .then(([ok, body]) => { if (ok) done(body); else if (fail) fail(body); })
+      .catch(e => { if (fail) fail({ error: String(e) }); });
+  }
+  function page(p) {
+    if (pending.has(p)) return;
+    pending.add(p);
+    const g = gen;
+    get("rows", { filter: filterText, offset: p * PAGE, limit: PAGE }, function (body) {
+      if (g !== gen) return;
+      pending.delete(p);
+      if (pages.size >= PAGES_KEPT) pages.delete(pages.keys().next().value);
+      pages.set(p, body.rows);
+      const grew = body.total !== VN;
+      VN = body.total;
+      onChange(grew ? "grow" : "rows");
+    }, function () { if (g === gen) pending.delete(p); });
+  }
+  let wgen = 0;  // the diagram's windows are the same whatever the filter: forgotten when the database grows
+  function forget(grown) { gen++; pages = new Map(); pending = new Set(); if (grown) { wgen++; shownWindow = null; } }
+
+  function poll() {
+    get("poll", {}, function (body) {
+      if (body.version !== version) {
+        get("summary", {}, function (summary) {
+          sessions.length = 0;
+          for (const s of summary.sessions) sessions.push(s);
+          if (!filterText) VN = summary.total;
+          forget(true);
+          onChange("grow");
+        });
+      }
+      version = body.version;
+      setTimeout(poll, POLL_MS);
+    }, () => setTimeout(poll, POLL_MS * 5));
+  }
+  setTimeout(poll, POLL_MS);
+
+  return {
+    live: true, sessions: sessions, codes: C.codes, latency: C.latency, db: C.db,
+    total: () => VN, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
+    rows(first, count) {
+      const out = [];
+      for (let k = first; k < first + count && k < VN; k++) {
+        const p = Math.floor(k / PAGE), rows = pages.get(p);
+        if (rows === undefined) { page(p); out.push(null); } else out.push(rows[k - p * PAGE] || null);
+      }
+      return out;
+    },
+    setFilter(text, done) {
+      forget();
+      filterText = text;
+      const g = gen;
+      pending.add(0);
+      get("rows", { filter: text, offset: 0, limit: PAGE }, function (body) {
+        if (g !== gen) return;
+        pending.delete(0);
+        VN = body.total;
+        pages.set(0, body.rows);
+        done(null);
+      }, function (err) {
+        if (g !== gen) return;
+        pending.delete(0);
+        done({ message: err.error || "the server did not answer", column: err.column });
+      });
+    },
+    locate(n, seq, cb) {
+      get("locate", { filter: filterText, session: sessions[n].id, seq: seq }, b => cb(b.position), () => cb(-1));
+    },
+    detail(n, seq, cb) { get("frame", { session: sessions[n].id, seq: seq }, cb, () => cb(null)); },
+    missingBytes() { return ["The database holds no bytes for this frame.", ""]; },
+    span(n) { return [sessions[n].t0, sessions[n].t1]; },
+    window(n, from, to, max) {
+      const want = { n: n, from: from, to: to };
+      const w = shownWindow;
+      if (w && w.n === n && w.from <= from && w.to >= to && (w.every === 1 || (w.to - w.from) <= 2 * (to - from))) return w;
+      wantedWindow = want;
+      if (!windowBusy) fetchWindow(max);
+      return w && w.n === n ? w : null;
+    },
+    stderr(n, cb) { get("stderr", { session: sessions[n].id }, cb, () => cb([])); },
+  };
+  function fetchWindow(max) {
+    const want = wantedWindow, g = wgen;
+    if (!want) return;
+    wantedWindow = null;
+    windowBusy = true;
+    const pad = (want.to - want.from) / 2;  // a margin either side: a little scrolling needs no request
+    get("window", { session: sessions[want.n].id, from: want.from - pad, to: want.to + pad }, function (body) {
+      windowBusy = false;
+      if (g === wgen) shownWindow = { n: want.n, from: want.from - pad, to: want.to + pad, rows: body.rows,
+                                      every: body.every, total: body.total };
+      if (wantedWindow) fetchWindow(max); else onChange("window");
+    }, function () { windowBusy = false; });
+  }
+};

@@ -1,0 +1,240 @@
+"""`mcptap view` as a real server (a subprocess on a loopback port) over a recorded real session
+(`mcptap demo`), in real headless Chromium (tests/support/browser.py): filtered by typing (the
+server evaluates the filter), a frame clicked, a deep link opened, the diagram zoomed, script
+payloads that run nothing, foreign Host, Origin and missing tokens refused, and a frame stored
+while the page is open appearing in it. The screenshot of the live face in docs/img/ is taken here
+(`pytest tests/faces/test_view.py --update-screenshots` writes it)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from mcptap import store
+from mcptap.engine import selection
+from tests.conftest import mcptap, run
+from tests.faces.test_viewer import HOSTILE_FRAMES, IMAGES, rows, shoot, type_filter
+from tests.support import browser
+
+
+@pytest.fixture(scope="module")
+def chrome():
+    why = browser.missing()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    with browser.chromium() as driver:
+        yield driver
+
+
+@contextlib.contextmanager
+def viewing(db, *args: str):
+    """`mcptap view --db DB --listen 127.0.0.1:0 ARGS` running: the URL it printed."""
+    proc = subprocess.Popen(mcptap("view", "--db", Path(db).name, "--listen", "127.0.0.1:0", *args),
+                            cwd=Path(db).parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line: list[bytes] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(60)
+    try:
+        assert line and line[0].startswith(b"http://127.0.0.1:"), (line, proc.poll())
+        yield line[0].decode().strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def demo_db(folder: Path) -> dict:
+    db = folder / "demo.db"
+    result = run(mcptap("demo", "--db", str(db)), cwd=folder, timeout=300)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    conn = sqlite3.connect(db)
+    stdio = conn.execute("SELECT id FROM sessions WHERE transport = 'stdio'").fetchone()[0]
+    http = conn.execute("SELECT id FROM sessions WHERE transport = 'http'").fetchone()[0]
+    conn.close()
+    return {"db": db, "stdio": stdio, "http": http}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """A live recording served by `mcptap view`: the demo's sessions and the URL."""
+    recorded = demo_db(tmp_path_factory.mktemp("view"))
+    with viewing(recorded["db"]) as url:
+        yield {**recorded, "url": url}
+
+
+def status_of(url: str, headers: dict | None = None) -> int:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_request_without_the_token_or_with_a_foreign_host_or_origin_is_refused(demo):
+    url, base = demo["url"], demo["url"].split("?")[0]
+    assert status_of(url) == 200
+    assert status_of(base) == 403
+    assert status_of(base + "?token=wrong") == 403
+    assert status_of(base + "api/summary") == 403
+    assert status_of(base + "api/summary", {"X-Mcptap-Token": url.split("token=")[1]}) == 200
+    assert status_of(url, {"Host": "evil.example:80"}) == 421
+    assert status_of(url, {"Origin": "http://evil.example"}) == 403
+    assert status_of(url, {"Origin": "http://localhost:9"}) == 200
+
+
+def test_without_a_token_the_page_is_served_and_the_database_is_only_read(tmp_path):
+    recorded = demo_db(tmp_path)
+    before = hashlib.sha256(recorded["db"].read_bytes()).hexdigest()
+    with viewing(recorded["db"], "--no-token") as url:
+        assert "token" not in url
+        assert status_of(url) == 200 and status_of(url + "api/rows?filter=kind%20%3D%3D%20request") == 200
+        assert status_of(url + "api/rows?filter=kind%20%3D%3D") == 400
+    assert hashlib.sha256(recorded["db"].read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("args", [["--listen", "0.0.0.0:0"], ["--listen", "nope"]])
+def test_a_listen_address_that_is_not_loopback_is_one_line_and_exit_2(tmp_path, args):
+    db = tmp_path / "x.db"
+    store.connect(str(db)).close()
+    result = run(mcptap("view", "--db", str(db), *args), timeout=60)
+    assert result.returncode == 2 and result.stderr.count(b"\n") == 1, result.stderr
+
+
+def test_typing_a_filter_leaves_only_the_matching_frames_which_the_server_selected(chrome, demo):
+    browser.open_page(chrome, demo["url"])
+    browser.wait_for(lambda: rows(chrome), what="the first rows")
+    assert "34 frames" in chrome.find_element("id", "filter-status").text
+    text = 'method == "tools/call" and dir == "c2s"'
+    expected = sorted((sid, seq) for sid, seqs in selection.select(str(demo["db"]), text).items() for seq in seqs)
+    type_filter(chrome, text)
+    shown = browser.wait_for(lambda: [r for r in rows(chrome) if r["method"]], what="the filtered rows")
+    assert sorted((r["session"], r["seq"]) for r in shown) == expected and len(expected) > 2
+    assert {r["method"] for r in shown} == {"tools/call"} and {r["kind"] for r in shown} == {"request"}
+    assert f"{len(expected)} of 34 frames" in chrome.find_element("id", "filter-status").text
+    type_filter(chrome, 'method == "tools/call" and (')
+    assert "bad" in chrome.find_element("id", "filter").get_attribute("class")
+    assert "column" in chrome.find_element("id", "filter-status").text
+    type_filter(chrome, "")
+    browser.wait_for(lambda: len(rows(chrome)) > 20, what="every frame again")
+
+
+def test_clicking_a_row_shows_its_json_pretty_printed_and_its_pair(chrome, demo, request):
+    browser.wait_for(lambda: browser.open_page(chrome, demo["url"]) and chrome.find_elements("id", "latency"),
+                     what="the page with its latency table (worked out in a thread)")
+    first = browser.wait_for(lambda: chrome.find_elements("css selector", "#list .row[data-seq='1']"), what="row 1")[0]
+    first.click()
+    detail = chrome.find_element("id", "detail")
+    browser.wait_for(lambda: "Frame 1 of session" in detail.text, what="the detail pane")
+    tree = detail.find_element("css selector", ".json")
+    assert '"protocolVersion":' in tree.text and '"2025-11-25"' in tree.text
+    detail.find_element("css selector", "a.jump").click()
+    browser.wait_for(lambda: "Frame 3 of session" in detail.text, what="the pair")
+    assert [r["seq"] for r in rows(chrome) if r["selected"]] == [3]
+    shoot(chrome, "view-live.png", request)
+
+
+def test_a_deep_link_opens_the_frame_with_its_http_exchange(chrome, demo):
+    browser.open_page(chrome, demo["url"] + f"#frame={demo['http'][:13]}:5")
+    detail = chrome.find_element("id", "detail")
+    browser.wait_for(lambda: f"Frame 5 of session {demo['http']}" in detail.text, what="the deep-linked frame")
+    assert "HTTP exchange" in detail.text and "POST http://127.0.0.1:" in detail.text
+    browser.wait_for(lambda: [(r["session"], r["seq"]) for r in rows(chrome) if r["selected"]] == [(demo["http"], 5)],
+                     what="the frame's row selected")
+
+
+def test_zooming_the_diagram_spreads_its_arrows_in_time(chrome, demo):
+    browser.open_page(chrome, demo["url"])
+
+    def arrows():
+        return chrome.execute_script("""
+            const svg = document.querySelector('#diagram svg');
+            return svg && {scale: +svg.dataset.scale, y: Object.fromEntries([...svg.querySelectorAll('g.arrow')].map(
+              g => [g.dataset.seq, +g.querySelector('line').getAttribute('y1')]))};""")
+
+    fitted = browser.wait_for(lambda: (a := arrows()) and len(a["y"]) == 17 and a, what="the session's 17 arrows")
+    chrome.find_element("id", "zoom-in").click()
+    zoomed = browser.wait_for(lambda: (a := arrows()) and a["scale"] != fitted["scale"] and a["y"] and a,
+                              what="the zoomed diagram")
+    assert zoomed["scale"] == pytest.approx(2 * fitted["scale"], rel=1e-4)
+    both = sorted(set(fitted["y"]) & set(zoomed["y"]), key=int)
+    a, b = both[0], both[-1]
+    assert zoomed["y"][b] - zoomed["y"][a] == pytest.approx(2 * (fitted["y"][b] - fitted["y"][a]), rel=1e-3)
+
+
+def test_a_frame_stored_while_the_page_is_open_appears_in_it(chrome, tmp_path):
+    recorded = demo_db(tmp_path)
+    with viewing(recorded["db"]) as url:
+        browser.open_page(chrome, url + "#filter=" + "session%20%3D%3D%20%22" + recorded["stdio"] + "%22")
+        browser.wait_for(lambda: len(rows(chrome)) == 17, what="the session's 17 frames")
+        conn = store.connect(str(recorded["db"]))
+        with store.write_transaction(conn):
+            store.insert_frames(conn, recorded["stdio"], [(18, 2e9, "c2s", b'{"jsonrpc":"2.0","id":99,"method":"ping"}', 0)])
+        conn.close()
+        grown = browser.wait_for(lambda: [r for r in rows(chrome) if r["seq"] == 18], timeout=15, what="frame 18")
+        assert grown[0]["method"] == "ping" and grown[0]["kind"] == "request"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("hostile-view") / "hostile.db")
+    conn = store.connect(db)
+    with store.write_transaction(conn):
+        store.insert_session(conn, {"id": "s<script>x", "transport": "stdio", "label": "<b onmouseover=alert(1)>x</b>",
+                                    "started_at": 1000.0, "ended_at": 1002.0})
+        store.insert_frames(conn, "s<script>x", [(i + 1, 1000.0 + i * 0.01, d, raw.encode(), 0)
+                                                 for i, (d, raw) in enumerate(HOSTILE_FRAMES)])
+        store.insert_stderr(conn, "s<script>x", [(1, 1000.005, b"</script><script>window.__pwned=8</script>", 0)])
+    conn.close()
+    with viewing(db) as url:
+        yield url
+
+
+def test_script_payloads_in_frames_run_nothing_and_show_as_text(chrome, hostile):
+    chrome.get("about:blank")  # no page of an earlier test polls a server that is gone
+    chrome.get_log("performance")
+    chrome.get_log("browser")
+    browser.open_page(chrome, hostile)
+    shown = browser.wait_for(lambda: chrome.find_elements("css selector", "#list .row[data-seq]"), what="the rows")
+    for row in shown:
+        row.click()
+        chrome.execute_script("document.getElementById('zoom-in').click()")
+    detail = chrome.find_element("id", "detail")
+    browser.wait_for(lambda: "Frame 5 of session" in detail.text, what="the last frame's detail")
+    assert chrome.execute_script("return window.__pwned") is None
+    assert not chrome.find_elements("css selector", "#list img, #detail img, #detail a[href^='javascript'], "
+                                                    "#stderr img, [onerror], [onload], [onmouseover]")
+    assert chrome.execute_script("return document.scripts.length") == 3  # the empty data, the config, the script
+    shown[0].click()
+    browser.wait_for(lambda: "</script><script>window.__pwned=1</script>" in detail.text, what="frame 1 as text")
+    browser.wait_for(lambda: "window.__pwned=8" in chrome.find_element("id", "stderr").text, what="stderr as text")
+    origin = hostile.split("/?")[0]
+    made = browser.requests(chrome)
+    assert made and all(u.startswith(origin + "/") for u in made), made
+    severe = [e for e in chrome.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, severe
+
+
+def test_the_screenshot_of_the_live_face_is_in_the_readme():
+    assert (IMAGES / "view-live.png").is_file(), "docs/img/view-live.png: pytest tests/faces/test_view.py --update-screenshots"
+    assert "docs/img/view-live.png" in (IMAGES.parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def teardown_module():
+    shutil.rmtree(Path(__file__).parent / ".shots", ignore_errors=True)
