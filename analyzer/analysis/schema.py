@@ -136,7 +136,7 @@ def violations(error: ValidationError, raw: str | bytes) -> list[tuple[tuple, st
     found: dict[tuple, str] = {}
     for path, words in _judged(errors, jsonwire.parse(raw).value):
         found.setdefault(path, words)
-    return sorted(found.items(), key=lambda item: [(type(s) is str, s) for s in item[0]])
+    return [(path, found[path]) for path in sorted(found, key=lambda path: [(type(s) is str, s) for s in path])]
 
 
 def _owned(loc: tuple, kind: str) -> bool:

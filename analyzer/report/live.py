@@ -126,8 +126,9 @@ class Page:
         sessions = [{**s, "duration_s": ((s["ended_at"] or (s["started_at"] + s["t1"])) - s["started_at"])}
                     for s in summary["sessions"]]
         rank = {"error": 0, "warning": 1, "info": 2}
-        by_code = [{"severity": sev, "code": code, "count": n} for sev, code, n in sorted(
-            viewpages.findings_by_code(self.view.conn()), key=lambda r: (rank.get(r[0], 3), -r[2], r[1]))]
+        by_code = sorted(({"severity": sev, "code": code, "count": n}
+                          for sev, code, n in viewpages.findings_by_code(self.view.conn())),
+                         key=lambda c: (rank.get(c["severity"], 3), -c["count"], c["code"]))
         page = report_html._ENV.from_string(report_html._asset("viewer.html")).render(
             db=self.view.db, version=__version__, script=script, style=style, payload="", csp=csp,
             sessions=sessions[:report_html.MAX_LISTED], total_sessions=len(sessions), viewed=len(sessions),

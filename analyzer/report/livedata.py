@@ -181,7 +181,7 @@ class LiveView:
     def _rows(self, n: int, rows: list[tuple]) -> list[dict]:
         sid, start = self.sessions[n]["id"], self.sessions[n]["started_at"]
         found: dict[int, list] = {}
-        for seq, idx, code, severity, message, related in viewpages.findings_of(self.conn(), sid, [r[0] for r in rows]):
+        for seq, idx, code, severity, message, related in viewpages.findings_of(self.conn(), sid, [seq for seq, *_ in rows]):
             found.setdefault(seq, []).append([n, seq, -1 if idx is None else idx, code, severity, message, related or 0])
         out = []
         for seq, ts, direction, size, exchange, kind, ident, method, paired, latency, pair_ts, blob, head in rows:
