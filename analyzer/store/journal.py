@@ -71,6 +71,7 @@ class Sink:
         self._spools: dict[str, Spool] = {}
         self._seq: dict[str, int] = {}  # last seq given, per session
         self._numbered: list[tuple] | None = None  # the batch being written, numbered
+        self._open_exchanges: dict[str, dict] = {}  # spooled exchanges not ended yet, by id
         self.failed: str | None = None
         self.conn: sqlite3.Connection | None = store.connect(db_path)  # a bad path is an error now, not later
 
@@ -84,7 +85,8 @@ class Sink:
             self._warn(f"cannot record a batch ({type(exc).__name__}: {exc}); its frames go to spool files beside "
                        f"{self.db_path} (mcptap import brings them in)")
             try:
-                numbered = self._numbered or number([op for op in ops if isinstance(op, (FrameOp, EndOp))], self._seq)
+                spilled = [op for op in ops if isinstance(op, (FrameOp, ExchangeOp, EndOp))]
+                numbered = self._numbered or number(spilled, self._seq)
                 self._spill(numbered)
             except Exception as again:  # noqa: BLE001
                 self._warn(f"cannot spool that batch either ({type(again).__name__}: {again}): its frames are lost")
@@ -154,6 +156,11 @@ class Sink:
             except sqlite3.Error:
                 pass
             self.conn = None
+        for row in self._open_exchanges.values():  # never ended: kept as they stand
+            spool = self._spool(row.get("session_id"))
+            if spool is not None:
+                spool.exchanges([row])
+        self._open_exchanges.clear()
         for spool in self._spools.values():
             spool.end(spool.session.get("ended_at"), None)
 
@@ -163,11 +170,26 @@ class Sink:
                 row = op.row
                 spool = self._spool(row[0])
                 if spool is not None:
-                    spool.write([row[:7] + row[9:10]], [])  # the frames row without its HTTP columns
+                    spool.write([row], [])  # an HTTP frame's line names its exchange and SSE event id
+            elif op.__class__ is ExchangeOp:
+                self._spill_exchange(op.row)
             elif op.__class__ is EndOp:
                 spool = self._spool(op.session_id)
                 if spool is not None:
                     spool.session = dict(spool.session, ended_at=op.ended_at)
+
+    def _spill_exchange(self, row: dict) -> None:
+        """An exchange's row (its columns so far: an exchange is stored as it begins and updated
+        as it ends) into its session's spool once, when it has ended or the recording closes; only
+        the exchanges still open are held."""
+        merged = self._open_exchanges.pop(row.get("id"), {})
+        merged.update({k: v for k, v in row.items() if v is not None or k not in merged})
+        if merged.get("ended_at") is None:
+            self._open_exchanges[merged.get("id")] = merged
+            return
+        spool = self._spool(merged.get("session_id"))
+        if spool is not None:
+            spool.exchanges([merged])
 
     def _spool(self, session_id: str) -> Spool | None:
         spool = self._spools.get(session_id)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from mcptap import store
 
 from mcptap.wire import framelog
+from mcptap.wire.exchangelog import exchange_record
 from mcptap.errors import warn_stderr
 from mcptap.store import FrameDbRow, StderrDbRow
 
@@ -133,6 +134,11 @@ class Spool:
         lines += [framelog.stderr_line(r) for r in stderr]
         if lines:
             self._write_lines(lines)
+
+    def exchanges(self, rows: Sequence[dict]) -> None:
+        """Exchange records (an `exchanges` row each, its columns as stored), once each."""
+        if rows:
+            self._write_lines([framelog.dumps(exchange_record(self.session["id"], row)) for row in rows])
 
     def end(self, ended_at: float | None, exit_status: int | None) -> None:
         row = dict(self.session, ended_at=ended_at, exit_status=exit_status)

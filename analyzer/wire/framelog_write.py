@@ -65,11 +65,16 @@ def _raw_json(stored: str | bytes) -> str:
 
 
 def frame_line(row: tuple) -> str:
-    """The frame-log line of a store row (store.frame_row), built without json.dumps: the fast
-    path of the recorder's spool. Same content as dumps(frame_record(...))."""
-    sid, seq, ts, direction, stored, size, incomplete, redacted = row
+    """The frame-log line of a store row (store.frame_row, or store.http_frame_row with its
+    exchange and SSE event id), built without json.dumps: the fast path of the recorder's spool.
+    Same content as dumps(frame_record(...))."""
+    if len(row) == 10:
+        sid, seq, ts, direction, stored, size, incomplete, exchange, event_id, redacted = row
+    else:
+        (sid, seq, ts, direction, stored, size, incomplete, redacted), exchange, event_id = row, None, None
     parts = (([f'"truncated":{size}'] if incomplete == CUT else ['"incomplete":true']) if incomplete else []) + \
-        ([f'"redacted":{redacted}'] if redacted else [])
+        ([f'"redacted":{redacted}'] if redacted else []) + \
+        [f'"{name}":{encode_basestring(value)}' for name, value in frame_refs(exchange, event_id).items()]
     meta = ',"meta":{' + ",".join(parts) + "}" if parts else ""
     return f'{{"session":{encode_basestring(sid)},"seq":{seq},"ts":{ts!r},"direction":"{direction}",{_raw_json(stored)}{meta}}}'
 

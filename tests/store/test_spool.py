@@ -99,3 +99,42 @@ def test_a_store_that_cannot_even_be_imported_sends_the_session_to_the_spool(tmp
     imported = run(mcptap("import", "--db", str(tmp_path / "good.db"), spool))
     assert imported.returncode == 0, imported.stderr
     assert frames(tmp_path / "good.db", "s2c") == INPUT.split(b"\n")
+
+
+def test_a_spooled_http_session_keeps_its_exchanges_and_each_frame_names_its_exchange(tmp_path, db):
+    """The HTTP recorder's sink on a locked database: the frames go to the spool with the exchange
+    and SSE event id they crossed in, and each exchange once, whole (begun, then ended), so the
+    spool's import gives the exchanges and the frames' links back."""
+    from mcptap import store
+    from mcptap.store.journal import Sink
+    from mcptap.store.ops import EndOp, ExchangeOp, FrameOp, SessionOp
+
+    request = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    said: list[str] = []
+    locker = subprocess.Popen([sys.executable, tool("locker.py"), str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    with locker:
+        assert locker.stdout.readline() == "locked\n"
+        sink = Sink(str(db), warn=said.append)
+        sink.write([SessionOp({"id": "h1", "transport": "http", "started_at": 1.0}),
+                    FrameOp(store.http_frame_row("h1", 0, 1.0, "c2s", request, "x1", None)),
+                    ExchangeOp({"id": "x1", "session_id": "h1", "method": "POST", "url": "http://127.0.0.1/mcp",
+                                "started_at": 1.0})])
+        sink.write([FrameOp(store.http_frame_row("h1", 0, 1.5, "s2c", answer, "x1", "ev-7")),
+                    ExchangeOp({"id": "x1", "session_id": "h1", "status": 200, "response_type": "text/event-stream",
+                                "ended_at": 1.6}),
+                    EndOp("h1", 2.0)])
+        sink.close()
+        locker.stdin.close()
+        assert locker.wait(timeout=30) == 0
+    assert said and all("\n" not in line for line in said)
+    (spool,) = spool_files(tmp_path)
+    imported = run(mcptap("import", "--db", str(db), spool))
+    assert imported.returncode == 0, imported.stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT method, url, status, response_type, started_at, ended_at FROM exchanges").fetchall() \
+        == [("POST", "http://127.0.0.1/mcp", 200, "text/event-stream", 1.0, 1.6)]
+    (xid,) = conn.execute("SELECT id FROM exchanges").fetchone()
+    assert conn.execute("SELECT CAST(raw AS BLOB), exchange_id, event_id FROM frames ORDER BY seq").fetchall() \
+        == [(request, xid, None), (answer, xid, "ev-7")]
