@@ -129,7 +129,10 @@ def _nothing(*_args) -> None:
 
 def compiled(schema: Any) -> Any:
     """The validator of an output schema (None: not a schema jsonschema-rs can compile)."""
-    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # nothing orjson parsed, but said anyway: not judged
+        return None
     found = _COMPILED.get(key)
     if found is not None or key in _COMPILED:
         _COMPILED.move_to_end(key)

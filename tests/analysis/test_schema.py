@@ -149,3 +149,17 @@ def test_a_2026_07_28_result_is_judged_as_final_or_interim_by_its_result_type():
     [(_, message)] = messages([call, ("s2c", ok(1, elicit))])
     assert message.startswith("$.result.inputRequests.a.params.message: required by the schema, absent (ElicitRequest)")
     assert message.endswith("(InputRequiredResult, 2026-07-28 schema)")
+
+
+def test_without_jsonschema_rs_the_models_alone_give_the_same_verdicts(monkeypatch):
+    from mcptap.analysis import schema
+
+    monkeypatch.setattr(schema, "jsonschema_rs", None)
+    schema.checker.cache_clear(), schema._built.cache_clear()
+    try:
+        assert schema.checker("2025-11-25", "request", "c2s", "tools/call").quick is None
+        [(_, message)] = messages(H + [("c2s", req(1, "tools/call", {"arguments": {}}))])
+        assert message.startswith("$.params.name: required by the schema, absent")
+        assert messages(call_result({"content": [{"type": "text", "text": "a", "x-vendor": 1}]})) == []
+    finally:
+        schema.checker.cache_clear(), schema._built.cache_clear()
