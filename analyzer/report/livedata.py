@@ -81,6 +81,7 @@ class LiveView:
         self._version = None
         self.changes = 0  # how many times the database was seen to change
         self._selections: OrderedDict[str, Selection] = OrderedDict()
+        self._counting: dict[str, threading.Event] = {}  # filters whose frames a thread is finding
         self.refresh()
 
     def conn(self):
@@ -125,16 +126,33 @@ class LiveView:
         return {"sessions": out, "total": self.total, "changes": self.changes}
 
     def selection(self, text: str) -> Selection | None:
-        """The frames `text` selects (None: every frame); FilterError when it is not a filter."""
+        """The frames `text` selects (None: every frame); FilterError when it is not a filter. One
+        thread finds a filter's frames; another asking for the same filter meanwhile waits for it."""
         text = text.strip()
         if not text:
             return None
         tree = filterlang.parse(text)
         self.refresh()
-        with self._lock:
-            if text in self._selections:
-                self._selections.move_to_end(text)
-                return self._selections[text]
+        while True:
+            with self._lock:
+                if text in self._selections:
+                    self._selections.move_to_end(text)
+                    return self._selections[text]
+                busy = self._counting.get(text)
+                if busy is None:
+                    busy = self._counting[text] = threading.Event()
+                    break
+            busy.wait()
+        try:
+            found = self._select(tree)
+            self._keep(text, found)
+        finally:
+            with self._lock:
+                self._counting.pop(text, None)
+            busy.set()
+        return found
+
+    def _select(self, tree) -> Selection:
         sql, params = filtersql.select(self.conn(), tree)
         rows = self.conn().execute(sql, params).fetchall()
         sids, seqs = zip(*rows) if rows else ((), ())
@@ -142,17 +160,66 @@ class LiveView:
         if None in numbers:  # a session begun since the last refresh: left out until the next
             kept = [k for k, n in enumerate(numbers) if n is not None]
             numbers, seqs = [numbers[k] for k in kept], [seqs[k] for k in kept]
-        found = Selection(numbers, list(seqs))
+        return Selection(numbers, list(seqs))
+
+    def counted(self, text: str) -> Selection | None:
+        """The filter's frames when already found, else None; FilterError when it is not a filter."""
+        text = text.strip()
+        filterlang.parse(text)
+        self.refresh()
+        with self._lock:
+            if text in self._selections:
+                self._selections.move_to_end(text)
+                return self._selections[text]
+        return None
+
+    def _keep(self, text: str, found: Selection) -> None:
         with self._lock:
             self._selections[text] = found
             while len(self._selections) > SELECTIONS:
                 self._selections.popitem(last=False)
-        return found
+
+    def _count(self, text: str) -> None:
+        """Finds the filter's frames in a thread (unless one already does)."""
+        with self._lock:
+            if text in self._counting:
+                return
+
+        def run():
+            try:
+                self.selection(text)
+            except Exception:  # noqa: BLE001  (the page asks again, and is answered the error then)
+                pass
+        threading.Thread(target=run, daemon=True, name="mcptap-filter").start()
+
+    def first_rows(self, text: str, limit: int) -> list[dict]:
+        """The first `limit` rows of the filter's list, found session by session in list order,
+        each query stopping once it has the rows still wanted."""
+        tree = filterlang.parse(text.strip())
+        out: list[dict] = []
+        for n, s in enumerate(self.sessions):
+            if len(out) >= limit:
+                break
+            if not s["frames"]:
+                continue
+            seqs = filtersql.first(self.conn(), tree, s["id"], limit - len(out))
+            if seqs:
+                out += self._rows(n, viewpages.by_seq(self.conn(), s["id"], seqs))
+        return out
 
     def rows(self, text: str, offset: int, limit: int) -> dict:
-        """The page of the list (every frame or the filter's) from `offset`, and the list's length."""
-        found = self.selection(text)
+        """The page of the list (every frame or the filter's) from `offset`, and the list's length.
+        The first page of a filter whose frames are not all found yet is answered at once, with
+        `counting` true and the rows in hand as its length; its frames are found in a thread."""
         limit = max(0, min(limit, PAGE_MAX))
+        if text.strip() and offset <= 0 and self.counted(text) is None:
+            rows = self.first_rows(text, limit + 1)
+            if len(rows) <= limit:  # every session read: these are all the filter's frames
+                self._keep(text.strip(), Selection([r["n"] for r in rows], [r["seq"] for r in rows]))
+                return {"total": len(rows), "offset": 0, "rows": rows}
+            self._count(text.strip())
+            return {"total": limit, "offset": 0, "rows": rows[:limit], "counting": True}
+        found = self.selection(text)
         out: list[dict] = []
         if found is None:
             total = self.total

@@ -35,6 +35,10 @@
   function showCount() {
     if (!status || (filterBox && filterBox.classList.contains("bad"))) return;
     const all = source.all(), shown = source.total();
+    if (filterBox && filterBox.dataset.applied && source.counting && source.counting()) {
+      status.textContent = "counting… of " + all.toLocaleString("en") + " frames";
+      return;
+    }
     status.textContent = filterBox && filterBox.dataset.applied ? shown.toLocaleString("en") + " of " +
       all.toLocaleString("en") + " frames" : all.toLocaleString("en") + " frames";
   }

@@ -4,9 +4,9 @@
    grew (a session being recorded), and the list grows with it. */
 MCPTAP.liveSource = function (C, onChange) {
   "use strict";
-  const PAGE = 100, PAGES_KEPT = 200, POLL_MS = 1000;
+  const PAGE = 100, PAGES_KEPT = 200, POLL_MS = 1000, COUNT_MS = 200;
   const sessions = C.summary.sessions.slice();
-  let VN = C.summary.total, filterText = "", gen = 0, version = C.summary.changes;
+  let VN = C.summary.total, filterText = "", gen = 0, version = C.summary.changes, counting = false;
   let pages = new Map(), pending = new Set(), shownWindow = null, wantedWindow = null, windowBusy = false;
 
   function get(path, params, done, fail) {
@@ -26,13 +26,24 @@ MCPTAP.liveSource = function (C, onChange) {
       pending.delete(p);
       if (pages.size >= PAGES_KEPT) pages.delete(pages.keys().next().value);
       pages.set(p, body.rows);
-      const grew = body.total !== VN;
+      const grew = body.total !== VN || !!body.counting !== counting;
       VN = body.total;
+      if (body.counting && !counting) setTimeout(() => count(g), COUNT_MS);
+      counting = !!body.counting;
       onChange(grew ? "grow" : "rows");
     }, function () { if (g === gen) pending.delete(p); });
   }
+  function count(g) {  // the first page came before the filter's frames were all found: ask until they are
+    get("rows", { filter: filterText, offset: 0, limit: 0 }, function (body) {
+      if (g !== gen) return;
+      if (body.counting) { setTimeout(() => count(g), COUNT_MS); return; }
+      counting = false;
+      VN = body.total;
+      onChange("grow");
+    }, function () { if (g === gen) setTimeout(() => count(g), COUNT_MS * 4); });
+  }
   let wgen = 0;  // the diagram's windows are the same whatever the filter: forgotten when the database grows
-  function forget(grown) { gen++; pages = new Map(); pending = new Set(); if (grown) { wgen++; shownWindow = null; } }
+  function forget(grown) { gen++; counting = false; pages = new Map(); pending = new Set(); if (grown) { wgen++; shownWindow = null; } }
 
   function poll() {
     get("poll", {}, function (body) {
@@ -53,7 +64,7 @@ MCPTAP.liveSource = function (C, onChange) {
 
   return {
     live: true, sessions: sessions, codes: C.codes, latency: C.latency, db: C.db,
-    total: () => VN, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
+    total: () => VN, counting: () => counting, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
     rows(first, count) {
       const out = [];
       for (let k = first; k < first + count && k < VN; k++) {
@@ -71,8 +82,10 @@ MCPTAP.liveSource = function (C, onChange) {
         if (g !== gen) return;
         pending.delete(0);
         VN = body.total;
+        counting = !!body.counting;
         pages.set(0, body.rows);
         done(null);
+        if (counting) setTimeout(() => count(g), COUNT_MS);
       }, function (err) {
         if (g !== gen) return;
         pending.delete(0);

@@ -162,6 +162,14 @@ def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) ->
             "ORDER BY s.started_at, f.session_id, f.seq", params)
 
 
+def first(conn: sqlite3.Connection, tree, session_id: str, limit: int) -> list[int]:
+    """The seqs of the session's first `limit` frames the filter selects, in seq order: the query
+    stops after them (a page of a filter's list is had without finding all its frames)."""
+    sql, params = select(conn, tree, [session_id])
+    sql = sql[:sql.rindex(" ORDER BY ")] + " ORDER BY f.seq LIMIT ?"
+    return [seq for _, seq in conn.execute(sql, (*params, limit))]
+
+
 def frames(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> Iterator[tuple[str, int]]:
     """(session id, seq) of each frame the filter selects (see `select`)."""
     sql, params = select(conn, tree, sessions)

@@ -191,6 +191,48 @@ def test_a_frame_stored_while_the_page_is_open_appears_in_it(chrome, tmp_path):
         assert grown[0]["method"] == "ping" and grown[0]["kind"] == "request"
 
 
+def api(url: str, path: str, **params) -> dict:
+    import json
+    from urllib.parse import urlencode
+
+    base, token = url.split("?token=")
+    request = urllib.request.Request(base + "api/" + path + "?" + urlencode(params), headers={"X-Mcptap-Token": token})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def test_a_filters_first_page_comes_before_its_count_which_the_page_shows_when_it_arrives(chrome, tmp_path):
+    db = str(tmp_path / "many.db")
+    conn = store.connect(db)
+    with store.write_transaction(conn):
+        for k in range(3):
+            sid = f"session-{k}"
+            store.insert_session(conn, {"id": sid, "transport": "stdio", "label": sid, "started_at": 1000.0 + k * 100,
+                                        "ended_at": 1090.0 + k * 100})
+            store.insert_frames(conn, sid, [(i + 1, 1000.0 + k * 100 + i * 0.01, "c2s",
+                                             b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % i, 0) for i in range(2000)])
+    conn.close()
+    with viewing(db) as url:
+        first = api(url, "rows", filter="seq > 1 and seq < 1990", offset=0, limit=100)
+        assert first["counting"] and first["total"] == 100 and [r["seq"] for r in first["rows"]] == list(range(2, 102))
+        def count():
+            answer = api(url, "rows", filter="seq > 1 and seq < 1990", offset=0, limit=0)
+            return None if answer.get("counting") else answer
+
+        counted = browser.wait_for(count, timeout=60, what="the count")
+        assert counted["total"] == 3 * 1988
+        later = api(url, "rows", filter="seq > 1 and seq < 1990", offset=1988, limit=2)
+        assert [(r["n"], r["seq"]) for r in later["rows"]] == [(1, 2), (1, 3)]
+        browser.open_page(chrome, url)
+        browser.wait_for(lambda: rows(chrome), what="the first rows")
+        type_filter(chrome, "seq > 2 and seq < 1990")
+        status = chrome.find_element("id", "filter-status")
+        browser.wait_for(lambda: status.text == "5,961 of 6,000 frames", timeout=60, what="the count")
+        chrome.execute_script("document.getElementById('list').scrollTop = 1e9")
+        browser.wait_for(lambda: [r for r in rows(chrome) if r["seq"] == 1989 and r["session"] == "session-2"],
+                         what="the filter's last frame")
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("hostile-view") / "hostile.db")

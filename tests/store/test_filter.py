@@ -81,3 +81,15 @@ def test_a_filter_that_needs_a_message_selects_the_same_frames_found_from_the_me
     assert not filtersql.needs_message(filterlang.parse('method != "ping"'))
     assert not filtersql.needs_message(filterlang.parse('method == "ping" or dir == c2s'))
     assert filtersql.needs_message(filterlang.parse('dir == c2s and (latency > 1ms or kind in {request, error})'))
+
+
+@pytest.mark.parametrize("case", [c for c in CORPUS["cases"] if c["frames"]][:8], ids=lambda c: c["filter"])
+def test_a_sessions_first_frames_of_a_filter_are_the_head_of_its_frames_in_that_session(corpus_db, case):
+    conn = sqlite3.connect(corpus_db)
+    tree = filterlang.parse(case["filter"])
+    every = list(filtersql.frames(conn, tree))
+    sid = every[0][0]
+    mine = [seq for s, seq in every if s == sid]
+    assert filtersql.first(conn, tree, sid, 2) == mine[:2]
+    assert filtersql.first(conn, tree, sid, len(mine) + 5) == mine
+    conn.close()
