@@ -27,7 +27,12 @@ def run(root: Path, master: str, frames: int, group_frames: int, job, fallback_r
         policy) -> list[tuple[list, object]]:
     """Each partition's (placed parts, Report) from `job(root, tables, fallback_revision, policy)`
     (fleet.analyse_and_place), the partitions being about `group_frames` frames."""
-    spark = session(master)
+    scratch = tempfile.mkdtemp(prefix="mcptap-spark-")  # Spark's logging setup, removed with the session
+    try:
+        spark = session(master, Path(scratch))
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         union = None
         for table in tablecopy.RECORDED:
@@ -49,10 +54,12 @@ def run(root: Path, master: str, frames: int, group_frames: int, job, fallback_r
         return [pickle.loads(row["result"]) for row in out.collect()]
     finally:
         spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def session(master: str):
-    """A Spark session at `master` whose Python workers run this interpreter, on loopback here."""
+def session(master: str, scratch: Path):
+    """A Spark session at `master` whose Python workers run this interpreter, on loopback here;
+    its logging setup is written into the folder `scratch`."""
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if java is None or not os.access(java, os.X_OK):
@@ -67,7 +74,7 @@ def session(master: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    quiet = Path(tempfile.mkdtemp(prefix="mcptap-spark-")) / "log4j2.properties"
+    quiet = scratch / "log4j2.properties"
     quiet.write_text("rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
                      "appender.console.type = Console\nappender.console.name = console\n"
                      "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"

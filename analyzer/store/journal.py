@@ -146,7 +146,7 @@ class Sink:
             self._warn(f"cannot store {what} ({type(exc).__name__}: {exc})"
                        + ("; its frame goes to a spool file beside the database" if op.__class__ is FrameOp else
                           "; the rest is stored"))
-        self._spill([op for op, _ in refused])
+        self._spill([op for op, _ in refused if op.__class__ is FrameOp])  # a refused exchange row is said, not spooled
         return True
 
     def close(self) -> None:
