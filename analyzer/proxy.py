@@ -14,24 +14,15 @@ import sys
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
-from mcptap import __version__
+from mcptap import __version__, origins
 from mcptap.errors import MCPTapError
 
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8808
 
 
 def parse_listen(listen: str | None) -> tuple[str, int]:
     """`[HOST:]PORT` (an IPv6 host in brackets) -> (host, port); default 127.0.0.1:8808."""
-    if not listen:
-        return DEFAULT_HOST, DEFAULT_PORT
-    host, sep, port = listen.rpartition(":")
-    if not sep:
-        host, port = DEFAULT_HOST, listen
-    host = host.strip("[]") or DEFAULT_HOST
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise MCPTapError(f"--listen {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
-    return host, int(port)
+    return origins.parse_listen(listen, DEFAULT_PORT)
 
 
 def shown_url(url: str) -> str:

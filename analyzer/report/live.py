@@ -7,7 +7,6 @@ it carries the token printed in the URL (403), unless the server was started wit
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import socket
 import threading
@@ -15,13 +14,13 @@ import time
 from collections.abc import Callable, Sequence
 from urllib.parse import parse_qs
 
-from mcptap import __version__
+from mcptap import __version__, origins
 from mcptap.errors import MCPTapError
 from mcptap.origins import ListenerPolicy
 from mcptap.report import livedata
 from mcptap.store import filterlang, viewpages
 
-DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8810
+DEFAULT_PORT = 8810
 TOKEN_HEADER = "x-mcptap-token"
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY"}
@@ -29,21 +28,7 @@ HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Re
 
 def parse_listen(listen: str | None) -> tuple[str, int]:
     """`[HOST:]PORT` -> (host, port), a loopback host only (default 127.0.0.1:8810)."""
-    if not listen:
-        return DEFAULT_HOST, DEFAULT_PORT
-    host, sep, port = listen.rpartition(":")
-    if not sep:
-        host, port = DEFAULT_HOST, listen
-    host = host.strip("[]") or DEFAULT_HOST
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise MCPTapError(f"--listen {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise MCPTapError(f"--listen {listen!r}: mcptap view listens on a loopback address only (127.0.0.1, ::1)")
-    return host, int(port)
+    return origins.parse_listen(listen, DEFAULT_PORT, loopback_only="mcptap view")
 
 
 class Guard:

@@ -14,6 +14,7 @@ from collections import OrderedDict
 import orjson
 
 from mcptap.analysis.classify import classify
+from mcptap.report import viewdata
 from mcptap.store import filterlang, filtersql, viewpages
 from mcptap.wire.textsafe import json_text
 
@@ -295,17 +296,7 @@ class LiveView:
 
     def _exchange(self, ex_id: str, start: float) -> dict | None:
         ex = viewpages.exchange(self.conn(), ex_id)
-        if ex is None:
-            return None
-
-        def rel(v):
-            return None if v is None else round(v - start, 6)
-
-        return {"method": ex.get("method"), "url": ex.get("url"), "status": ex.get("status"),
-                "request_headers": ex.get("request_headers"), "response_headers": ex.get("response_headers"),
-                "mcp_session_id": ex.get("mcp_session_id"), "protocol_version": ex.get("protocol_version"),
-                "events": ex.get("events"), "outcome": ex.get("outcome"), "redacted": ex.get("redacted"),
-                "started": rel(ex.get("started_at")), "ended": rel(ex.get("ended_at"))}
+        return None if ex is None else viewdata.exchange_json(ex, start)
 
     def window(self, sid: str, t_from: float, t_to: float) -> dict:
         """The session's frames between two times (relative to its start) for the diagram: at most

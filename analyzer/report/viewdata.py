@@ -109,7 +109,7 @@ def _build(conn, db, ids, latency, version, trim=False) -> dict:
         sid, start = s["id"], s["started_at"]
         for ex in store.session_exchanges(conn, sid):
             exchanges_of[ex["id"]] = len(exchanges)
-            exchanges.append(_exchange(ex, start))
+            exchanges.append(exchange_json(ex, start))
         rows = queries.viewer_frames(conn, sid, have, analysed, DIRECTIONS, KINDS).fetchall()
         if trim and len(rows) > 2 * ENDS:
             kept = [r for k, r in enumerate(rows) if k < ENDS or k >= len(rows) - ENDS or (n, r[0]) in near]
@@ -206,7 +206,8 @@ def _session(s: dict, summary: dict | None) -> dict:
     }
 
 
-def _exchange(ex: dict, start: float) -> dict:
+def exchange_json(ex: dict, start: float) -> dict:
+    """An exchange as the viewer shows it (times relative to `start`), in both faces."""
     def rel(v):
         return None if v is None else round(v - start, 6)
 
