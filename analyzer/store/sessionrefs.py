@@ -17,7 +17,7 @@ Candidate = tuple[str, str | None, float | None]
 
 def pick(ref: str, candidates: Iterable[Candidate]) -> str:
     """The session `ref` names among the sessions whose id starts with it or whose label it is."""
-    rows = list(candidates)
+    rows = [r for r in candidates if isinstance(r[0], str)]  # an id cell of another type names nothing
     if any(sid == ref for sid, _, _ in rows):
         return ref
     by_prefix = [r[0] for r in sorted((r for r in rows if r[0].startswith(ref)), key=_when)]

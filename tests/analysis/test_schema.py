@@ -163,3 +163,20 @@ def test_without_jsonschema_rs_the_models_alone_give_the_same_verdicts(monkeypat
         assert messages(call_result({"content": [{"type": "text", "text": "a", "x-vendor": 1}]})) == []
     finally:
         schema.checker.cache_clear(), schema._built.cache_clear()
+
+
+
+def test_a_task_augmented_tools_call_answered_by_create_task_result_is_no_schema_violation_but_a_bare_one_is(tmp_path):
+    """2025-11-25: a tools/call carrying `task` is answered by a CreateTaskResult (no `content`),
+    which the revision's models leave out: not judged; an answer without `content` or `task` is."""
+    from mcptap import engine
+    from tests.analysis.test_operations import ok, stored, task_session
+
+    def schema_findings(fs, name):
+        (tmp_path / name).mkdir()
+        return [f for f in engine.analyze(stored(tmp_path / name, fs)).findings if f.code == "schema-violation"]
+
+    assert schema_findings(task_session(), "task") == []
+    bare = task_session()
+    bare[-1] = bare[-1][:3] + (ok(1, {"taskId": "T1"}).encode(),)
+    assert [f.frame_seq for f in schema_findings(bare, "bare")] == [bare[-1][0]]
