@@ -147,7 +147,7 @@ class Job:
         conn = self.writer
         try:
             if wait:
-                store.begin_write(conn)
+                _begin_waiting(conn)
             elif not store.begin_write_now(conn):
                 return
             for sid in self.clears:
@@ -165,6 +165,22 @@ class Job:
             except sqlite3.Error:
                 pass
             self.writer = None
+
+
+WAIT_ROUNDS = 6
+"""Busy timeouts a write that must happen waits out: the other writer is mostly this analysis'
+other worker, whose commit (and checkpoint) a loaded machine can stretch past one timeout."""
+
+
+def _begin_waiting(conn: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, waiting out up to WAIT_ROUNDS busy timeouts before the lock is a failure."""
+    for round_left in range(WAIT_ROUNDS - 1, -1, -1):
+        try:
+            store.begin_write(conn)
+            return
+        except sqlite3.OperationalError as exc:
+            if round_left == 0 or "locked" not in str(exc) and "busy" not in str(exc):
+                raise
 
 
 @contextlib.contextmanager
