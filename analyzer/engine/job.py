@@ -173,7 +173,7 @@ other worker, whose commit (and checkpoint) a loaded machine can stretch past on
 
 
 def _begin_waiting(conn: sqlite3.Connection) -> None:
-    """BEGIN IMMEDIATE, waiting out up to WAIT_ROUNDS busy timeouts before the lock is a failure."""
+    """A write transaction begun, waiting out up to WAIT_ROUNDS busy timeouts before the lock is a failure."""
     for round_left in range(WAIT_ROUNDS - 1, -1, -1):
         try:
             store.begin_write(conn)
