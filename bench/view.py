@@ -33,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -81,32 +80,6 @@ def start_view(db: str) -> tuple[subprocess.Popen, str, float]:
     return proc, line[0].decode().strip(), time.perf_counter() - t0
 
 
-def renderer_pss_mb(driver) -> float:
-    """The proportional set size of the browser's renderer processes (the page's), in MB."""
-    pid = driver.service.process.pid
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(proc.name))
-    total, todo = 0.0, list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        todo += children.get(p, [])
-        try:
-            if b"--type=renderer" not in Path(f"/proc/{p}/cmdline").read_bytes():
-                continue
-            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total / 1e6
-
-
 def in_browser(url: str) -> dict:
     """RUNS fresh loads, each in a new browser: first rows, the filter, memory (the best load's),
     and every load's first rows and filter seconds. Each load's filter differs (`seq > -k` added)
@@ -135,7 +108,7 @@ def in_browser(url: str) -> dict:
             driver.execute_script("document.getElementById('list').scrollTop = 1e9")  # the list's far end
             browser.wait_for(lambda: driver.execute_script(ROWS_PAINTED), timeout=120, what="the last rows")
             memory = browser.memory_mb(driver)
-            memory["renderer_pss_mb"] = renderer_pss_mb(driver)
+            memory["renderer_pss_mb"] = browser.renderer_pss_mb(driver)
         runs.append((first_rows, filtered, counted))
         figures = {"rows_s": first_rows, "filter_s": filtered, "counted_s": counted, "frames": frames, "matched": matched, **memory}
         if best is None or figures["rows_s"] < best["rows_s"]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -23,19 +22,8 @@ import pytest
 from mcptap import store
 from mcptap.engine import selection
 from tests.conftest import mcptap, run
-from tests.faces.test_viewer import HOSTILE_FRAMES, IMAGES, rows, shoot, type_filter
+from tests.faces.test_viewer import HOSTILE_FRAMES, IMAGES, chrome, rows, shoot, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
-
-
-@pytest.fixture(scope="module")
-def chrome():
-    why = browser.missing()
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    with browser.chromium() as driver:
-        yield driver
 
 
 @contextlib.contextmanager

@@ -92,7 +92,9 @@ def memory_mb(driver) -> dict[str, float]:
     return {"js_heap_mb": metrics.get("JSHeapUsedSize", 0) / 1e6, "browser_pss_mb": _browser_pss(driver) / 1e6}
 
 
-def _browser_pss(driver) -> float:
+def _browser_pss(driver, *, renderers_only: bool = False) -> float:
+    """The proportional set size in bytes of the driver's descendants (the browser's processes),
+    or of its renderer processes only (the pages')."""
     pid = driver.service.process.pid
     children: dict[int, list[int]] = {}
     for proc in Path("/proc").iterdir():
@@ -102,14 +104,21 @@ def _browser_pss(driver) -> float:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(proc.name))
-    total, todo = 0.0, list(children.get(pid, []))  # the driver's descendants: the browser's processes
+    total, todo = 0.0, list(children.get(pid, []))
     while todo:
         p = todo.pop()
         todo += children.get(p, [])
         try:
+            if renderers_only and b"--type=renderer" not in Path(f"/proc/{p}/cmdline").read_bytes():
+                continue
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     total += int(line.split()[1]) * 1024
         except OSError:
             continue
     return total
+
+
+def renderer_pss_mb(driver) -> float:
+    """The proportional set size of the browser's renderer processes (the page's), in MB."""
+    return _browser_pss(driver, renderers_only=True) / 1e6
