@@ -2,10 +2,10 @@
 
    scan(raw: bytes) -> tuple | None
 
-   One strict pass over the whole frame checks what analyzer/jsonwire.py checks (RFC 8259
+   One strict pass over the whole frame checks what analyzer/wire/jsonwire.py checks (RFC 8259
    grammar, UTF-8 as Python's strict decoder accepts it, no duplicate member names at any depth)
    and then builds Python objects only for the envelope the session core reads: the signature
-   key of analyzer/classify.py, the method, the id and its wire text, `params._meta`, `params`
+   key of analyzer/analysis/classify.py, the method, the id and its wire text, `params._meta`, `params`
    for a few methods, and `result.resultType`. Everything else in the frame is validated and
    skipped, never built.
 
@@ -14,7 +14,7 @@
    than the common ones, or a value in the built parts that only the exact parser can give (an
    integer of more than 18 digits, a lone surrogate); a fraction or an exponent there is built as
    NumberText. The
-   caller then takes the exact path (analyzer/jsonwire.py); this module never decides a finding.
+   caller then takes the exact path (analyzer/wire/jsonwire.py); this module never decides a finding.
 
    The tuple: (key, method, id, id_text, meta, params, result_type, id_key) where
    - key is classify's signature key: ("ok", method "absent"|"str", id "absent"|"str"|"int",
@@ -62,7 +62,7 @@ typedef struct Want {
 
 enum { JSONRPC, METHOD, ID, PARAMS, RESULT, ERROR, META, RESULT_TYPE, CODE, MESSAGE, TOKEN, META_VERSION,
        META_CAPABILITIES, META_LOG_LEVEL, PROGRESS_TOKEN, PROGRESS, NSPANS };
-/* analyzer/mcp.py's META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES and META_LOG_LEVEL (META_NAMES,
+/* analyzer/analysis/mcp.py's META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES and META_LOG_LEVEL (META_NAMES,
    checked against them on import) */
 #define PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
 #define CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
@@ -569,7 +569,7 @@ typedef struct {
     PyObject *method_shape, *id_shape, *params_shape, *error_shape; /* borrowed interned strings */
 } Envelope;
 
-/* 1 when `raw` is valid, strict JSON (as analyzer/jsonwire.py accepts it, without duplicate
+/* 1 when `raw` is valid, strict JSON (as analyzer/wire/jsonwire.py accepts it, without duplicate
    names) and an object with a common envelope; 0 otherwise. */
 static int envelope(PyObject *raw, Envelope *env) {
     char *data;

@@ -1,5 +1,5 @@
 """One session's analysis, frame by frame in observed order: parse, classify, pair requests and responses in both
-directions, follow the lifecycle, cancellation and progress, and run every registered rule (analyzer/rules). Pure:
+directions, follow the lifecycle, cancellation and progress, and run every registered rule (analyzer/analysis/rules/). Pure:
 frames in, message rows and findings out; nothing here touches SQLite (analyzer/engine/ does). The core in parts,
 each a module: the records it keeps (messages), pairing, lifecycle, notifications (cancellation and progress),
 statistics, HTTP exchanges, the rules' dispatch, and each message against its schemas (results); here, the frames

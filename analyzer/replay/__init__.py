@@ -13,7 +13,7 @@ the server's request of the same method in the same order, under the live reques
 server request the recording has no answer for gets `{}` for ping and a JSON-RPC error
 otherwise, and counts as a difference.
 
-Compared: each answer to a client request, member by member (analyzer/jsondiff), and each
+Compared: each answer to a client request, member by member (analyzer/replay/jsondiff.py), and each
 server request with its recorded counterpart (all but its id). The replay is recorded as a
 session of its own whose `replay_of` names the original."""
 

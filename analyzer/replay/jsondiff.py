@@ -1,8 +1,8 @@
-"""Structural differences between two JSON values (as analyzer/jsonwire parses them: numbers
+"""Structural differences between two JSON values (as analyzer/wire/jsonwire.py parses them: numbers
 compared as written), each named by its JSON path, with paths the user marks as volatile left
 out.
 
-Paths are written `$.result.content[0].text`; ignore patterns are analyzer/jsonpath patterns, and
+Paths are written `$.result.content[0].text`; ignore patterns are analyzer/wire/jsonpath.py patterns, and
 a pattern that names a member ignores everything under it."""
 
 from __future__ import annotations

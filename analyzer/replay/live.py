@@ -45,7 +45,7 @@ class Inbound:
 
 
 class Recording:
-    """One session of the database, written as frames pass (analyzer/writer.SessionWriter: its
+    """One session of the database, written as frames pass (analyzer/store/writer.py SessionWriter: its
     own thread, a spool file if the database refuses)."""
 
     def __init__(self, db_path: str, session: dict, redaction=None):

@@ -1,4 +1,4 @@
-"""Every finding code (analyzer/rules): a session that fires it and a near neighbour that must
+"""Every finding code (analyzer/analysis/rules/): a session that fires it and a near neighbour that must
 not. The table is checked against the registry, so a new code without cases fails here."""
 
 import json

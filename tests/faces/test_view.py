@@ -261,9 +261,9 @@ def test_script_payloads_in_frames_run_nothing_and_show_as_text(chrome, hostile)
     assert not severe, severe
 
 
-def test_the_screenshot_of_the_live_face_is_in_the_readme():
+def test_the_screenshot_of_the_live_face_is_in_the_docs():
     assert (IMAGES / "view-live.png").is_file(), "docs/img/view-live.png: pytest tests/faces/test_view.py --update-screenshots"
-    assert "docs/img/view-live.png" in (IMAGES.parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "(img/view-live.png)" in (IMAGES.parent / "look.md").read_text(encoding="utf-8")
 
 
 def teardown_module():

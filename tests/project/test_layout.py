@@ -150,10 +150,10 @@ def test_every_sql_statement_is_in_the_store():
     assert not found, "SQL outside mcptap.store:\n" + "\n".join(found)
 
 
-def test_the_readmes_layout_names_every_module_of_the_product():
-    """The README's Layout section is the tree: every folder and every module of analyzer/ and
-    addons/ is named there (a module added, moved or renamed changes the README with it)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_layout_page_names_every_module_of_the_product():
+    """The Layout section of docs/development.md is the tree: every folder and every module of
+    analyzer/ and addons/ is named there (a module added, moved or renamed changes the page with it)."""
+    readme = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
     layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
     words = set(re.findall(r"[\w.]+", layout))
     missing = []
@@ -165,7 +165,7 @@ def test_the_readmes_layout_names_every_module_of_the_product():
                 name = path.stem if path.suffix == ".py" else path.name
                 if name not in words:
                     missing.append(str(path.relative_to(ROOT)))
-    assert not missing, f"not in the README's Layout: {missing}"
+    assert not missing, f"not in docs/development.md's Layout: {missing}"
 
 
 STAGES = (
@@ -175,7 +175,7 @@ STAGES = (
     ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
     ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
     ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data", "mcptap.dataio", "mcptap.dataparquet",
-               "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig")),
+               "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig", "mcptap.help")),
 )
 """The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
 faces): a module imports from its own folder and from the stages below; between folders of one
