@@ -27,8 +27,13 @@ COMPRESSIONS = (".gz", ".zst")
 @contextlib.contextmanager
 def private_text(path: str) -> Iterator[TextIO]:
     """`path` opened for writing UTF-8 text, truncated, mode 0600 (a regular file that was
-    there before is made 0600 too, before anything is written). OSError on opening is an
-    OutputError naming the file; one while writing propagates as it is."""
+    there before is made 0600 too, before anything is written); `-` is stdout, as on every
+    command that writes a file. OSError on opening is an OutputError naming the file; one while
+    writing propagates as it is."""
+    if path == STDIO:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
     fd = _private_fd(path)
     try:
         fh = os.fdopen(fd, "w", encoding="utf-8")
@@ -92,10 +97,13 @@ def frames_out(path: str | None) -> Iterator[TextIO]:
 
 
 @contextlib.contextmanager
-def bytes_out(path: str | None) -> Iterator[BinaryIO]:
+def bytes_out(path: str | None, *, binary: str | None = None) -> Iterator[BinaryIO]:
     """Where a file is written as bytes: stdout's for None or `-`, else `path` created 0600,
-    compressed when its name ends in .gz or .zst."""
+    compressed when its name ends in .gz or .zst. `binary`: what is written, when it is not text
+    (a zip): refused on a terminal, in one line, rather than drawn there."""
     if path is None or path == STDIO:
+        if binary is not None and sys.stdout.isatty():
+            raise OutputError(f"{binary} is binary: give -o FILE, or pipe it (-o - | ...)")
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return

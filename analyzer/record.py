@@ -20,12 +20,25 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class HelpLayout(argparse.RawDescriptionHelpFormatter):
+    """The help laid out as every other command's: `Usage:`, the text indented, `Arguments:`, `Options:`."""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, prefix="Usage: ")
+
+
+def _indented(text: str) -> str:
+    return "\n".join("  " + line if line else line for line in text.splitlines())
+
+
 def parser() -> argparse.ArgumentParser:
     parse = _Parser(prog="mcptap record", usage="mcptap record [OPTIONS] -- CMD [ARGS...]",
-                    description=options.RECORD_HELP, epilog=options.RECORD_EXAMPLE, allow_abbrev=False,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+                    description=_indented(options.RECORD_HELP), epilog=_indented(options.RECORD_EXAMPLE),
+                    allow_abbrev=False, add_help=False, formatter_class=HelpLayout)
+    parse._positionals.title, parse._optionals.title = "Arguments", "Options"
     parse.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                        help="The MCP server command line, after --.")
+    parse.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     parse.add_argument("--db", metavar="PATH", help=options.DB_HELP)
     parse.add_argument("--name", metavar="LABEL", help="A label for the session.")
     parse.add_argument("--no-redact", action="store_true", help=options.NO_REDACT_HELP)

@@ -16,8 +16,8 @@ import typer
 from mcptap import extras
 from mcptap.errors import warn_stderr
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
-                               IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, app, color_on, deprecated,
-                               diff_writer, fail, names_a_file, one_line_errors)
+                               IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
+                               color_on, deprecated, diff_writer, fail, names_a_file, one_line_errors, sessions_of)
 
 
 class ReportFormat(str, Enum):
@@ -255,12 +255,11 @@ def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStac
 
 @app.command("report", short_help='Write the HTML report.')
 def report_cmd(
-    session_arg: Annotated[Optional[str], typer.Argument(
-        metavar="SESSION", show_default=False, help="One session (id, unique id prefix or label); default all.")] = None,
+    session_arg: SessionsArgument = None,
     db: DbOption = DEFAULT_DB,
-    session: Annotated[Optional[str], typer.Option("--session", metavar="SESSION", hidden=True,
-                                                   help="The same as the SESSION argument.")] = None,
-    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE", help="The HTML file to write.")] = "report.html",
+    session: SessionAlias = None,
+    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE",
+                                        help="The HTML file to write (- : stdout).")] = "report.html",
     max_frames: Annotated[int, typer.Option(
         "--max-frames", metavar="N", min=0,
         help="Frames the page holds in all: every frame up to N; past it, the frames within 20 of each "
@@ -272,9 +271,7 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    if session_arg is not None and session is not None and session_arg != session:
-        raise fail("name one SESSION (the argument or --session)")
-    session = session_arg if session_arg is not None else session
+    named = sessions_of(session_arg, session)
     with one_line_errors():
         extras.need("notebook", "mcptap report")
         from mcptap.cli import progress
@@ -282,11 +279,12 @@ def report_cmd(
 
         try:
             with progress.meter() as shown:
-                htmlreport.write(db, output, session=session, progress=shown.advance, stage=shown.stage,
+                htmlreport.write(db, output, sessions=named, progress=shown.advance, stage=shown.stage,
                                  max_frames=max_frames)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output}")
+    if output != "-":
+        typer.echo(f"wrote {output}")
 
 
 @app.command(short_help='Compare two recorded sessions.')

@@ -16,13 +16,22 @@ from mcptap.cli.common import (AllowOriginOption, DbOption, DEFAULT_DB, MaxFrame
                                one_line_errors, redaction_of)
 
 
+DEMO_FOLDER = "mcptap-demo"
+
+
 @app.command(short_help='Record the bundled servers, then show and analyze what they said.')
-def demo(db: DbOption = DEFAULT_DB) -> None:
-    """Record a live session with the bundled MCP server through `mcptap record`, driven by the
-    bundled client, then print the session list and the transcript.
+def demo(ctx: typer.Context, db: DbOption = DEFAULT_DB) -> None:
+    """Record a live session with the bundled MCP server through `mcptap record` and one with the
+    bundled HTTP server through `mcptap proxy`, driven by the bundled client, then print the
+    session list, the transcripts and the analysis, and write the HTML report. Without --db (or
+    $MCPTAP_DB) it all goes into the folder mcptap-demo/ here.
 
     Example:  mcptap demo --db /tmp/demo.db
     """
+    if getattr(ctx.get_parameter_source("db"), "name", None) == "DEFAULT":
+        db = os.path.join(DEMO_FOLDER, "demo.db")
+        os.makedirs(DEMO_FOLDER, exist_ok=True)
+        typer.echo(f"Writing into {DEMO_FOLDER}{os.sep}\n")
     with one_line_errors():
         extras.need("proxy", "mcptap demo (its HTTP session goes through mcptap proxy)")
         extras.need("notebook", "mcptap demo (it writes the HTML report)")

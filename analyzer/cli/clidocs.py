@@ -24,6 +24,14 @@ def _param_line(param, ctx) -> str | None:
     return f"| `{names}` | {help_text} |"
 
 
+def _record_help() -> str:
+    from mcptap import record
+
+    parser = record.parser()
+    parser.formatter_class = lambda prog: record.HelpLayout(prog, width=100)
+    return parser.format_help()
+
+
 def markdown() -> str:
     """docs/cli.md: every command's usage, help and options, from the commands themselves."""
     group = typer.main.get_command(app)
@@ -32,11 +40,13 @@ def markdown() -> str:
            "Generated from the command definitions by `python -m mcptap.cli.clidocs > docs/cli.md`; do not edit",
            "by hand. `mcptap COMMAND --help` prints the same. How every command speaks (formats, SESSION,",
            "pipes, exit codes) is in [Commands and conventions](commands.md).", "",
-           "`mcptap record` parses its own few options before anything else loads (a host spawns every",
-           "server through it); its reference is `mcptap record --help`.", ""]
+           ]
     for name in group.list_commands(root):
         command = group.get_command(root, name)
         if command is None or command.hidden:
+            continue
+        if name == "record":  # its own light parser (mcptap.record: a host spawns every server through it)
+            out += [f"## mcptap {name}", "", "```", _record_help().rstrip(), "```", ""]
             continue
         ctx = command.context_class(command, info_name=name, parent=root)
         out += [f"## mcptap {name}", "", "```", f"mcptap {name} {_usage(command, ctx)}".rstrip(), "```", ""]

@@ -29,6 +29,15 @@ class Commands(TyperGroup):
     """The app's group: each command listed with the whole first sentence of its help (click
     cuts the first paragraph to the terminal's width and ends it with "...")."""
 
+    def invoke(self, ctx):
+        """A bad option value is said in mcptap's words: without the "Value error, " that typer's
+        validation puts before the reason."""
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            exc.message = exc.message.removeprefix("Value error, ")
+            raise
+
     def format_commands(self, ctx, formatter) -> None:
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
@@ -64,11 +73,27 @@ DbOption = Annotated[
 DEFAULT_DB = options.DEFAULT_DB
 
 
-SessionArgument = Annotated[str, typer.Argument(metavar="SESSION", show_default=False,
-                                                help="The recorded session: id, unique id prefix, or label (the newest).")]
+def complete_sessions(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a SESSION argument: the handles, labels and `@N` of the database the
+    command line names (--db, else $MCPTAP_DB, else ./mcptap.db); nothing when it cannot be read."""
+    db = ctx.params.get("db") or os.environ.get(options.DB_ENV) or DEFAULT_DB
+    if not os.path.isfile(db):
+        return []
+    try:
+        from mcptap import store
+
+        conn = store.open_existing(db)
+        try:
+            return store.completions(conn, incomplete)
+        finally:
+            conn.close()
+    except (MCPTapError, sqlite3.Error):
+        return []
+
+
 SessionsArgument = Annotated[Optional[list[str]], typer.Argument(
-    metavar="SESSION", show_default=False,
-    help="Sessions (id, unique id prefix or label; repeatable); default all.")]
+    metavar="SESSION", show_default=False, autocompletion=complete_sessions,
+    help="Sessions (id, handle, @N, unique id prefix or label; repeatable); default all.")]
 SessionAlias = Annotated[Optional[list[str]], typer.Option("--session", metavar="SESSION", hidden=True,
                                                            help="The same as a SESSION argument (as before).")]
 

@@ -16,8 +16,8 @@ import typer
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
                                MaxPerCodeOption, NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption,
-                               SessionAlias, SessionsArgument, app, color_on, fail, max_frame_of, on_terminal,
-                               one_line_errors, redaction_of, sessions_of)
+                               SessionAlias, SessionsArgument, app, color_on, complete_sessions, fail, max_frame_of,
+                               on_terminal, one_line_errors, redaction_of, sessions_of)
 
 
 class ListFormat(str, Enum):
@@ -44,10 +44,15 @@ def sessions(
     color: ColorOption = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Then a line as each session starts and as it "
                                                                  "ends, until Ctrl-C.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="On a terminal too, every column whole (as when piped): "
+                                                      "the full id beside the handle, full dates.")] = False,
 ) -> None:
-    """List the recorded sessions: id, label, transport, revision, start, duration, frames, finding
-    counts (revision and counts once `mcptap analyze` has run), exit status. As JSON each session
-    has typed values: times as Unix seconds (started_at) and ISO 8601 (started), duration_s,
+    """List the recorded sessions: id, handle, label, transport, revision, start, duration, frames,
+    finding counts (revision and counts once `mcptap analyze` has run), exit status. The handle is
+    the shortest end of the id that names the session: every SESSION argument takes it, as it takes
+    `@1` (the newest), `@2` (the one before), an id prefix or a label. On a terminal the table fits
+    its width (the handle, short UTC times); piped or with --wide every cell is whole. As JSON each
+    session has typed values: times as Unix seconds (started_at) and ISO 8601 (started), duration_s,
     exit_status, and null for what is not known.
 
     Example:  mcptap sessions --db ~/mcp.db --format json | jq '.sessions[] | select(.errors > 0) | .id'
@@ -55,7 +60,7 @@ def sessions(
     Example:  mcptap sessions --db ~/mcp.db --follow
     """
     from mcptap import store
-    from mcptap.report import columns, jsonout, transcript
+    from mcptap.report import columns, jsonout, sessionlist
 
     if follow:
         if ListFormat(fmt) not in (ListFormat.text, ListFormat.table) or as_json:
@@ -79,24 +84,31 @@ def sessions(
     if as_json:
         fmt = ListFormat.jsonl
     with one_line_errors():
-        objects = transcript.session_objects(store.open_existing(db))
+        objects = sessionlist.session_objects(store.open_existing(db))
         if fmt is ListFormat.json:
             jsonout.write_document(sys.stdout, [("sessions", objects)])
         elif fmt is ListFormat.jsonl:
             jsonout.write_lines(sys.stdout, objects)
         elif not objects:
             sys.stdout.write("(no sessions yet)\n")
+        elif on_terminal() and not wide:
+            import time
+
+            today = time.strftime("%Y-%m-%d", time.gmtime())
+            columns.show(sys.stdout, sessionlist.SCREEN_COLUMNS, [sessionlist.screen_cells(o, today) for o in objects],
+                         right={6, 7, 8}, terminal=True, colour=color_on(color), counts={7: "bold red", 8: "yellow"})
         else:
-            columns.show(sys.stdout, transcript.SESSION_COLUMNS, [transcript.session_cells(o) for o in objects],
-                         right={6, 7, 8}, terminal=on_terminal(), colour=color_on(color),
-                         counts={7: "bold red", 8: "yellow"})
+            columns.write(sys.stdout, sessionlist.SESSION_COLUMNS, [sessionlist.session_cells(o) for o in objects],
+                          right={7, 8, 9}, colour=color_on(color))
         sys.stdout.flush()
 
 
 @app.command(short_help="Print a session's transcript, frame by frame.")
 def show(
     session: Annotated[Optional[str], typer.Argument(
-        metavar="SESSION", show_default=False, help="Session id, unique id prefix, or label (the newest); with --follow it may be left out.")] = None,
+        metavar="SESSION", show_default=False, autocompletion=complete_sessions,
+        help="Session id, handle, @N (the N-th newest), unique id prefix, or label (the newest); with --follow it "
+             "may be left out.")] = None,
     db: DbOption = DEFAULT_DB,
     full: Annotated[bool, typer.Option("--full", help="Print whole frames instead of one line each.")] = False,
     stderr: Annotated[bool, typer.Option("--stderr/--no-stderr", help="Interleave the server's stderr.")] = True,

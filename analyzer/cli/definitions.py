@@ -20,7 +20,7 @@ def baseline(
         "--server", metavar="NAME", help="Only this server (its serverInfo name, else the session's label; "
                                          "repeatable); default every one.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", metavar="FILE",
-                                        help="The baseline file to write (JSON, sorted keys, indented).")] = ...,
+                                        help="The baseline file to write (JSON, sorted keys, indented; - : stdout).")] = ...,
 ) -> None:
     """Write the tools, prompts, resources, resource templates and instructions each recorded
     server declared (its last listing of each), keyed by server name and version, as plain JSON

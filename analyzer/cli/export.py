@@ -160,10 +160,10 @@ def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content:
 
 @app.command("bundle")
 def bundle_cmd(
-    sessions: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[SESSION]...", help="Sessions to pack (id, unique id prefix or label); default all.")] = None,
+    sessions: SessionsArgument = None,
     db: DbOption = DEFAULT_DB,
-    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE.zip", help="The zip file to write.")
+    output: Annotated[str, typer.Option("-o", "--output", metavar="FILE.zip", help="The zip file to write "
+                                                                                   "(- : stdout, not a terminal).")
                       ] = "mcptap-bundle.zip",
 ) -> None:
     """Pack sessions into one zip for a bug report: their frames redacted (and checked: nothing
@@ -179,4 +179,6 @@ def bundle_cmd(
     with one_line_errors():
         manifest = bundle.write(db, output, sessions or None,
                                 warn=lambda m: sys.stderr.write(f"mcptap: warning: {printable(m)}\n"))
-    typer.echo(f"wrote {output}: {len(manifest['sessions'])} sessions")
+    count = len(manifest["sessions"])
+    if output != "-":
+        typer.echo(f"wrote {output}: {count} session{'' if count == 1 else 's'}")

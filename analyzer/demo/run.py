@@ -2,7 +2,9 @@
 server through `mcptap record` (stdio), then the bundled HTTP server through `mcptap proxy`
 (Streamable HTTP); then the session list, each transcript with its findings, and each session's
 analysis report (stored in the database as `mcptap analyze` stores it) are printed, and the HTML
-report is written beside the database."""
+report is written beside the database. The bundled servers misbehave on purpose (planted faults,
+said so before they show), so that the analysis has something to find. Paths and commands are
+printed as the user would type them: relative to the current folder when under it."""
 
 from __future__ import annotations
 
@@ -16,18 +18,39 @@ import threading
 
 from mcptap import engine, report, store
 
-from mcptap.report import html as htmlreport, transcript
+from mcptap.report import html as htmlreport, sessionlist, transcript
 from mcptap.demo.client import run_http_session, run_session
 from mcptap.errors import MCPTapError
 
 START_TIMEOUT_S = 30
 
 
+PLANTED = ("The bundled servers make three mistakes on purpose, for the analysis to find: the stdio server "
+           "writes a log line on stdout,\nthe HTTP server answers a notification with a body, and then sends a "
+           "message without `jsonrpc`.\n")
+
+
+def shown(path: str) -> str:
+    """A path as the user would type it: relative to the current folder when it is under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def typed(argv: list[str]) -> str:
+    """A command line of the demo as a user would type it: `mcptap ...`, `python ...`."""
+    if argv[:3] == [sys.executable, "-m", "mcptap"]:
+        return " ".join(["mcptap", *argv[3:]])
+    if argv[:1] == [sys.executable]:
+        return " ".join(["python", *argv[1:]])
+    return " ".join(argv)
+
+
 def run_demo(db: str, out=None) -> int:
     out = out or sys.stdout
-    tee = [sys.executable, "-m", "mcptap", "record", "--db", db, "--name", "demo", "--"]
+    tee = [sys.executable, "-m", "mcptap", "record", "--db", shown(db), "--name", "demo", "--"]
     server = [sys.executable, "-m", "mcptap.demo.server", "--noisy"]
-    out.write(f"Recording the bundled MCP server through the tee:\n  {' '.join(tee + server)}\n\n")
+    out.write(PLANTED + "\n")
+    out.write(f"Recording the bundled MCP server through the tee:\n  {typed(tee)} {typed(server)}\n\n")
     status, stderr_lines = run_session(tee + server)
     for line in stderr_lines:
         if line.startswith("mcptap"):
@@ -36,9 +59,9 @@ def run_demo(db: str, out=None) -> int:
     record_http(db, out)
     conn = store.open_existing(db)
     sids = [store.resolve_session(conn, "demo"), store.resolve_session(conn, "demo-http")]
-    out.write("\nSessions in " + db + ":\n")
-    for obj in transcript.session_objects(conn)[-5:]:
-        r = dict(zip(transcript.SESSION_COLUMNS, transcript.session_cells(obj)))
+    out.write("\nSessions in " + shown(db) + ":\n")
+    for obj in sessionlist.session_objects(conn)[-5:]:
+        r = dict(zip(sessionlist.SESSION_COLUMNS, sessionlist.session_cells(obj)))
         out.write(f"  {r['id']}  {r['label']:<9} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
                   f"{r['frames']} frames  exit {r['exit']}\n")
     for sid, what in zip(sids, ("stdio", "HTTP")):
@@ -48,14 +71,17 @@ def run_demo(db: str, out=None) -> int:
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
         report.write(engine.analyze(db, session=sid), "table", out)
     conn.close()
-    page = os.path.splitext(db)[0] + "-report.html"
+    page = shown(os.path.splitext(db)[0] + "-report.html")
     htmlreport.write(db, page)
-    out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {db} {sids[0][:13]}, "
-              f"or: mcptap analyze --db {db}\nThe HTML report (every frame, a display filter, the sequence diagrams): {page}\n")
+    handle = store.handles(store.session_ids(store.open_existing(db))).get(sids[0], sids[0])
+    out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {shown(db)} {handle}, "
+              f"or: mcptap analyze --db {shown(db)}\nThe HTML report (every frame, a display filter, the sequence "
+              f"diagrams): {page}\n")
     notebook = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                             "notebooks", "explore.ipynb")
     if os.path.exists(notebook):
-        out.write(f"Explore it in a notebook: MCPTAP_NOTEBOOK_DB={os.path.abspath(db)} jupyter lab {notebook}\n")
+        out.write(f"Explore it in a notebook: MCPTAP_NOTEBOOK_DB={shown(os.path.abspath(db))} jupyter lab "
+                  f"{shown(notebook)}\n")
     out.flush()
     return 0 if status == 0 else 1
 
@@ -90,7 +116,7 @@ def record_http(db: str, out) -> None:
         port = _first_line(server.stdout, r"listening on (\d+)", "HTTP server").group(1)
         argv = [sys.executable, "-m", "mcptap", "proxy", "--db", db, "--name", "demo-http",
                 "--upstream", f"http://127.0.0.1:{port}", "--listen", "127.0.0.1:0"]
-        out.write(f"  {' '.join(argv)}\n")
+        out.write(f"  {typed(argv)}\n")
         proxy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         address = _first_line(proxy.stderr, r"listening on (http://[^/]+)/", "proxy").group(1)
         run_http_session(address + "/mcp")

@@ -289,9 +289,15 @@ def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: 
         for k, v in s["findings"].items():
             totals[k] += v
     frames = sum(s["frames"] for s in report.sessions)
-    out.write(f"\n{len(report.sessions)} sessions, {frames} frames: {totals['error']} errors, "
-              f"{totals['warning']} warnings, {totals['info']} infos"
+    out.write(f"\n{counted(len(report.sessions), 'session')}, {counted(frames, 'frame')}: "
+              f"{counted(totals['error'], 'error')}, {counted(totals['warning'], 'warning')}, "
+              f"{counted(totals['info'], 'info')}"
               + ("" if report.stored else printable(f" (results not stored: {report.not_stored_reason})")) + "\n")
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 session`, `2 sessions`, `0 errors`."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _finding_cells(item) -> tuple:

@@ -145,7 +145,7 @@ def write(db: str, output: str, sessions: list[str] | None = None, *,
                 members["report.html"] = "report.html"
             except extras.MissingExtra as exc:
                 manifest["report"] = str(exc)
-            with outfile.private_text(output) as fh, zipfile.ZipFile(fh.buffer, "w", zipfile.ZIP_DEFLATED) as z:
+            with outfile.bytes_out(output, binary="a bundle") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as z:
                 for name, local in members.items():
                     if local is None:
                         z.writestr(name, _dumps(manifest))

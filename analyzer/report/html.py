@@ -93,7 +93,7 @@ def render(db: str, **kw) -> str:
     return b"".join(pieces(db, **kw)).decode("utf-8")
 
 
-def pieces(db: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
+def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[int], None] | None = None,
            stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> list[bytes]:
     """The report's bytes in a few pieces (the page around the recording's JSON, and the JSON), so
     that a million frames are written without another copy of them. `stage(what, frames)`: a step
@@ -102,7 +102,8 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     session's first and last viewdata.ENDS (and says so)."""
     conn = store.open_existing(db)
     try:
-        ids = [store.resolve_session(conn, session)] if session else store.session_ids(conn)
+        chosen = bool(sessions)
+        ids = store.resolve_sessions(conn, sessions) if chosen else store.session_ids(conn)
         analysed = store.has_table(conn, "analyses") and set(store.analysis_summaries(conn)) >= set(ids)
         counts = store.frames_per_session(conn)
     finally:
@@ -112,13 +113,13 @@ def pieces(db: str, *, session: str | None = None, progress: Callable[[int], Non
     stage = stage or (lambda what, total: None)
     if not analysed and ids:
         stage("analyzing", sum(sizes.values()))
-        engine.analyze(db, session=session, progress=progress)
+        engine.analyze(db, sessions=ids, progress=progress)
     stage("reading the frames", None)
     sessions = data.sessions(db)
     sessions = sessions[sessions["id"].isin(ids)]
     ranked = _worst_first(sessions)
     viewed = _viewed(ranked, sizes)
-    latency = _latency(db, ids if session else None)
+    latency = _latency(db, ids if chosen else None)
     trim = sum(sizes[sid] for sid in viewed) > max_frames
     document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
     stage("writing the report", None)
@@ -223,9 +224,9 @@ def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:
     return sessions.loc[order]
 
 
-def write(db: str, path: str, *, session: str | None = None, progress: Callable[[int], None] | None = None,
+def write(db: str, path: str, *, sessions: list[str] | None = None, progress: Callable[[int], None] | None = None,
           stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> None:
-    parts = pieces(db, session=session, progress=progress, stage=stage, max_frames=max_frames)
+    parts = pieces(db, sessions=sessions, progress=progress, stage=stage, max_frames=max_frames)
     with outfile.private_text(path) as fh:
         fh.flush()
         for part in parts:

@@ -26,6 +26,7 @@ from mcptap.analysis.messages import Finding, Message
 from mcptap.analysis.statistics import TOOL_CALL, may_be_tool_error, tool_error
 
 from mcptap.report import httplines, jsonout
+from mcptap.report.columns import cut
 
 from mcptap.store import cells
 
@@ -135,7 +136,8 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, width: int = 160, f
     (textsafe.printable), whatever the recording holds."""
     a = analyse(conn, session_id, policy)
     with cells.diagnosed(conn, [session_id], cells.RECORDED):  # a wrong-typed cell: named, not a traceback
-        yield from map(printable, _lines(conn, session_id, a, width, full, stderr and keep is None, per_code, keep))
+        lines = map(printable, _lines(conn, session_id, a, width, full, stderr and keep is None, per_code, keep))
+        yield from lines if width >= NARROW or full else (cut(line, width) for line in lines)
 
 
 def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int, full: bool, stderr: bool,
@@ -149,7 +151,7 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
     yield from head_lines(a)
     for item in by_frame.pop(None, []):
         yield "        " + finding_line(item)
-    yield COLUMNS_LINE
+    yield COLUMNS_LINE if width >= NARROW else NARROW_COLUMNS_LINE
     t0 = a.session["started_at"]
     for entry in httplines.merged(timeline(conn, session_id, stderr), httplines.role_exchanges(conn, session_id)):
         if httplines.is_exchange(entry):  # the OAuth flow's, an error's own body: no frame
@@ -166,6 +168,10 @@ def _lines(conn: sqlite3.Connection, session_id: str, a: "_Analysed", width: int
 
 COLUMNS_LINE = f"{'#':>6}  {'time':>10}  {'dir':<6}  {'bytes':>8}  {'message':<36}  {'pair':<14}  frame"
 FINDING_INDENT = f"{'':>6}  {'':>10}  "
+NARROW = 120
+"""A terminal narrower than this gets the narrow transcript: the same columns, tighter, and every
+line cut with an ellipsis at its width (--full and pipes keep every line whole)."""
+NARROW_COLUMNS_LINE = f"{'#':>5} {'time':>9} {'dir':<5} {'bytes':>6} {'message':<24} {'pair':<12} frame"
 
 
 def head_lines(a: "_Analysed") -> Iterator[str]:
@@ -179,7 +185,7 @@ def head_lines(a: "_Analysed") -> Iterator[str]:
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield printable(f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  "
-                    f"exit {_blank(s.get('exit_status'))}  {revision_text(summary)}")
+                    f"exit {blank(s.get('exit_status'))}  {revision_text(summary)}")
 
 
 def revision_text(summary: dict) -> str:
@@ -202,7 +208,11 @@ def entry_lines(a: "_Analysed", entry: TimelineEntry, width: int, full: bool, fi
             and tool_error(TOOL_CALL, jsonwire.parse(raw).value):
         what += " tool error"  # a tools/call result with isError: true, apart from a success as in the latency table
     t0 = a.session["started_at"]
-    head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
+    if width >= NARROW or full:
+        head = f"{number:>6}  {ts - t0:>+10.6f}  {ARROWS[direction]:<6}  {len(raw):>8}  {what:<36}  {pairing(row):<14}  "
+    else:
+        head = (f"{number:>5} {ts - t0:>+9.4f} {ARROWS[direction]:<5} {len(raw):>6} {cut(what, 24):<24} "
+                f"{cut(pairing(row), 12):<12} ")
     if full:
         yield head + printable(raw.decode("utf-8", "backslashreplace"))
     else:
@@ -214,7 +224,7 @@ def entry_lines(a: "_Analysed", entry: TimelineEntry, width: int, full: bool, fi
 
 
 _FINDING = re.compile(r"^(\s*(?:\[\d+\] )?)(error|warning|info)(?=: )")
-_FRAME = re.compile(r"^(\s*\d*\s+[+-]?[\d.]+\s\s)(c2s →|s2c ←|stderr)")
+_FRAME = re.compile(r"^(\s*\d*\s+[+-]?[\d.]+\s+)(c2s →|s2c ←|stderr)")
 ARROW_STYLES = {"c2s →": "cyan", "s2c ←": "magenta", "stderr": "dim"}
 
 
@@ -342,43 +352,8 @@ def _paths(redacted: str) -> list[str]:
     return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
 
 
-def _blank(value) -> str:
+def blank(value) -> str:
     return "-" if value is None else str(value)
 
 
 session_object = jsonout.session_object
-
-
-def session_objects(conn: sqlite3.Connection) -> list[dict]:
-    """Every session as an object (session_object), oldest first."""
-    cells.check_cheap(conn)
-    with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
-        analysed = store.analysis_summaries(conn)
-        out = []
-        for s in store.list_sessions(conn):
-            a = analysed.get(s["id"])
-            if a is not None:
-                a = {**a, "kinds": _kinds(a.get("kinds"))}
-            out.append(session_object(s, a))
-    return out
-
-
-def _kinds(text):
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-SESSION_COLUMNS = ("id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
-                   "exit")
-
-
-def session_cells(obj: dict) -> tuple[str, ...]:
-    """A session object as the cells of the `mcptap sessions` table ("-" for what is not known)."""
-    analysed = obj["analyzed_at"] is not None
-    duration = "-" if obj["duration_s"] is None else f"{obj['duration_s']:.3f}s" + ("" if obj["ended_at"] else "+")
-    return (printable(obj["id"]), printable(obj["label"] or ""), printable(obj["transport"] or ""),
-            printable(obj["revision"] or "unknown") if analysed else "-", clock(obj["started_at"]), duration,
-            str(obj["frames"]), _blank(obj["errors"]), _blank(obj["warnings"]), _blank(obj["exit_status"]))

@@ -1,16 +1,20 @@
 """The command line: sessions, show, export/import round trip, and one-line errors (exit 2)."""
 
 import base64
+import os
 import datetime as dt
 import json
 import sqlite3
 import sys
+from pathlib import Path
 
 import pytest
 import typer
 
 from mcptap import cli
 from tests.conftest import copy_database, frames, mcptap, run, tee
+
+CORPUS_DEMO = Path(__file__).resolve().parents[1] / "golden" / "corpus" / "demo.jsonl"
 
 COMMANDS = sorted(typer.main.get_command(cli.app).commands)  # every command the CLI has
 
@@ -224,6 +228,33 @@ def test_the_demo_records_the_bundled_servers_through_tee_and_proxy_and_prints_t
     report = tmp_path / "demo-report.html"
     assert f"The HTML report (every frame, a display filter, the sequence diagrams): {report}" in text
     assert 'id="mcptap-data"' in report.read_text(encoding="utf-8")
+
+
+def test_the_demo_without_a_database_writes_into_a_folder_it_names_and_speaks_as_the_user_types(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MCPTAP_DB"}
+    result = run(mcptap("demo"), timeout=300, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    assert text.startswith("Writing into mcptap-demo/") and "on purpose" in text
+    assert "mcptap record --db mcptap-demo/demo.db --name demo -- python -m mcptap.demo.server" in text
+    typed = [line for line in text.splitlines() if line.startswith("  mcptap ")]  # the commands it ran
+    assert len(typed) == 2 and not any(sys.executable in line or str(tmp_path) in line for line in typed)
+    assert "1 session, 17 frames" in text and "1 sessions" not in text
+    assert "The HTML report (every frame, a display filter, the sequence diagrams): mcptap-demo/demo-report.html" in text
+    assert sorted(p.name for p in (tmp_path / "mcptap-demo").iterdir() if not p.name.endswith(("-wal", "-shm"))) == \
+        ["demo-report.html", "demo.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcptap-demo"]
+
+
+def test_report_and_bundle_write_to_stdout_for_dash_and_take_several_sessions(tmp_path):
+    db = tmp_path / "d.db"
+    assert run(mcptap("import", "--db", str(db), str(CORPUS_DEMO))).returncode == 0
+    page = run(mcptap("report", "--db", str(db), "demo", "demo-http", "-o", "-"), timeout=120)
+    assert page.returncode == 0 and page.stdout.startswith(b"<!DOCTYPE html>") and page.stdout.endswith(b"</html>\n")
+    assert page.stdout.count(b"01a23348-5c71-75f7-bab7-24e36a17b27f") and page.stdout.count(b"01a23348-6563-75bc")
+    assert not (tmp_path / "-").exists()
+    packed = run(mcptap("bundle", "--db", str(db), "demo", "-o", "-"), timeout=120, cwd=tmp_path)
+    assert packed.returncode == 0 and packed.stdout[:2] == b"PK" and not (tmp_path / "-").exists()
 
 
 def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tmp_path, db):

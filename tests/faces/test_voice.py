@@ -215,6 +215,38 @@ def test_sessions_draws_a_table_on_a_terminal_and_plain_whole_lines_when_piped(d
     assert "─" not in piped and all(any(line.startswith(i) for line in piped.splitlines()) for i in ids)
 
 
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("command, heads", [
+    (["sessions"], ["session", "label", "via", "revision", "started", "took", "frames", "err", "warn", "exit"]),
+    (["show", "demo"], ["#", "time", "dir", "bytes", "message", "pair", "frame"]),
+    (["analyze", "--fail-on", "never"], ["severity", "code", "session", "frame", "message", "method", "calls",
+                                         "p50 ms", "max ms"]),
+])
+def test_tables_fit_the_terminal_they_are_on_with_every_column_and_no_cell_wrapped(demo_db, command, heads, columns):
+    status, drawn = on_terminal(mcptap(*command, "--db", str(demo_db)), env={"NO_COLOR": "1"}, columns=columns)
+    assert status == 0
+    lines = [ANSI.sub(b"", line).rstrip(b"\r").decode() for line in drawn.split(b"\n")]
+    lines = [line.split("\r")[-1] for line in lines]  # what a progress bar redrew in place
+    assert max(map(len, lines)) <= columns, [line for line in lines if len(line) > columns]
+    text = "\n".join(lines)
+    assert all(re.search(rf"(^|\s){re.escape(h)}(\s|$)", text, re.M) for h in heads), heads
+    if command == ["sessions"]:  # each row one line: a handle, then the label
+        rows = [line for line in lines if re.match(r"^[0-9a-f]{4,} ", line)]
+        listed = json.loads(run(mcptap("sessions", "--db", str(demo_db), "--format", "json")).stdout)["sessions"]
+        assert sorted(r.split()[0] for r in rows) == sorted(s["handle"] for s in listed)
+
+
+def test_wide_and_piped_tables_keep_every_cell_whole(demo_db):
+    listed = json.loads(run(mcptap("sessions", "--db", str(demo_db), "--format", "json")).stdout)["sessions"]
+    status, wide = on_terminal(mcptap("sessions", "--db", str(demo_db), "--wide"), env={"NO_COLOR": "1"}, columns=80)
+    piped = run(mcptap("sessions", "--db", str(demo_db))).stdout.decode()
+    for s in listed:
+        assert s["id"] in wide.decode() and s["id"] in piped and s["started"][:10] in piped
+
+
 def test_the_terminal_table_shows_a_hostile_label_escaped_and_its_markup_as_text(tmp_path):
     label = "[bold]x[/bold]\x1b]0;owned\x07\u202e"
     log = tmp_path / "hostile.jsonl"
@@ -239,6 +271,29 @@ def test_shell_completion_is_on():
     assert b"--install-completion" in run(mcptap("--help")).stdout
     shown = run(mcptap("--show-completion", "bash"), env={**os.environ, "SHELL": "/bin/bash"})
     assert shown.returncode == 0 and b"_MCPTAP_COMPLETE" in shown.stdout
+
+
+@pytest.mark.parametrize("command", ["show", "report", "bundle", "export", "redact"])
+def test_completion_completes_session_handles_labels_and_the_newest(demo_db, command):
+    listed = json.loads(run(mcptap("sessions", "--db", str(demo_db), "--format", "json")).stdout)["sessions"]
+    env = {**os.environ, "_MCPTAP_COMPLETE": "complete_bash", "COMP_CWORD": "4"}
+    words = run(mcptap(), env={**env, "COMP_WORDS": f"mcptap {command} --db {demo_db} "}).stdout.decode().split()
+    assert {s["handle"] for s in listed} | {"demo", "demo-http", "@1", "@2"} <= set(words)
+    some = run(mcptap(), env={**env, "COMP_WORDS": f"mcptap {command} --db {demo_db} demo-h"}).stdout.decode().split()
+    assert some == ["demo-http"]
+
+
+def test_a_wrong_choice_is_said_in_mcptaps_words(demo_db):
+    done = run(mcptap("analyze", "--db", str(demo_db), "--format", "nope"))
+    assert done.returncode == 2 and b"'nope' is not one of" in done.stderr and b"Value error" not in done.stderr
+
+
+def test_record_speaks_as_every_other_command():
+    record = run(mcptap("record", "--help")).stdout.decode()
+    show = run(mcptap("show", "--help")).stdout.decode()
+    for text in (record, show):
+        assert text.startswith("Usage: mcptap ") and "\nOptions:\n" in text and "Example:" in text
+    assert "-h, --help" in record and "positional arguments" not in record
 
 
 def test_the_command_list_gives_every_summary_whole():

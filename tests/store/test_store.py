@@ -77,6 +77,30 @@ def test_a_session_is_found_by_id_prefix_or_newest_label(db):
         store.resolve_session(conn, "nope")
 
 
+def test_a_session_is_found_by_its_handle_or_by_its_place_among_the_newest(db):
+    conn = store.connect(db)
+    ids = [new_session_id() for _ in range(50)]  # one millisecond or so apart: they share their first characters
+    for n, sid in enumerate(ids):
+        make_session(conn, sid, label="same", started_at=float(n))
+    named = store.handles(ids)
+    assert len(set(named.values())) == 50 and all(len(h) < 13 for h in named.values())
+    assert all(store.resolve_session(conn, h) == sid for sid, h in named.items())
+    assert [store.resolve_session(conn, f"@{n}") for n in (1, 2, 50)] == [ids[-1], ids[-2], ids[0]]
+    for bad in ("@51", "@0"):
+        with pytest.raises(SessionNotFound):
+            store.resolve_session(conn, bad)
+    with pytest.raises(SessionNotFound, match="matches 50 sessions"):
+        store.resolve_session(conn, ids[0][:6])  # every id starts so: ambiguous, as before
+
+
+def test_a_handle_is_never_an_other_ids_start_nor_shorter_than_four():
+    ids = ["abcd-0000-1111", "1111-9999-abcd", "ffff-2222-3333"]
+    named = store.handles(ids)
+    assert named["1111-9999-abcd"] != "abcd" and "1111-9999-abcd".endswith(named["1111-9999-abcd"])
+    assert min(map(len, named.values())) >= 4 and not any(h.startswith("-") for h in named.values())
+    assert store.handles(["one-id"]) == {"one-id": "e-id"} and store.handles(["abc"]) == {"abc": "abc"}
+
+
 def test_opening_something_that_is_not_an_mcptap_database_is_a_named_error(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello", encoding="utf-8")
