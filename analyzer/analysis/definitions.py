@@ -154,8 +154,9 @@ def _mark(value: Any) -> str:
     while stack:
         item = stack.pop()
         if type(item) is tuple:  # a key and its value
-            piece = orjson.dumps(item[0]) + b":"
-            stack.append(item[1])
+            key, member = item
+            piece = orjson.dumps(key) + b":"
+            stack.append(member)
         elif type(item) is bytes:  # a closing bracket or a comma
             piece = item
         elif type(item) is dict:
