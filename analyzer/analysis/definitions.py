@@ -15,12 +15,14 @@ the mark."""
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from mcptap.wire import jsonwire
 from mcptap.wire.jsonpath import format_path
 
 LISTS = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
@@ -91,10 +93,12 @@ class Declared:
 
 
 def _parsed(raw: bytes) -> list:
+    """The messages of a frame; one nested past what orjson reads (1024 levels) is parsed by the
+    wire's iterative parser, so depth hides no definition."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return []
+        value = jsonwire.parse(raw).value
     if type(value) is list:
         return [v for v in value if type(v) is dict]
     return [value] if type(value) is dict else []
@@ -140,6 +144,11 @@ def _bounded(value: Any, depth: int, budget: list[int]) -> Any:
             budget[0] -= len(k) + 3
             out[k if len(k) <= MAX_TEXT else k[:MAX_TEXT] + _mark(k[MAX_TEXT:])] = _bounded(v, depth + 1, budget)
         return out
+    if kind is jsonwire.NumberText:  # a number the wire's parser kept as written: a float, or its text past one
+        number = float(value.text)
+        value = number if math.isfinite(number) else value.text
+    elif kind is int and not -2 ** 63 <= value < 2 ** 64:  # past what JSON writers take: its digits
+        value = str(value)
     if budget[0] <= 0:
         return _mark(value)
     budget[0] -= 8
@@ -174,7 +183,8 @@ def _mark(value: Any) -> str:
                 if n < len(item) - 1:
                     stack.append(b",")
         else:
-            piece = orjson.dumps(item)
+            piece = item.text.encode() if type(item) is jsonwire.NumberText else orjson.dumps(
+                item if type(item) is not int or -2 ** 63 <= item < 2 ** 64 else str(item))
         digest.update(piece)
         size += len(piece)
     return f"… [left out: {size} bytes, sha256 {digest.hexdigest()[:16]}]"
