@@ -1,7 +1,8 @@
 """No tool hides from the definitions analysis by being deep or long: a tool whose `_meta` nests
-300 levels (past what orjson writes) or 1100 (past what it reads) is kept in the baseline, and its rug pull fails `analyze --baseline`; a tool whose
-description is 1.2 MB is analysed (its session's findings are all there), counted by `cost`, and
-over the context budget. Real frame-log files, real `mcptap` processes."""
+300 levels (past what orjson writes) or 1100 (past what it reads) is kept in the baseline, and its
+rug pull fails `analyze --baseline`; a tool whose description is 1.2 MB is analysed (its session's
+findings are all there), counted by `cost`, and over the context budget. Real frame-log files,
+real `mcptap` processes."""
 
 from __future__ import annotations
 
