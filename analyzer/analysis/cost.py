@@ -4,7 +4,9 @@ session recorded (analyzer/analysis/definitions.py). A definition is measured as
 (UTF-8) of the object the server declared, and a tool also as the projection a client sends to a
 model (name, description, input schema: the fields a model provider's tool format keeps). Tokens
 are o200k_base's (the `bpe-openai` package's offline copy, `mcptap[tokens]`), else an estimate of
-one token per 4 bytes, named as such. Pure: `Declared` records in, plain dicts out."""
+one token per 4 bytes, named as such. Definitions and results come normalised
+(definitions.normalised): what a bound left out is counted by its mark, its bytes as they were and
+its tokens as the estimate. Pure: `Declared` records in, plain dicts out."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.analysis.definitions import KINDS, Declared
+from mcptap.analysis.definitions import KINDS, LEFT_OUT, Declared
 from mcptap.analysis.messages import Finding
 
 ESTIMATE = "bytes/4 estimate"
@@ -48,6 +50,10 @@ class Tokenizer:
         return found
 
 
+_BYTES = Tokenizer(ESTIMATE)
+"""The estimate, for sizes (its tokens unused)."""
+
+
 @lru_cache(maxsize=1)
 def tokenizer() -> Tokenizer:
     """o200k_base when an installed package carries its data (never downloaded), else the estimate."""
@@ -77,7 +83,10 @@ def projection(tool: dict) -> dict:
 
 
 def measure(text: str, tok: Tokenizer) -> dict:
-    return {"bytes": len(text.encode("utf-8", "surrogatepass")), "tokens": tok.count(text)}
+    """Bytes and tokens of a normalised text: what it holds, and what its marks stand for."""
+    left = [int(m.group(1)) for m in LEFT_OUT.finditer(text)] if "[left out: " in text else []
+    return {"bytes": len(text.encode("utf-8", "surrogatepass")) + sum(left),
+            "tokens": tok.count(text) + sum(math.ceil(n / 4) for n in left)}
 
 
 def definitions_cost(declared: Declared, tok: Tokenizer | None = None) -> dict:
@@ -119,13 +128,13 @@ def results_cost(results: list[tuple[str, int, Any]], tok: Tokenizer | None = No
     sizes: dict[str, list[tuple[int, str]]] = {}
     for name, _seq, result in results:
         text = as_text({k: result[k] for k in ("content", "structuredContent") if k in result})
-        sizes.setdefault(name, []).append((len(text.encode("utf-8", "surrogatepass")), text))
+        sizes.setdefault(name, []).append((measure(text, _BYTES)["bytes"], text))
     out = []
     for name in sorted(sizes):
         ranked = sorted(sizes[name], key=lambda s: s[0])
         mid, top = median(ranked), ranked[-1]
         out.append({"tool": name, "count": len(ranked), "bytes_p50": mid[0], "bytes_max": top[0],
-                    "tokens_p50": tok.count(mid[1]), "tokens_max": tok.count(top[1])})
+                    "tokens_p50": measure(mid[1], tok)["tokens"], "tokens_max": measure(top[1], tok)["tokens"]})
     return out
 
 

@@ -3,15 +3,26 @@ server/resources and initialize's `instructions`): each tools/list, prompts/list
 and resources/templates/list answer (pages of one listing joined by their cursor), the server's
 name and version (initialize's `serverInfo`), the tools/call requests and the size of their
 results. Pure: frames (seq, direction, raw bytes) in, a `Declared` out. Then how two sets of
-definitions differ (`compare`), member by member, each difference named by its JSON path."""
+definitions differ (`compare`), member by member, each difference named by its JSON path.
+
+Every definition, instructions text and tool result is `normalised` as it is read, before it is
+kept, compared, written to a baseline or counted: at most MAX_DEPTH levels deep, each string at
+most MAX_TEXT characters, the whole at most MAX_SIZE characters of JSON. What lies past a bound is
+replaced by a mark of what was left out, `[left out: N bytes, sha256 H]` (its size and the digest
+of its JSON): nothing is dropped for being deep or long, and a change past a bound still changes
+the mark."""
 
 from __future__ import annotations
 
+import hashlib
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from mcptap.wire import jsonwire
 from mcptap.wire.jsonpath import format_path
 
 LISTS = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
@@ -82,23 +93,101 @@ class Declared:
 
 
 def _parsed(raw: bytes) -> list:
+    """The messages of a frame; one nested past what orjson reads (1024 levels) is parsed by the
+    wire's iterative parser, so depth hides no definition."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return []
+        value = jsonwire.parse(raw).value
     if type(value) is list:
         return [v for v in value if type(v) is dict]
     return [value] if type(value) is dict else []
 
 
-def _storable(value: Any) -> bool:
-    """Whether `value` can be written back as JSON (orjson stops at 254 levels of nesting): a
-    definition or result that cannot is left out, never a failure of the analysis."""
-    try:
-        orjson.dumps(value)
-    except TypeError:
-        return False
-    return True
+MAX_DEPTH = 64
+"""Levels of nesting a normalised value keeps (JSON writers stop at 254; a baseline nests a
+definition five levels down)."""
+MAX_TEXT = 65_536
+"""Characters of one string a normalised value keeps."""
+MAX_SIZE = 262_144
+"""Characters of JSON a normalised value takes, about (a tokenizer refuses a text of a million)."""
+LEFT_OUT = re.compile(r"\[left out: ([0-9]+) bytes, sha256 [0-9a-f]{16}\]")
+"""The mark that stands for what a normalised value left out (its size in bytes of compact JSON)."""
+
+
+def normalised(value: Any) -> Any:
+    """`value` (parsed JSON) bounded (MAX_DEPTH, MAX_TEXT, MAX_SIZE): a string past MAX_TEXT
+    keeps its start and ends with the mark of the rest; a container past MAX_DEPTH, or any value
+    once the whole reached MAX_SIZE, is the mark of itself (a string)."""
+    budget = [MAX_SIZE]
+    return _bounded(value, 0, budget)
+
+
+def _bounded(value: Any, depth: int, budget: list[int]) -> Any:
+    kind = type(value)
+    if kind is str:
+        if len(value) <= MAX_TEXT and len(value) + 2 <= budget[0]:
+            budget[0] -= len(value) + 2
+            return value
+        keep = max(0, min(MAX_TEXT, budget[0] - 2))
+        budget[0] -= keep + 2
+        return value[:keep] + _mark(value[keep:])
+    if kind is dict or kind is list:
+        if depth >= MAX_DEPTH or budget[0] <= 2:
+            budget[0] -= 60
+            return _mark(value)
+        budget[0] -= 2
+        if kind is list:
+            return [_bounded(v, depth + 1, budget) for v in value]
+        out = {}
+        for k, v in value.items():
+            budget[0] -= len(k) + 3
+            out[k if len(k) <= MAX_TEXT else k[:MAX_TEXT] + _mark(k[MAX_TEXT:])] = _bounded(v, depth + 1, budget)
+        return out
+    if kind is jsonwire.NumberText:  # a number the wire's parser kept as written: a float, or its text past one
+        number = float(value.text)
+        value = number if math.isfinite(number) else value.text
+    elif kind is int and not -2 ** 63 <= value < 2 ** 64:  # past what JSON writers take: its digits
+        value = str(value)
+    if budget[0] <= 0:
+        return _mark(value)
+    budget[0] -= 8
+    return value
+
+
+def _mark(value: Any) -> str:
+    """`[left out: N bytes, sha256 H]` of `value`: its compact JSON's size and digest, written
+    without recursion (a value nested a thousand levels is measured as one nested ten)."""
+    digest, size = hashlib.sha256(), 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is tuple:  # a key and its value
+            key, member = item
+            piece = orjson.dumps(key) + b":"
+            stack.append(member)
+        elif type(item) is bytes:  # a closing bracket or a comma
+            piece = item
+        elif type(item) is dict:
+            piece = b"{"
+            stack.append(b"}")
+            for n, pair in enumerate(reversed(list(item.items()))):
+                stack.append(pair)
+                if n < len(item) - 1:
+                    stack.append(b",")
+        elif type(item) is list:
+            piece = b"["
+            stack.append(b"]")
+            for n, v in enumerate(reversed(item)):
+                stack.append(v)
+                if n < len(item) - 1:
+                    stack.append(b",")
+        else:
+            piece = item.text.encode() if type(item) is jsonwire.NumberText else orjson.dumps(
+                item if type(item) is not int or -2 ** 63 <= item < 2 ** 64 else str(item))
+        digest.update(piece)
+        size += len(piece)
+    return f"… [left out: {size} bytes, sha256 {digest.hexdigest()[:16]}]"
 
 
 def _key(value: Any) -> str | None:
@@ -142,10 +231,9 @@ def collect(session_id: str, frames, *, results: bool = False) -> Declared:
                     out.name = info.get("name") if type(info.get("name")) is str else None
                     out.version = info.get("version") if type(info.get("version")) is str else None
                     if type(result.get("instructions")) is str:
-                        out.instructions, out.instructions_seq = result["instructions"], seq
+                        out.instructions, out.instructions_seq = normalised(result["instructions"]), seq
                 elif method == "tools/call":
-                    if _storable(result):
-                        out.results.append((tool, seq, result))
+                    out.results.append((tool, seq, normalised(result)))
                 else:
                     _page(out, open_listing, announced, LISTS[method], result, seq, continues)
     return out
@@ -163,7 +251,8 @@ def _page(out: Declared, open_listing: dict, announced: set, how: tuple[str, str
         announced.discard(kind)
     listing.seq = seq
     for item in items:
-        if type(item) is dict and type(item.get(key)) is str and _storable(item):
+        if type(item) is dict and type(item.get(key)) is str:
+            item = normalised(item)
             listing.items[item[key]] = item
     if result.get("nextCursor") is not None:
         open_listing[kind] = listing

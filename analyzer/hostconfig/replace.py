@@ -1,8 +1,10 @@
 """Files replaced whole or not at all: each new content is written to a temporary file beside its
 destination, created 0600 and given the destination's mode and owner before any byte is written,
 synced, then renamed over it. A config is renamed over only while it still holds the bytes it
-was read with (compared just before the rename): a host that wrote it meanwhile keeps its write,
-and the caller gets an error instead."""
+was read with (compared just before the rename), and it is held open from that read (`Held`): after
+the rename, the file it was (the old inode, which a host's write in place reaches until the rename)
+must still hold those bytes and the path must be the new file; else the host's version is put back
+and the caller gets an error. A host that wrote it meanwhile keeps its write."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class Staged:
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
+            done = os.fstat(fd)
+            self.identity = (done.st_dev, done.st_ino)
         except OSError as exc:
             os.close(fd)
             self.discard()
@@ -63,6 +67,41 @@ def _give_mode(fd: int, path: Path, like: os.stat_result) -> None:
         os.fchmod(fd, like.st_mode & 0o7777)
     else:
         os.chmod(path, like.st_mode & 0o7777)
+
+
+class Held:
+    """The file at `path` open for reading, from the read whose bytes a rewrite is based on: what
+    it holds now (`now`), even once another file was renamed over its path."""
+
+    def __init__(self, path: Path):
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+        try:
+            self.fd = os.open(path, flags)
+        except OSError as exc:
+            raise MCPTapError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    def now(self) -> bytes:
+        chunks, offset = [], 0
+        while True:
+            chunk = os.pread(self.fd, 1 << 20, offset)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            offset += len(chunk)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def is_file(path: Path, identity: tuple[int, int]) -> bool:
+    """Whether `path` is the file of this (device, inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == identity
 
 
 def unchanged(path: Path, read: bytes) -> bool:

@@ -11,7 +11,8 @@ date. `unwrap` gives the backup back byte for byte when the file is still what w
 otherwise it unwraps the wrapped entries in place, which gives back every byte wrap changed.
 A symlinked config stays a link (its target is rewritten). A file is replaced whole, atomically,
 with its mode (hostconfig/replace.py). A file that does not parse, that is read-only, or that
-changes between the read and the rename is left untouched, with one line."""
+changes between the read and the rename is left untouched, with one line; one the host writes in
+place as it is renamed over (or replaces just after) gets the host's version back, with one line."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from mcptap.errors import MCPTapError
 from mcptap.hostconfig import entry, hosts, jsonc
-from mcptap.hostconfig.replace import Staged, unchanged
+from mcptap.hostconfig.replace import Held, Staged, is_file, unchanged
 
 BACKUP_SUFFIX = ".mcptap-backup"
 STATE_SUFFIX = ".mcptap-backup.json"
@@ -200,7 +201,11 @@ def apply(plan: Plan, *, before_replace: Callable[[], None] | None = None) -> bo
     if not st.st_mode & 0o222:
         raise MCPTapError(f"{plan.path} is read-only: not changed")
     staged: list[Staged] = []
+    held = Held(target)  # the file read: a write in place before the rename lands in it
     try:
+        if held.now() != plan.before:
+            raise MCPTapError(f"{plan.path} changed while mcptap was rewriting it (the host wrote it?): "
+                              "not changed; run it again")
         config = Staged(target, plan.after, st) if plan.after != plan.before else None
         staged.append(config)
         kept = Staged(backup, plan.backup, st) if plan.backup is not None else None
@@ -215,10 +220,13 @@ def apply(plan: Plan, *, before_replace: Callable[[], None] | None = None) -> bo
         if kept is not None:
             kept.commit()
         if config is not None:
+            identity = config.identity
             config.commit()
+            _still_ours(plan, target, held, identity, st)
         if said is not None:
             said.commit()
     finally:
+        held.close()
         for one in staged:
             if one is not None:
                 one.discard()
@@ -227,6 +235,21 @@ def apply(plan: Plan, *, before_replace: Callable[[], None] | None = None) -> bo
     if drop_state:  # unwrapped: what wrap wrote is gone (the backup of the host's file stays, in place)
         state.unlink(missing_ok=True)
     return True
+
+
+def _still_ours(plan: Plan, target: Path, held: Held, identity: tuple[int, int], st: os.stat_result) -> None:
+    """After the rename: the file read must still hold what was read (a host writing in place up
+    to the rename wrote there) and the path must be the file renamed over it. Else the host's
+    version is put back (its write in place; a file it renamed over the path is left as it is)
+    and MCPTapError says so."""
+    theirs = held.now()
+    if theirs != plan.before:
+        if is_file(target, identity):
+            Staged(target, theirs, st).commit()
+    elif is_file(target, identity):
+        return
+    raise MCPTapError(f"{plan.path} changed while mcptap was rewriting it (the host wrote it?): the host's "
+                      "version is kept; run it again")
 
 
 def proxy_hint(db: str, url: str) -> str:

@@ -3,10 +3,14 @@ on uvicorn, on a loopback address): the same page (viewer.html and its scripts),
 the server for what it shows, page by page (analyzer/report/livedata.py), instead of reading a
 document embedded in it. The database is opened read-only. Every request is refused unless its
 Host and Origin are local ones (analyzer/origins.py, as `mcptap serve` checks them: 421, 403) and
-it carries the token printed in the URL (403), unless the server was started without one."""
+it carries the token printed in the URL (403), unless the server was started without one. A number
+in a request's query is a 64-bit integer or a finite decimal, else 400; a connection that has not
+sent a whole request within REQUEST_TIMEOUT_S of opening (or of its last answer) is closed."""
 
 from __future__ import annotations
 
+import math
+import re
 import secrets
 import socket
 import threading
@@ -22,6 +26,11 @@ from mcptap.store import filterlang, viewpages
 
 DEFAULT_PORT = 8810
 TOKEN_HEADER = "x-mcptap-token"
+REQUEST_TIMEOUT_S = 5  # to send a whole request (its line and headers), from the connection's start or last answer
+KEEP_ALIVE_S = 5  # an idle connection between requests
+HEADER_BYTES = 65_536  # a request's line and headers, at most
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+_DECIMAL = re.compile(r"-?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][-+]?[0-9]{1,3})?")
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY"}
 
@@ -123,6 +132,62 @@ class Page:
         return page.encode("utf-8"), csp
 
 
+def query_number(name: str, value: str, kind=int):
+    """A query's number as `kind` (int: a 64-bit integer, as SQLite takes it; float: a finite
+    decimal); ValueError (a 400) for anything else."""
+    if kind is int:
+        if _INTEGER.fullmatch(value) and -2 ** 63 <= int(value) < 2 ** 63:
+            return int(value)
+        raise ValueError(f"{name} is not an integer of 64 bits")
+    if _DECIMAL.fullmatch(value) and math.isfinite(float(value)):
+        return float(value)
+    raise ValueError(f"{name} is not a finite decimal number")
+
+
+def _protocol():
+    """uvicorn's h11 protocol with a deadline for each request: a connection is closed when it has
+    not sent a whole request (line and headers) within REQUEST_TIMEOUT_S of opening or of its last
+    answer, however slowly it trickles bytes (uvicorn's keep-alive timeout alone starts only after
+    an answer, and each byte received stops it)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class DeadlineProtocol(H11Protocol):
+        deadline = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.deadline = self.loop.call_later(REQUEST_TIMEOUT_S, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+        def _too_slow(self) -> None:
+            self.deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._disarm()  # a whole request came: its answer is being made
+
+        def on_response_complete(self) -> None:
+            self._arm()
+            super().on_response_complete()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return DeadlineProtocol
+
+
 def app(db: str, *, token: str | None, policy: ListenerPolicy):
     """The ASGI application over the database `db`."""
     from starlette.applications import Starlette
@@ -142,7 +207,7 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
             if default is None:
                 raise ValueError(f"{name} is missing")
             return default
-        return kind(value)
+        return query_number(name, value, kind)
 
     def endpoint(fn):
         def handler(request):
@@ -208,7 +273,8 @@ def serve(db: str, *, listen: str | None = None, token: bool = True, open_browse
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/" + (f"?token={secret}" if secret else "")
     server = uvicorn.Server(uvicorn.Config(application, log_level="warning", access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=1))
+                                           timeout_graceful_shutdown=1, http=_protocol(),
+                                           timeout_keep_alive=KEEP_ALIVE_S, h11_max_incomplete_event_size=HEADER_BYTES))
     if on_ready is not None:
         on_ready(url)
     if open_browser:

@@ -314,8 +314,8 @@ class LiveView:
         n = self.number.get(sid)
         if n is None:
             return []
-        start = self.sessions[n]["started_at"]
-        return [[round(ts - start, 6), _text(raw)] for ts, raw in viewpages.stderr_lines(self.conn(), sid, STDERR_LINES)]
+        return viewdata.stderr_json(viewpages.stderr_lines(self.conn(), sid, STDERR_LINES, 4 * viewdata.STDERR_CHARS),
+                                    self.sessions[n]["started_at"])
 
 
 def dumps(value) -> bytes:

@@ -15,7 +15,8 @@ import numpy as np
 from mcptap import store
 from mcptap.analysis import rules
 from mcptap.report import ruledocs
-from mcptap.store import queries
+from mcptap.store import queries, viewpages
+from mcptap.wire.textsafe import shown
 
 SHOWN_CHARS = 16_384
 """A frame's bytes embedded for display (the database keeps it whole)."""
@@ -26,6 +27,8 @@ AROUND = 2  # frames before and after a finding's frame embedded first
 NEAR = 20  # a trimmed page: the frames within NEAR of a finding's frame ...
 ENDS = 100  # ... and each session's first and last ENDS
 STDERR_LINES = 20_000  # per session
+STDERR_CHARS = 4096  # of one stderr line
+STDERR_BUDGET = 1_048_576  # characters of a session's stderr lines
 MAX_FINDINGS = 100_000  # in all (the database has them all)
 
 KINDS = ["request", "notification", "response", "error", "batch", "invalid", "unparseable"]
@@ -66,6 +69,22 @@ def _number(table: dict, value) -> int:
 
 def _text(raw) -> str:
     return raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else str(raw)
+
+
+def stderr_json(lines, start: float) -> list[list]:
+    """[time from the start, text] of each stderr line (ts, head, size), each bounded to
+    STDERR_CHARS (`shown`), all to STDERR_BUDGET characters: past it a last line says how many
+    were left out."""
+    out: list[list] = []
+    budget = STDERR_BUDGET
+    for k, (ts, head, size) in enumerate(lines):
+        text = shown(head, STDERR_CHARS, size)
+        if len(text) > budget:
+            out.append([round(ts - start, 6), f"… [{len(lines) - k:,} more stderr lines not shown]"])
+            break
+        budget -= len(text)
+        out.append([round(ts - start, 6), text])
+    return out
 
 
 def build(db: str, ids: list[str], latency: list[dict], *, version: str, trim: bool = False) -> dict:
@@ -116,8 +135,7 @@ def _build(conn, db, ids, latency, version, trim=False) -> dict:
             if len(kept) < len(rows):
                 left_out[sid] = len(rows) - len(kept)
             rows = kept
-        stderr.append([[round(line.ts - start, 6), _text(line.raw)]
-                       for line, _ in zip(store.iter_stderr(conn, sid), range(STDERR_LINES))])
+        stderr.append(stderr_json(viewpages.stderr_lines(conn, sid, STDERR_LINES, 4 * STDERR_CHARS), start))
         if not rows:
             continue
         seq, ts, d, size, exchange, k, mid, method, paired, lat, blob = zip(*rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import sqlite3
 import sys
 
@@ -61,6 +62,13 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         schema.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
 
 
+def readonly_uri(path: str | os.PathLike) -> str:
+    """The SQLite URI that opens the file at `path` read-only (mode=ro): the absolute path quoted
+    as a file URI by the standard library (pathlib), so a `%`, `?` or `#` in a name is part of
+    the name, never an escape or the start of the query."""
+    return pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+
+
 def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Connection:
     """Open a database that must already hold mcptap's tables; NotADatabase otherwise.
     With write=True the schema is brought up to date (for import into an existing file)."""
@@ -87,8 +95,7 @@ def open_existing(path: str | os.PathLike, *, write: bool = False) -> sqlite3.Co
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             tables = _tables(conn)
         except sqlite3.OperationalError:
-            uri = "file:" + os.path.abspath(path) + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None, check_same_thread=False)
             tables = _tables(conn)
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:

@@ -6,7 +6,11 @@ tests/data/filter_corpus.json holds the cases both must agree on.
 A tree is tuples: ("or", a, b), ("and", a, b), ("not", a), ("has", field), ("cmp", field, op,
 value) with op one of == != < <= > >= contains ~, and ("in", field, [value, ...]). A field is a
 name of FIELDS or, for a JSON member, a tuple of path steps (str members, int indices). A value is
-(type, v): ("num", float), ("str", str), ("bool", bool) or ("null", None)."""
+(type, v): ("num", float), ("str", str), ("bool", bool) or ("null", None). A chain of `and` (or
+`or`) is a balanced tree of its tests, and a filter nests at most MAX_NESTING parentheses and
+negations and holds at most MAX_TESTS tests: its tree is a few hundred levels deep at most, which
+the compiler's recursion and SQLite's expression depth (1000) both take. Regular expressions are
+RE2's (`regex`), matched in time linear in the text: no pattern backtracks."""
 
 from __future__ import annotations
 
@@ -31,6 +35,10 @@ _NUMBER = re.compile(r"^(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)([A-Za-zµ]*
 _PATH = re.compile(r"^(" + "|".join(JSON_ROOTS) + r")((?:\.[A-Za-z_$][\w$-]*|\[\d+\])*)$")
 _STEP = re.compile(r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]")
 _WORD_END = re.compile(r"[\s()\"{},!=<>~&|]")
+MAX_NESTING = 100
+"""Parentheses and negations one inside another, at most."""
+MAX_TESTS = 2000
+"""Tests (and values of `in` sets) in one filter, at most."""
 _SYMBOLS = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "~", "(", ")", "{", "}", ",", "!")
 
 
@@ -88,6 +96,18 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.pos = 0
+        self.nesting = 0
+        self.tests = 0
+
+    def deeper(self, col: int) -> None:
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise FilterError(f"the filter nests deeper than {MAX_NESTING} parentheses and negations", col)
+
+    def counted(self, n: int, col: int) -> None:
+        self.tests += n
+        if self.tests > MAX_TESTS:
+            raise FilterError(f"the filter holds more than {MAX_TESTS} tests", col)
 
     def parse(self):
         if not self.toks:
@@ -112,21 +132,30 @@ class _Parser:
         return False
 
     def either(self):
-        left = self.both()
+        terms = [self.both()]
         while self.take("or", "||"):
-            left = ("or", left, self.both())
-        return left
+            terms.append(self.both())
+        return balanced("or", terms)
 
     def both(self):
-        left = self.negation()
+        terms = [self.negation()]
         while self.take("and", "&&"):
-            left = ("and", left, self.negation())
-        return left
+            terms.append(self.negation())
+        return balanced("and", terms)
 
     def negation(self):
-        if self.take("not", "!"):
-            return ("not", self.negation())
-        return self.primary()
+        nested = 0
+        while True:
+            tok = self.peek()
+            if not self.take("not", "!"):
+                break
+            self.deeper(tok[2])
+            nested += 1
+        tree = self.primary()
+        for _ in range(nested):
+            tree = ("not", tree)
+        self.nesting -= nested
+        return tree
 
     def primary(self):
         tok = self.peek()
@@ -135,15 +164,18 @@ class _Parser:
         kind, value, col = tok
         if kind == "op" and value == "(":
             self.pos += 1
+            self.deeper(col)
             inner = self.either()
             close = self.peek()
             if close is None or close[1] != ")" or close[0] != "op":
                 raise FilterError("a parenthesis is not closed", col)
             self.pos += 1
+            self.nesting -= 1
             return inner
         if kind != "word":
             raise FilterError(f"expected a field, not {value!r}", col)
         self.pos += 1
+        self.counted(1, col)
         field = _field(value, col)
         op = self.peek()
         if op is None or not ((op[0] == "op" and op[1] in ("==", "!=", *ORDER_OPS, "~")) or
@@ -162,6 +194,7 @@ class _Parser:
         self.pos += 1
         values = [self.value(field, "==", col)]
         while self.take(","):
+            self.counted(1, col)
             values.append(self.value(field, "==", col))
         close = self.peek()
         if close is None or close[:2] != ("op", "}"):
@@ -175,6 +208,15 @@ class _Parser:
             raise FilterError(f"{op} needs a value", tok[2] if tok else self.end_column())
         self.pos += 1
         return _typed(field, op, tok, op_col)
+
+
+def balanced(op: str, terms: list):
+    """The tests of an `and` (or `or`) chain as a balanced tree of that operator: the same
+    selection as the chain, log2(n) levels deep."""
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return (op, balanced(op, terms[:half]), balanced(op, terms[half:]))
 
 
 def _field(word: str, col: int):
@@ -232,12 +274,26 @@ def _typed(field, op: str, tok, op_col: int):
     return _checked_regex(("str", text), op, col)
 
 
+def regex(pattern: str):
+    """The compiled regular expression of a `~` test: RE2's syntax (Python's, less backreferences
+    and lookaround), matched in time linear in the text; re2.error when it is not one."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # its parse errors are ours to report, not RE2's log on stderr
+    return re2.compile(pattern, options)
+
+
 def _checked_regex(value, op: str, col: int):
     if op == "~":
+        import re2
+
         try:
-            re.compile(value[1])
-        except re.error as e:
-            raise FilterError(f"not a regular expression: {e.msg}", col) from None
+            regex(value[1])
+        except re2.error as e:
+            message = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+            raise FilterError(f"not a regular expression (RE2 syntax: no backreferences or lookaround): {message}",
+                              col) from None
     return value
 
 

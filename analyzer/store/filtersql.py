@@ -1,12 +1,12 @@
 """A display filter (analyzer/store/filterlang.py) as SQL over the store: a WHERE clause over one
 frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange) that is 1 or
 0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), and the
-frames it selects. Regular expressions are Python's `re.search`, registered on the connection."""
+frames it selects. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
+no pattern holds SQLite's callback for long), registered on the connection."""
 
 from __future__ import annotations
 
 import functools
-import re
 import sqlite3
 from collections.abc import Iterator
 
@@ -21,7 +21,7 @@ _FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity"}
 
 @functools.lru_cache(maxsize=64)
 def _regex(pattern: str):
-    return re.compile(pattern)
+    return filterlang.regex(pattern)
 
 
 def _regexp(value, pattern) -> int:
@@ -50,7 +50,7 @@ def _node(tree, params: list) -> str:
     if op == "not":
         return f"(NOT {_node(tree[1], params)})"
     if op == "in":
-        return "(" + " OR ".join(_node(("cmp", tree[1], "==", v), params) for v in tree[2]) + ")"
+        return _node(filterlang.balanced("or", [("cmp", tree[1], "==", v) for v in tree[2]]), params)
     if op == "has":
         return f"COALESCE({_has(tree[1], params)}, 0)"
     _, field, cmp, value = tree

@@ -5,11 +5,10 @@ exchange, and the marker that tells another connection's commit."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Sequence
 
-from mcptap.store.connections import has_table, open_existing
+from mcptap.store.connections import has_table, open_existing, readonly_uri
 from mcptap.store.queries import frame_columns
 
 ROW_COLUMNS = ("seq", "ts", "direction", "size", "exchange_id", "kind", "id", "method", "paired_frame", "latency_s",
@@ -23,8 +22,7 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     """The database at `path` (checked as open_existing checks it) opened read-only (mode=ro): the
     viewer can change nothing in it, and sees what writers commit."""
     open_existing(path).close()
-    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    return sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None, check_same_thread=False)
 
 
 def data_version(conn: sqlite3.Connection) -> tuple:
@@ -137,9 +135,10 @@ def exchange(conn: sqlite3.Connection, exchange_id: str) -> dict | None:
     return dict(row) if row is not None else None
 
 
-def stderr_lines(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[float, bytes]]:
-    """(ts, raw) of the session's first `limit` stderr lines, in time order."""
+def stderr_lines(conn: sqlite3.Connection, session_id: str, limit: int, cut: int) -> list[tuple[float, bytes, int]]:
+    """(ts, the first `cut` bytes of raw, raw's size in bytes) of the session's first `limit` stderr
+    lines, in time order."""
     if not has_table(conn, "stderr_lines"):
         return []
-    return conn.execute("SELECT ts, raw FROM stderr_lines WHERE session_id = ? ORDER BY ts, seq LIMIT ?",
-                        (session_id, limit)).fetchall()
+    return conn.execute("SELECT ts, substr(CAST(raw AS BLOB), 1, ?), length(CAST(raw AS BLOB)) FROM stderr_lines "
+                        "WHERE session_id = ? ORDER BY ts, seq LIMIT ?", (cut, session_id, limit)).fetchall()

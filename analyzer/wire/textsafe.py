@@ -7,7 +7,9 @@ invisible ones (a bidi override such as U+202E, an isolate U+2066-U+2069, a mark
 any other format character would reorder or hide what is shown). Each such character is written
 as its escape (`\\x1b`, `\\u202e`). JSON and SARIF keep the value and write each such character
 as a JSON escape (`json_text`); the HTML report writes `printable` text escaped for HTML
-(analyzer/report/html.py)."""
+(analyzer/report/html.py). Text from the traffic that a page or the viewer's API shows (a stderr
+line, a frame's bytes) is first bounded by `shown`: a cut of at most so many characters that says
+how long the whole was."""
 
 from __future__ import annotations
 
@@ -20,6 +22,19 @@ def storable(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def shown(raw: bytes | str | None, limit: int, size: int | None = None) -> str | None:
+    """The text of `raw` (bytes as UTF-8, a byte that is not as its `\\x` escape) as a page shows
+    it: at most `limit` characters, then, when `raw` (or the whole it was cut from, of `size`
+    bytes) is longer, a mark saying how long the whole is. None stays None."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, (bytes, bytearray, memoryview)) else str(raw)
+    whole = max(size or 0, len(raw) if isinstance(raw, (bytes, bytearray)) else len(text.encode("utf-8", "surrogatepass")))
+    if len(text) <= limit and whole <= len(text.encode("utf-8", "surrogatepass")):
+        return text
+    return f"{text[:limit]}… [cut: {whole:,} bytes in all]"
 
 
 def printable(text: str) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from mcptap.analysis import drift
@@ -156,11 +157,12 @@ def test_a_document_that_is_not_a_baseline_is_refused(doc):
         drift.check_document(doc, "f.json")
 
 
-def test_a_definition_nested_past_what_json_can_write_back_is_left_out_not_a_failure():
+def test_a_definition_nested_past_what_json_can_write_back_is_kept_bounded_and_its_removal_found():
     deep: dict = {"type": "object"}
     for _ in range(400):
         deep = {"items": deep}
     tool = {**ECHO, "inputSchema": deep}
     declared = collect("S", session([tool, ADD], [ADD]))
-    assert [sorted(x.items) for x in declared.listings] == [["add"], ["add"]]
-    assert judged(session([tool, ADD], [ADD])) == []
+    assert [sorted(x.items) for x in declared.listings] == [["add", "echo"], ["add"]]
+    orjson.dumps(drift.document([(declared, None)]))  # a baseline of it can be written
+    assert {f[3] for f in judged(session([tool, ADD], [ADD]))} == {"definition-removed"}

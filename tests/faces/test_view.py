@@ -7,12 +7,9 @@ while the page is open appearing in it. The screenshot of the live face in docs/
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import shutil
 import sqlite3
-import subprocess
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,27 +21,7 @@ from mcptap.engine import selection
 from tests.conftest import mcptap, run
 from tests.faces.test_viewer import HOSTILE_FRAMES, IMAGES, chrome, rows, shoot, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
-
-
-@contextlib.contextmanager
-def viewing(db, *args: str):
-    """`mcptap view --db DB --listen 127.0.0.1:0 ARGS` running: the URL it printed."""
-    proc = subprocess.Popen(mcptap("view", "--db", Path(db).name, "--listen", "127.0.0.1:0", *args),
-                            cwd=Path(db).parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(60)
-    try:
-        assert line and line[0].startswith(b"http://127.0.0.1:"), (line, proc.poll())
-        yield line[0].decode().strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+from tests.support.viewing import viewing
 
 
 def demo_db(folder: Path) -> dict:
