@@ -17,6 +17,8 @@ from mcptap.wire import jsonwire
 C2S, S2C = mcp.C2S, mcp.S2C
 TOOL_LIST = "tools/list"
 X_MCP_HEADER = "x-mcp-header"
+LISTEN = "subscriptions/listen"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
 class Posted:
@@ -64,6 +66,31 @@ def http_error(row: dict) -> bool:
     """The exchange was answered with an HTTP error status (its body, if any, explains the error)."""
     status = row.get("status")
     return type(status) is int and status >= 400
+
+
+class Listened:
+    """A 2026-07-28 `subscriptions/listen` stream over HTTP: the request that opened it (`id` as
+    parsed, its `notifications` filter) and what the server sent on it, in order (`messages`:
+    (frame, method or None for the closing answer, the `_meta` subscriptionId or ABSENT, params))."""
+
+    __slots__ = ("id", "filter", "messages")
+
+    def __init__(self, posted: Posted):
+        request = next(iter(posted.requests.values()), None)
+        self.id = request.id if request is not None else mcp.ABSENT
+        wanted = (posted.params or {}).get("notifications")
+        self.filter = wanted if type(wanted) is dict else {}
+        self.messages: list[tuple[int, str | None, Any, dict]] = []
+
+    def add(self, seq: int, value: Any) -> None:
+        if type(value) is not dict:
+            return
+        method = value.get("method")
+        body = value.get("params") if "method" in value else value.get("result")
+        body = body if type(body) is dict else {}
+        meta = body.get("_meta")
+        said = meta.get(SUBSCRIPTION_ID, mcp.ABSENT) if type(meta) is dict else mcp.ABSENT
+        self.messages.append((seq, method if type(method) is str else None, said, body))
 
 
 def headers_of_tools(value: Any) -> dict[str, dict[tuple[str, ...], tuple[str, Any]]]:
@@ -152,6 +179,7 @@ class HttpFrames:
         self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
         self.http_answers: dict[str, tuple] = {}  # 2026-07-28: exchange id -> (kind, error code) of its answer
         self.param_headers: dict[str, dict] = {}  # 2026-07-28: tool name -> its x-mcp-header annotations
+        self.listen_streams: dict[str, Listened] = {}  # 2026-07-28: exchange id -> its subscriptions/listen stream
 
     def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
         """A frame that crossed HTTP in `exchange`: `frame()`, and for a request body, a note of
@@ -170,7 +198,7 @@ class HttpFrames:
             finally:
                 self._scope, self._scope_error = None, False
             if self.stateless:
-                self._answered_in(exchange, raw)
+                self._answered_in(exchange, seq, raw)
             return
         self.frame(seq, ts, direction, raw)
         if exchange is not None and direction == C2S and exchange not in self._posted:
@@ -193,10 +221,17 @@ class HttpFrames:
                                             tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION),
                                             requests, entry, params)
 
-    def _answered_in(self, exchange: str, raw: str | bytes) -> None:
+    def _answered_in(self, exchange: str, seq: int, raw: str | bytes) -> None:
         """2026-07-28: note how the answer in a POST's exchange answered (its kind and error code,
-        for the header and status rules), and the `x-mcp-header` annotations of a tools/list
-        result that has any (the only frames parsed again, and only when they name one)."""
+        for the header and status rules), the `x-mcp-header` annotations of a tools/list result
+        that has any, and each message on a `subscriptions/listen` stream (the only frames parsed
+        again: those, and tools/list results that name an annotation)."""
+        posted = self._posted.get(exchange)
+        if posted is not None and posted.methods == (LISTEN,):
+            stream = self.listen_streams.get(exchange)
+            if stream is None:
+                stream = self.listen_streams[exchange] = Listened(posted)
+            stream.add(seq, jsonwire.parse(raw).value)
         last = self.last_sent.get(S2C)
         if type(last) is tuple:
             kind = last[5]
@@ -208,7 +243,6 @@ class HttpFrames:
             self.http_answers[exchange] = (ERROR, error.get("code") if type(error) is dict else None)
         elif kind == RESPONSE:
             self.http_answers[exchange] = (RESPONSE, None)
-            posted = self._posted.get(exchange)
             if (posted is not None and posted.methods == (TOOL_LIST,)
                     and ((b"x-mcp-header" if type(raw) is bytes else "x-mcp-header") in raw or self.param_headers)):
                 self.param_headers.update(headers_of_tools(jsonwire.parse(raw).value))

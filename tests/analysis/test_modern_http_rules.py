@@ -14,7 +14,7 @@ from mcptap.analysis.rules import load
 from mcptap.analysis.rules.headers import decoded
 from tests.analysis.test_operations import ANSWER, ELICIT, asked, frames
 from tests.analysis.test_rules import behind_oauth
-from tests.support.sessions import analyze, codes, err, http, modern, ok
+from tests.support.sessions import analyze, codes, err, http, modern, note, ok
 
 R = "2026-07-28"
 DONE = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}
@@ -87,8 +87,30 @@ ISS = "iss=http%3A%2F%2F127.0.0.1%3A2%2F"
 CODE = "code=%5Bredacted%3A0123456789abcdef%5D&state=s"
 NATIVE = {"redirect_uris": ["http://127.0.0.1:9/cb"], "application_type": "native"}
 
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+def listen(*sent, wanted=None, ident=1):
+    """A subscriptions/listen POST (filter `wanted`) answered by an SSE stream of `sent` notifications
+    (method, subscriptionId or None for none, more params), then its closing answer."""
+    notes = [("s2c", note(m, {**({"_meta": {SUB: sid}} if sid is not None else {}), **more})) for m, sid, more in sent]
+    closing = ok(ident, {"resultType": "complete", "_meta": {SUB: ident}})
+    return http((fields("subscriptions/listen", response_type="text/event-stream"),
+                 [("c2s", modern(ident, "subscriptions/listen", {"notifications": wanted or {"toolsListChanged": True}})),
+                  *notes, ("s2c", closing)]))
+
+
+ACKED = ("notifications/subscriptions/acknowledged", 1, {"notifications": {"toolsListChanged": True}})
+TOOLS_CHANGED = ("notifications/tools/list_changed", 1, {})
+
 # code: (session that fires it, a near neighbour that must not)
 CASES = {
+    "subscription-ack-missing": (listen(TOOLS_CHANGED, ACKED), listen(ACKED, TOOLS_CHANGED)),
+    "subscription-id-mismatch": (listen(ACKED, ("notifications/tools/list_changed", None, {})),
+                                 listen(ACKED, TOOLS_CHANGED)),
+    "subscription-unrequested": (listen(ACKED, ("notifications/prompts/list_changed", 1, {})),
+                                 listen(ACKED, ("notifications/resources/updated", 1, {"uri": "file:///a"}),
+                                        wanted={"resourceSubscriptions": ["file:///a"]})),
     "mcp-method-header-missing": (http(call(method=None)), http(call())),
     "mcp-method-header-mismatch": (http(call(method="tools/list")), http(call())),
     "mcp-name-header-missing": (http(call(None)), http(call())),
@@ -212,6 +234,11 @@ def test_a_missing_client_capability_refused_400_is_right_and_200_is_not():
     assert "error-http-status" in codes(http(call(answer=refusal, status=200)))
 
 
+def test_a_listen_stream_acknowledged_with_its_id_and_only_what_it_asked_for_gets_no_finding():
+    assert codes(listen(ACKED, TOOLS_CHANGED)) == []
+    assert "subscription-id-mismatch" in codes(listen(ACKED, ("notifications/tools/list_changed", "1", {})))
+
+
 def test_a_tool_failure_as_a_json_rpc_error_is_a_warning():
     assert load()["tool-error-as-jsonrpc-error"].severity_for(R) == "warning"
 
@@ -241,10 +268,10 @@ def test_the_2026_07_28_authorization_rules_leave_earlier_revisions_alone():
     assert not {"auth-iss-missing", "auth-application-type-missing", "auth-dynamic-registration"} & set(codes(older))
 
 
-def test_an_iss_missing_where_the_metadata_does_not_advertise_it_is_a_warning_and_an_error_where_it_does():
+def test_an_iss_missing_where_the_metadata_does_not_advertise_it_is_info_and_an_error_where_it_does():
     quiet = ("auth-discovery", AS_META[1], {"response_body": json.dumps({"issuer": "http://127.0.0.1:2/"})})
     found = {f[3]: f[4] for f in analyze(modern_oauth(quiet, redirect(CODE)))[2]}
-    assert found.get("auth-iss-missing") == "warning"
+    assert found.get("auth-iss-missing") == "info"
     found = {f[3]: f[4] for f in analyze(modern_oauth(AS_META, redirect(CODE)))[2]}
     assert found.get("auth-iss-missing") == "error"
 

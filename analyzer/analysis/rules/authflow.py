@@ -52,11 +52,11 @@ def _responses(s):
                 yield row, query
 
 
-@rule("auth-iss-missing", group="authorization", severity="warning", on=["end"], layer="mcp",
+@rule("auth-iss-missing", group="authorization", severity="info", on=["end"], layer="mcp",
       ref=f'{AUTH} §Authorization Response Validation: "MCP authorization servers SHOULD include the iss parameter in '
-          'authorization responses, including error responses, as defined in RFC9207 Section 2"; with '
-          'authorization_response_iss_parameter_supported true and iss absent, the client must "Reject the response" '
-          '(an error then)',
+          'authorization responses, including error responses, as defined in RFC9207 Section 2"; iss absent where '
+          'the metadata does not advertise it: the client may "Proceed" (info); with '
+          'authorization_response_iss_parameter_supported true, the client must "Reject the response" (an error)',
       summary="2026-07-28: an authorization response (the authorization server's redirect) without iss (RFC 9207)")
 def iss_missing(s):
     if s.revision not in REVISIONS:
