@@ -179,6 +179,7 @@ class HttpFrames:
         self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
         self.http_answers: dict[str, tuple] = {}  # 2026-07-28: exchange id -> (kind, error code) of its answer
         self.param_headers: dict[str, dict] = {}  # 2026-07-28: tool name -> its x-mcp-header annotations
+        self.tools_listed = False  # 2026-07-28: a tools/list result was answered in a POST's exchange
         self.listen_streams: dict[str, Listened] = {}  # 2026-07-28: exchange id -> its subscriptions/listen stream
 
     def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
@@ -243,9 +244,10 @@ class HttpFrames:
             self.http_answers[exchange] = (ERROR, error.get("code") if type(error) is dict else None)
         elif kind == RESPONSE:
             self.http_answers[exchange] = (RESPONSE, None)
-            if (posted is not None and posted.methods == (TOOL_LIST,)
-                    and ((b"x-mcp-header" if type(raw) is bytes else "x-mcp-header") in raw or self.param_headers)):
-                self.param_headers.update(headers_of_tools(jsonwire.parse(raw).value))
+            if posted is not None and posted.methods == (TOOL_LIST,):
+                self.tools_listed = True
+                if (b"x-mcp-header" if type(raw) is bytes else "x-mcp-header") in raw or self.param_headers:
+                    self.param_headers.update(headers_of_tools(jsonwire.parse(raw).value))
 
     def _refused_frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         """A request body the server refused with 401/403 before reading it (MCP basic/authorization:

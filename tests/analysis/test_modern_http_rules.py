@@ -42,6 +42,8 @@ def call(name="greet", *extra, answer=None, status=None, arguments=None, method=
 
 LISTING = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
 LISTED = (fields("tools/list"), [("c2s", modern(9, "tools/list")), ("s2c", ok(9, {"tools": [REGION], **LISTING}))])
+PLAIN = (fields("tools/list"), [("c2s", modern(8, "tools/list")), ("s2c", ok(8, {"tools": [
+    {"name": "greet", "inputSchema": {"type": "object"}}], **LISTING}))])
 
 
 def sql(*headers, arguments=None, answer=None, status=None):
@@ -119,7 +121,8 @@ CASES = {
     "mcp-param-header-missing": (sql(), sql(("Mcp-Param-Region", "us-west1"))),
     "mcp-param-header-mismatch": (sql(("Mcp-Param-Region", "eu-west1")), sql(("mcp-param-region", "us-west1"))),
     "header-mismatch-accepted": (http(call("other")), http(call("other", answer=MISMATCH, status=400))),
-    "header-mismatch-false": (http(call(answer=MISMATCH, status=400)), http(call("other", answer=MISMATCH, status=400))),
+    "header-mismatch-false": (http(PLAIN, call(answer=MISMATCH, status=400)),
+                              http(PLAIN, call("other", answer=MISMATCH, status=400))),
     "error-http-status": (http(({**UNKNOWN[0], "status": 200}, UNKNOWN[1])), http(({**UNKNOWN[0], "status": 404},
                                                                                   UNKNOWN[1]))),
     "auth-iss-missing": (modern_oauth(AS_META, redirect(CODE)), modern_oauth(AS_META, redirect(f"{CODE}&{ISS}"))),
@@ -224,8 +227,10 @@ def test_an_accepted_mismatch_names_a_protocol_version_header_that_disagrees_wit
 
 
 def test_a_false_refusal_is_not_claimed_for_a_tool_whose_headers_cannot_be_known():
-    unlisted = http(call(None, ("Mcp-Param-Region", "x"), answer=MISMATCH, status=400))
-    assert "header-mismatch-false" not in codes(unlisted)
+    unlisted = http(call(answer=MISMATCH, status=400))
+    assert "header-mismatch-false" not in codes(unlisted)  # never listed: it may want Mcp-Param headers
+    assert "header-mismatch-false" in codes(http(PLAIN, call(answer=MISMATCH, status=400)))
+    assert "header-mismatch-false" in codes(http(LISTED, PLAIN, call(answer=MISMATCH, status=400)))
 
 
 def test_a_missing_client_capability_refused_400_is_right_and_200_is_not():

@@ -86,8 +86,8 @@ def _one(ex, name: str) -> str | None:
 
 def problems(ex, s) -> tuple[list[tuple[str, str]], bool]:
     """(what is wrong with the request's mirrored headers, as (code, message), and whether the
-    `Mcp-Param-{Name}` headers could be judged at all: a tools/call of a tool the session never
-    listed could not). Worked out once per exchange."""
+    `Mcp-Param-{Name}` headers could be judged at all: not for a tools/call of a tool no listing
+    in the recording annotated, unless listings were seen and none annotates any tool). Worked out once per exchange."""
     memo = ex.memo.get("headers")
     if memo is not None:
         return memo
@@ -113,8 +113,8 @@ def problems(ex, s) -> tuple[list[tuple[str, str]], bool]:
     if method == "tools/call":
         tool = params.get("name")
         annotated = s.param_headers.get(tool) if type(tool) is str else None
-        if annotated is None:
-            judged = not any(n.startswith("mcp-param-") for n in ex.header_names()) and not s.param_headers
+        if annotated is None:  # a tool no listing annotated: known only if listings were seen and none annotates
+            judged = s.tools_listed and not s.param_headers
         else:
             found += _param_problems(ex, tool, annotated, params.get("arguments"))
     version = _one(ex, "mcp-protocol-version")
