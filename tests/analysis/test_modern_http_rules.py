@@ -14,7 +14,7 @@ from mcptap.analysis.rules import load
 from mcptap.analysis.rules.headers import decoded
 from tests.analysis.test_operations import ANSWER, ELICIT, asked, frames
 from tests.analysis.test_rules import behind_oauth
-from tests.support.sessions import analyze, codes, err, http, modern, note, ok
+from tests.support.sessions import analyze, codes, err, http, modern, note, ok, req
 
 R = "2026-07-28"
 DONE = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}
@@ -242,6 +242,16 @@ def test_a_missing_client_capability_refused_400_is_right_and_200_is_not():
 def test_a_listen_stream_acknowledged_with_its_id_and_only_what_it_asked_for_gets_no_finding():
     assert codes(listen(ACKED, TOOLS_CHANGED)) == []
     assert "subscription-id-mismatch" in codes(listen(ACKED, ("notifications/tools/list_changed", "1", {})))
+
+
+def test_invalid_params_for_a_request_missing_its_meta_is_400_and_for_other_reasons_any_status():
+    bare = req(1, "tools/call", {"name": "greet"})
+    refusal = err(1, -32602, "missing _meta")
+    assert "error-http-status" in codes(http((fields("tools/call", ("Mcp-Name", "greet"), status=200),
+                                              [("c2s", bare), ("s2c", refusal)])), revision=R)
+    assert "error-http-status" not in codes(http((fields("tools/call", ("Mcp-Name", "greet"), status=400),
+                                                  [("c2s", bare), ("s2c", refusal)])), revision=R)
+    assert "error-http-status" not in codes(http(call(answer=err(1, -32602, "unknown tool"), status=200)))
 
 
 def test_a_tool_failure_as_a_json_rpc_error_is_a_warning():

@@ -12,12 +12,14 @@ import base64
 import binascii
 import re
 
+from mcptap.analysis import mcp
 from mcptap.analysis.classify import ERROR, REQUEST, RESPONSE
 from mcptap.analysis.rules.registry import Hit, rule
 from mcptap.wire.jsonwire import NumberText
 
 HTTP = "MCP 2026-07-28 basic/transports/streamable-http"
 HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION, METHOD_NOT_FOUND = -32020, -32021, -32022, -32601
+INVALID_PARAMS = -32602
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The requests that carry `Mcp-Name`, and the params member it mirrors."""
 STATUS = {METHOD_NOT_FOUND: 404, HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400}
@@ -226,15 +228,19 @@ def header_mismatch_false(ex, s):
       ref=f'{HTTP} §Protocol Version Header: "If the server does not implement the requested RPC method, it MUST '
           'respond with 404 Not Found and a JSON-RPC error with code -32601"; schema: HeaderMismatchError, '
           'MissingRequiredClientCapabilityError, UnsupportedProtocolVersionError: "For HTTP, the response status code '
-          'MUST be 400 Bad Request"',
+          'MUST be 400 Bad Request"; basic/index §Request Metadata: "A request missing any required field is malformed; '
+          'the server MUST reject it with JSON-RPC error code -32602 (Invalid params). On HTTP, the response status MUST '
+          'be 400 Bad Request."',
       summary="a 2026-07-28 error over Streamable HTTP with another status than its own (-32601: 404; -32020, -32021, "
-              "-32022: 400)")
+              "-32022, and -32602 to a request missing a required _meta field: 400)")
 def error_http_status(ex, s):
     if (not s.stateless or s.http_flavour != "streamable" or ex.method != "POST" or ex.answer is None
             or ex.answer[0] != ERROR or not isinstance(ex.status, int)):
         return None
     code = ex.answer[1]
     wanted = STATUS.get(code) if type(code) is int else None
+    if code == INVALID_PARAMS and ex.kinds == (REQUEST,) and mcp.missing_meta((ex.params or {}).get("_meta")):
+        wanted = 400  # the request lacks a required _meta field: malformed
     if wanted is None or ex.status == wanted:
         return None
     return Hit(f"{ex} was answered with error {code} and HTTP status {ex.status}; that error is sent with {wanted}")
