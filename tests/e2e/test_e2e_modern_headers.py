@@ -91,3 +91,28 @@ def test_real_sdk_clients_mirroring_the_headers_get_no_finding(client, header_se
     assert ("mcp-param-region", "us-west1") in names and ("mcp-name", "sql") in names  # what the rules judged
     report = assert_no_false_findings(rec.db)
     assert report["sessions"][0]["revision"] == R
+
+
+def test_a_real_servers_listen_stream_acknowledged_with_its_id_gets_no_subscription_finding(header_server, tmp_path):
+    db = tmp_path / "listen.db"
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                       "params": {"_meta": META, "notifications": {"toolsListChanged": True}}})
+    with mcptap_proxy(db, header_server) as proxy:
+        request = urllib.request.Request(f"{proxy.url}/mcp", data=body.encode(), method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": R, "Mcp-Method": "subscriptions/listen"})
+        with urllib.request.urlopen(request, timeout=30) as stream:
+            lines = []
+            while not any(b"acknowledged" in line for line in lines):
+                line = stream.readline()
+                assert line, lines  # the stream ended before the acknowledgment
+                lines.append(line)
+        assert proxy.stop() == 0, proxy.errors
+    conn = sqlite3.connect(db)
+    acked = conn.execute("SELECT count(*) FROM frames WHERE direction = 's2c' AND CAST(raw AS TEXT) LIKE "
+                         "'%subscriptions/acknowledged%\"io.modelcontextprotocol/subscriptionId\":7%'").fetchone()[0]
+    conn.close()
+    assert acked == 1
+    _, report = analyze_json(db)
+    assert report["sessions"][0]["revision"] == R
+    assert not [f for f in report["findings"] if f["code"].startswith("subscription-")]
