@@ -116,3 +116,29 @@ def test_a_real_servers_listen_stream_acknowledged_with_its_id_gets_no_subscript
     _, report = analyze_json(db)
     assert report["sessions"][0]["revision"] == R
     assert not [f for f in report["findings"] if f["code"].startswith("subscription-")]
+
+
+def test_a_real_2026_07_28_oauth_flow_seen_forward_is_told_its_registration_and_missing_iss_as_info(
+        sdk_python, tmp_path):
+    """The `mcp` SDK's OAuth client and authorization server, through mitmdump with the addon (forward:
+    the authorization redirect is recorded): it registers dynamically with application_type (no
+    auth-application-type-missing) and the SDK's authorization server sends no iss, advertising none
+    (auth-iss-missing, info); nothing louder."""
+    import subprocess
+
+    from tests.conftest import mcptap, run
+    from tests.support.http_helpers import mitmdump
+    from tests.support.oauth import running_oauth_server
+
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    with running_oauth_server(sdk_python) as (_, rs):
+        with mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+            done = subprocess.run([sdk_python, tool("sdk_oauth_client.py"), "auto", f"{rs}/mcp",
+                                   f"http://127.0.0.1:{proxy['port']}"], capture_output=True, timeout=90)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    assert proxy["status"] == 0, proxy["errors"]
+    report = assert_no_false_findings(db)
+    assert report["sessions"][0]["revision"] == R
+    auth = {(f["code"], f["severity"]) for f in report["findings"] if f["code"].startswith("auth-")}
+    assert auth == {("auth-iss-missing", "info"), ("auth-dynamic-registration", "info")}
