@@ -5,30 +5,37 @@ frames with their exchange and runs those rules at the end."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcptap.analysis import mcp
-from mcptap.analysis.classify import REQUEST, classify
+from mcptap.analysis.classify import ERROR, REQUEST, RESPONSE, classify
 from mcptap.analysis.messages import _MISSING, Frame, Msg, id_key
 from mcptap.analysis.statistics import _storable
 from mcptap.wire import jsonwire
 
 C2S, S2C = mcp.C2S, mcp.S2C
+TOOL_LIST = "tools/list"
+X_MCP_HEADER = "x-mcp-header"
+LISTEN = "subscriptions/listen"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
 class Posted:
     """What an HTTP request's body carried: its frame, the kinds and methods of its messages,
     the 2026-07-28 `_meta` protocol version of a single request, the requests it carried (by
-    pairing key: all that an answer in its exchange may answer) and the message or frame itself
-    (`last`, as `SessionAnalysis.last_sent` holds it: what an answer with id null answers)."""
+    pairing key: all that an answer in its exchange may answer), the message or frame itself
+    (`last`, as `SessionAnalysis.last_sent` holds it: what an answer with id null answers), and
+    a single message's `params` (None: not one message, or no params object)."""
 
-    __slots__ = ("seq", "kinds", "methods", "meta_version", "requests", "last")
+    __slots__ = ("seq", "kinds", "methods", "meta_version", "requests", "last", "params")
 
     def __init__(self, seq: int | None, kinds: tuple[str, ...], methods: tuple, meta_version: Any,
-                 requests: dict | None = None, last: Any = None):
+                 requests: dict | None = None, last: Any = None, params: dict | None = None):
         self.seq, self.kinds, self.methods, self.meta_version = seq, kinds, methods, meta_version
         self.requests: dict[tuple, Msg] = requests if requests is not None else {}
         self.last = last
+        self.params = params
 
 
 NOTHING_POSTED = Posted(None, (), (), None)
@@ -61,18 +68,103 @@ def http_error(row: dict) -> bool:
     return type(status) is int and status >= 400
 
 
-class HttpExchange:
-    """An HTTP exchange as the transport rules see it: its stored row (`row`), and what its
-    request body carried (`seq` of that frame, the `kinds` and `methods` of its messages)."""
+class Listened:
+    """A 2026-07-28 `subscriptions/listen` stream over HTTP: the request that opened it (`id` as
+    parsed, its `notifications` filter) and what the server sent on it, in order (`messages`:
+    (frame, method or None for the closing answer, the `_meta` subscriptionId or ABSENT, params))."""
 
-    def __init__(self, row: dict, posted: Posted | None, init_seq: int | None):
+    __slots__ = ("id", "filter", "messages")
+
+    def __init__(self, posted: Posted):
+        request = next(iter(posted.requests.values()), None)
+        self.id = request.id if request is not None else mcp.ABSENT
+        wanted = (posted.params or {}).get("notifications")
+        self.filter = wanted if type(wanted) is dict else {}
+        self.messages: list[tuple[int, str | None, Any, dict]] = []
+
+    def add(self, seq: int, value: Any) -> None:
+        if type(value) is not dict:
+            return
+        method = value.get("method")
+        body = value.get("params") if "method" in value else value.get("result")
+        body = body if type(body) is dict else {}
+        meta = body.get("_meta")
+        said = meta.get(SUBSCRIPTION_ID, mcp.ABSENT) if type(meta) is dict else mcp.ABSENT
+        self.messages.append((seq, method if type(method) is str else None, said, body))
+
+
+def headers_of_tools(value: Any) -> dict[str, dict[tuple[str, ...], tuple[str, Any]]]:
+    """The `x-mcp-header` annotations of a tools/list result's tools (MCP 2026-07-28 server/tools):
+    tool name -> {property path: (header name token, the property's type)}, every property
+    reachable from the schema root through `properties` alone (an empty map: a tool without any)."""
+    result = value.get("result") if type(value) is dict else None
+    tools = result.get("tools") if type(result) is dict else None
+    found = {}
+    for tool in tools if type(tools) is list else ():
+        if type(tool) is dict and type(tool.get("name")) is str:
+            annotated: dict[tuple[str, ...], tuple[str, Any]] = {}
+            _annotations(tool.get("inputSchema"), (), annotated)
+            found[tool["name"]] = annotated
+    return found
+
+
+def _annotations(schema: Any, path: tuple[str, ...], into: dict, depth: int = 0) -> None:
+    properties = schema.get("properties") if type(schema) is dict else None
+    if type(properties) is not dict or depth > 32:
+        return
+    for key, sub in properties.items():
+        if type(sub) is not dict:
+            continue
+        token = sub.get(X_MCP_HEADER)
+        if type(token) is str:
+            into[(*path, key)] = (token, sub.get("type"))
+        _annotations(sub, (*path, key), into, depth + 1)
+
+
+class HttpExchange:
+    """An HTTP exchange as the transport rules see it: its stored row (`row`), what its request
+    body carried (`seq` of that frame, the `kinds` and `methods` of its messages, a single
+    message's `params`), and what answered it in the exchange (`answer`: the kind and error code
+    of the JSON-RPC answer, None when none came in it). `header(name)` reads a request header."""
+
+    __slots__ = ("row", "method", "status", "seq", "kinds", "methods", "meta_version", "params", "is_initialize",
+                 "answer", "memo", "_headers")
+
+    def __init__(self, row: dict, posted: Posted | None, init_seq: int | None, answer: tuple | None = None):
         self.row = row
         self.method, self.status = row["method"], row["status"]
         self.seq = posted.seq if posted is not None else None
         self.kinds = posted.kinds if posted is not None else ()
         self.methods = posted.methods if posted is not None else ()
         self.meta_version = posted.meta_version if posted is not None else None
+        self.params = posted.params if posted is not None else None
         self.is_initialize = posted is not None and posted.seq == init_seq
+        self.answer = answer
+        self.memo: dict[str, Any] = {}  # what the rules work out once per exchange
+        self._headers: dict[str, list[str]] | None = None
+
+    @property
+    def headers_known(self) -> bool:
+        """The capture stored the request's headers (an import may not have them)."""
+        return self.row.get("request_headers") is not None
+
+    def header(self, name: str) -> list[str]:
+        """The values of request header `name` (lower case), as stored."""
+        if self._headers is None:
+            self._headers = {}
+            try:
+                fields = json.loads(self.row.get("request_headers") or "[]")
+            except ValueError:
+                fields = []
+            for field in fields if type(fields) is list else ():
+                if type(field) is list and len(field) == 2 and type(field[0]) is str and type(field[1]) is str:
+                    self._headers.setdefault(field[0].lower(), []).append(field[1])
+        return self._headers.get(name, [])
+
+    def header_names(self) -> list[str]:
+        """The request's header names, lower case."""
+        self.header("")
+        return list(self._headers or ())
 
     def __str__(self) -> str:
         what = f"frame {self.seq}" if self.seq is not None else f"exchange {self.row['id']}"
@@ -82,6 +174,13 @@ class HttpExchange:
 
 class HttpFrames:
     """SessionAnalysis's HTTP part (its state is set up in SessionAnalysis.__init__)."""
+
+    def _http_state(self) -> None:
+        self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
+        self.http_answers: dict[str, tuple] = {}  # 2026-07-28: exchange id -> (kind, error code) of its answer
+        self.param_headers: dict[str, dict] = {}  # 2026-07-28: tool name -> its x-mcp-header annotations
+        self.tools_listed = False  # 2026-07-28: a tools/list result was answered in a POST's exchange
+        self.listen_streams: dict[str, Listened] = {}  # 2026-07-28: exchange id -> its subscriptions/listen stream
 
     def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
         """A frame that crossed HTTP in `exchange`: `frame()`, and for a request body, a note of
@@ -99,13 +198,19 @@ class HttpFrames:
                 self.frame(seq, ts, direction, raw)
             finally:
                 self._scope, self._scope_error = None, False
+            if self.stateless:
+                self._answered_in(exchange, seq, raw)
             return
         self.frame(seq, ts, direction, raw)
         if exchange is not None and direction == C2S and exchange not in self._posted:
             entry = self.last_sent.get(direction)
             last = self._last(direction)
             messages = last.elements if isinstance(last, Frame) else [last]
-            meta = messages[0].meta() if len(messages) == 1 and type(messages[0].value) is dict else {}
+            value = messages[0].value if len(messages) == 1 else None  # a fast-path message parses here, once
+            params = value.get("params") if type(value) is dict else None
+            params = params if type(params) is dict else None
+            meta = params.get("_meta") if params is not None else None
+            meta = meta if type(meta) is dict else {}
             requests = {}
             for m in messages:
                 if m.kind == REQUEST:
@@ -115,7 +220,34 @@ class HttpFrames:
                         requests[key] = req
             self._posted[exchange] = Posted(seq, tuple(m.kind for m in messages) or (last.kind,),
                                             tuple(m.method for m in messages), meta.get(mcp.META_PROTOCOL_VERSION),
-                                            requests, entry)
+                                            requests, entry, params)
+
+    def _answered_in(self, exchange: str, seq: int, raw: str | bytes) -> None:
+        """2026-07-28: note how the answer in a POST's exchange answered (its kind and error code,
+        for the header and status rules), the `x-mcp-header` annotations of a tools/list result
+        that has any, and each message on a `subscriptions/listen` stream (the only frames parsed
+        again: those, and tools/list results that name an annotation)."""
+        posted = self._posted.get(exchange)
+        if posted is not None and posted.methods == (LISTEN,):
+            stream = self.listen_streams.get(exchange)
+            if stream is None:
+                stream = self.listen_streams[exchange] = Listened(posted)
+            stream.add(seq, jsonwire.parse(raw).value)
+        last = self.last_sent.get(S2C)
+        if type(last) is tuple:
+            kind = last[5]
+        else:
+            kind = last.kind if last is not None else None
+        if kind == ERROR:
+            value = last.value if not type(last) is tuple else jsonwire.parse(raw).value
+            error = value.get("error") if type(value) is dict else None
+            self.http_answers[exchange] = (ERROR, error.get("code") if type(error) is dict else None)
+        elif kind == RESPONSE:
+            self.http_answers[exchange] = (RESPONSE, None)
+            if posted is not None and posted.methods == (TOOL_LIST,):
+                self.tools_listed = True
+                if (b"x-mcp-header" if type(raw) is bytes else "x-mcp-header") in raw or self.param_headers:
+                    self.param_headers.update(headers_of_tools(jsonwire.parse(raw).value))
 
     def _refused_frame(self, seq: int, ts: float, direction: str, raw: str | bytes) -> None:
         """A request body the server refused with 401/403 before reading it (MCP basic/authorization:
@@ -155,7 +287,7 @@ class HttpFrames:
         for row in self.exchanges:
             if row.get("role") in AUTH_ROLES:
                 continue  # not MCP: the authorization rules read them (`_auth_rules`)
-            ex = HttpExchange(row, self._posted.get(row["id"]), init_seq)
+            ex = HttpExchange(row, self._posted.get(row["id"]), init_seq, self.http_answers.get(row["id"]))
             for rule in self._dispatch.exchange:
                 hit = rule.check(ex, self)
                 if hit is not None:

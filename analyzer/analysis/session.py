@@ -62,7 +62,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self.exchanges = exchanges
         self.http_flavour = (("legacy-sse" if any(e.get("endpoint") for e in exchanges) else "streamable")
                              if exchanges else None)
-        self._posted: dict[str, Posted] = {}  # exchange id -> the request frame it carried
+        self._http_state()  # what each exchange carried and how it was answered (HttpFrames)
         self.refused_seqs: dict[str, int] = {}  # exchange id -> the request frame it refused 401/403
         self._exchange_rows = {e["id"]: e for e in exchanges or ()}
         # HTTP: what the answer being analysed may answer (its exchange's body; None: the session's

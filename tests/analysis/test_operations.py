@@ -9,7 +9,13 @@ import pytest
 
 from mcptap.analysis import operations, paired
 from mcptap.analysis.rules import load
-from tests.support.sessions import err, handshake, modern, note, ok, req
+from tests.support.sessions import err, handshake, note, ok, req
+from tests.support.sessions import modern as _modern
+
+
+def modern(id, method, params=None, **meta):
+    """A 2026-07-28 request of a client that declares elicitation, the input the rounds here ask for."""
+    return _modern(id, method, params, **{"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}, **meta})
 
 R26, R25 = "2026-07-28", "2025-11-25"
 ELICIT = {"ask": {"method": "elicitation/create", "params": {"mode": "form", "message": "who?",
@@ -243,7 +249,8 @@ def test_analyze_stores_the_operations_findings_and_counts_a_retried_call_once(t
     from mcptap import engine
 
     report = engine.analyze(stored(tmp_path, mrtr(echo="S1-edited")))
-    assert [f.code for f in report.findings if f.code != "schema-violation"] == ["request-state-altered"]
+    assert [f.code for f in report.findings if f.code != "schema-violation"] == ["request-state-altered",
+                                                                                "request-state-altered-accepted"]
     (record,) = [r for m, r in report.methods.items() if m == "tools/call"]
     assert record["calls"] == 1
 

@@ -31,5 +31,6 @@ def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
     from mcptap.analysis.rules import (authorization, definitions, envelope, lifecycle, methods,  # noqa: F401
                                        operations, pairing, progress, schema, tools, transport)
+    from mcptap.analysis.rules import authflow, headers, rounds, subscriptions  # noqa: F401
 
     return RULES

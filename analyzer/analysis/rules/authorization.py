@@ -101,10 +101,11 @@ def token_in_query(s):
 @rule("auth-resource-missing", group="authorization", severity="error", on=["end"], layer="mcp",
       ref=f'{AUTH} 2025-06-18 on, §Resource Parameter Implementation (RFC 8707): the resource parameter "MUST be '
           'included in both authorization requests and token requests"',
-      summary="an authorization or token request without the resource parameter (2025-06-18 and later)")
+      summary="an authorization or token request without the resource parameter (2025-06-18 and later, where the "
+              "server named its protected-resource metadata)")
 def resource_missing(s):
-    if not revision_at_least(s.revision, "2025-06-18"):
-        return
+    if not revision_at_least(s.revision, "2025-06-18") or not _protected_resource(s):
+        return  # a 2025-03-26 flow (no protected-resource metadata): resource indicators came later
     for row in _exchanges(s):
         role = row.get("role")
         if role == "auth-authorize" and "resource" not in _query(row["url"]):
@@ -113,6 +114,19 @@ def resource_missing(s):
             form = dict(parse_qsl(row.get("request_body") or "", keep_blank_values=True))
             if form.get("grant_type") in ("authorization_code", "refresh_token") and "resource" not in form:
                 yield _at(s, row, f"the token request ({form['grant_type']}) has no resource parameter")
+
+
+def _protected_resource(s) -> bool:
+    """The flow found the server's protected-resource metadata (RFC 9728), or a challenge named it:
+    the 2025-06-18 flow. Without it the client discovered the authorization server the 2025-03-26
+    way (its metadata at the server's root, or the default endpoints)."""
+    for row in _exchanges(s):
+        if PRM_PATH in row["url"] and row.get("status") == 200:
+            return True
+        if row.get("status") in (401, 403) and any("resource_metadata" in c.lower()
+                                                   for c in headers(row, "response", "www-authenticate")):
+            return True
+    return False
 
 
 def _insecure(url: str) -> bool:

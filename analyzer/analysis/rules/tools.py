@@ -12,7 +12,7 @@ _PROTOCOL_TROUBLE = re.compile(r"unknown tool|tool\b.*\bnot found|no such tool|i
 """What a message says when the call itself was wrong (not the tool's work): left alone."""
 
 
-@rule("tool-error-as-jsonrpc-error", group="methods", severity="info", on=["response"], layer="mcp",
+@rule("tool-error-as-jsonrpc-error", group="methods", severity="warning", on=["response"], layer="mcp",
       ref='MCP server/tools §Error Handling: "Tool Execution Errors: Reported in tool results with isError: true"; '
           'protocol errors (unknown tool, invalid arguments) are JSON-RPC errors. A heuristic: an internal error '
           '(-32603) whose message does not name a protocol problem is read as a tool failure',

@@ -120,7 +120,8 @@ def _request_header(row: dict, name: str) -> str | None:
 @rule("dns-rebinding-unprotected", group="transport", severity="warning", on=["exchange"],
       ref=f'{HTTP} §Security Warning: "Servers MUST validate the Origin header on all incoming connections to '
           'prevent DNS rebinding attacks"; "When running locally, servers SHOULD bind only to localhost"',
-      summary="a server on loopback answered 2xx to a request carrying a foreign Origin (a web page's)")
+      summary="a server on loopback answered 2xx to a request carrying a foreign Origin (a web page's), its Host "
+              "naming that origin's host or not")
 def dns_rebinding_unprotected(ex, s):
     status = ex.status
     if not isinstance(status, int) or not 200 <= status < 300 or not is_loopback(host_name(ex.row["url"])):
@@ -129,7 +130,9 @@ def dns_rebinding_unprotected(ex, s):
     if origin is None:
         return None
     host = host_name(origin)
-    if is_loopback(host) or host == host_name("//" + (_request_header(ex.row, "host") or "")):
+    if is_loopback(host):
         return None
-    return Hit(f"{ex} carried Origin {origin!r} and was answered {status}: a web page on that origin can reach "
-               "this local server (DNS rebinding)")
+    named = host_name("//" + (_request_header(ex.row, "host") or ""))
+    how = (f" and Host {named!r}: the name was rebound to this loopback address" if named == host
+           else ": a web page on that origin can reach this local server")
+    return Hit(f"{ex} carried Origin {origin!r} and was answered {status}{how} (DNS rebinding)")
