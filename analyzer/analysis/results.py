@@ -34,9 +34,11 @@ _COMPILED: OrderedDict[bytes, Any] = OrderedDict()
 
 
 def _task_created(kind: str, value) -> bool:
-    """Whether an answer is a CreateTaskResult (a task-augmented request's: `{"task": {...}}`),
-    which the revisions' models leave out: not judged by the schema (docs/findings.md)."""
-    return kind == RESPONSE and type(value) is dict and type(value.get("task")) is dict
+    """Whether an answer is a CreateTaskResult (a 2025-11-25 task-augmented request's: `{"task": {...}}`;
+    the 2026-07-28 tasks extension's: `resultType: "task"`), which the revisions' models leave out: not
+    judged by the schema (docs/findings.md)."""
+    return kind == RESPONSE and type(value) is dict and (type(value.get("task")) is dict or (
+        type(value.get("resultType")) is str and value["resultType"] in mcp.EXTENSION_RESULT_TYPES))
 
 
 def _enabled(policy, code: str) -> bool:
