@@ -158,3 +158,15 @@ def test_each_code_fires_on_its_example(code):
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_each_codes_near_neighbour_does_not_fire_it(code):
     assert code not in codes(CASES[code][1])
+
+
+def test_the_tasks_extensions_messages_are_checked_against_the_schema_it_publishes():
+    pytest.importorskip("jsonschema_rs")
+    broken = discover(TASKS) + [
+        ("c2s", modern(1, "tools/call", {"name": "slow", "arguments": {}}, **with_ext(TASKS))),
+        ("s2c", ok(1, {"resultType": "task", "taskId": "t1", "status": "working"})),
+        ("c2s", modern(2, "tasks/get", {}, **with_ext(TASKS))),
+        ("s2c", ok(2, {**D, **TASK, "status": "completed", "result": {"content": []}}))]
+    found = [(f[1], f[5]) for f in analyze(broken)[2] if f[3] == "schema-violation"]
+    assert [seq for seq, _ in found] == [4, 5] and "CreateTaskResult" in found[0][1] and "taskId" in found[1][1]
+    assert [f for f in analyze(task_session())[2] if f[3] == "schema-violation"] == []
