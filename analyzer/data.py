@@ -369,28 +369,20 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _latency_by_operation(ops: pd.DataFrame) -> pd.DataFrame:
-    from mcptap.analysis.operations import service_times
+    from mcptap.analysis.operations import Timed, service_table
 
     def cell(value):
         return None if pd.isna(value) else value
 
-    rows = ((((sid, op) if cell(op) is not None else None), int(seq), 0 if pd.isna(idx) else int(idx), str(method),
-             str(outcome), cell(step), cell(lat))
+    rows = (Timed((sid, op) if cell(op) is not None else None, int(seq), 0 if pd.isna(idx) else int(idx), str(method),
+                  str(outcome), cell(step), cell(lat))
             for sid, op, seq, idx, method, outcome, step, lat in zip(
                 ops["session_id"], ops["operation"], ops["seq"], ops["idx"], ops["method"], ops["outcome"],
                 ops["step"], ops["operation_latency_s"]))
-    stats = service_times(rows)
-    table = pd.DataFrame(
-        [{"method": method, "calls": s["calls"], "errors": s["errors"], "tool_errors": s["tool_errors"],
-          "unanswered": s["unanswered"], "p50_s": _or_nan(s["latencies"].quantile(0.5)),
-          "p95_s": _or_nan(s["latencies"].quantile(0.95)), "max_s": _or_nan(s["latencies"].max)}
-         for method, s in stats.items()],
-        columns=["method", "calls", "errors", "tool_errors", "unanswered", "p50_s", "p95_s", "max_s"])
-    return table.set_index("method").sort_values("calls", ascending=False, kind="stable")
-
-
-def _or_nan(value) -> float:
-    return np.nan if value is None else value
+    table = pd.DataFrame(service_table(rows), columns=["method", "calls", "errors", "tool_errors", "unanswered",
+                                                       "p50_s", "p95_s", "max_s"])
+    return table.set_index("method").astype({c: "float64" for c in ("p50_s", "p95_s", "max_s")}).sort_values(
+        "calls", ascending=False, kind="stable")
 
 
 def _percentile(values: pd.Series, q: float) -> float:
