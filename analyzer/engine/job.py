@@ -245,12 +245,17 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     analysis.end()
     joins = operations.may_join(analysis)
     extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy, joins)
+    rows = analysis.take_rows()
+    seqs: list[int] = []
+    calls: list[int] = []
+    wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
+    extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1
     summary = analysis.summary()
     summary["joins"] = joins  # the transcript's frames of joined operations (engine/joined.py frame_members)
-    return summary, [Message.of(row) for row in analysis.take_rows()], analysis.take_findings() + extra
+    return summary, [Message.of(row) for row in rows], analysis.take_findings() + extra
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:

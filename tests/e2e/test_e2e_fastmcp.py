@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from tests.conftest import analyze_json, assert_no_false_findings, run, tee, tool
+from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tee, tool
 from tests.support.http_helpers import free_port, http_server, mcptap_proxy
 
 
@@ -36,6 +36,8 @@ def test_fastmcp_hiding_a_tool_behind_list_changed_over_stdio_is_no_warning(db, 
     server = shlex.join(tee(db, fastmcp_python, tool("fastmcp_server.py"), "stdio", name="fastmcp"))
     hide(fastmcp_python, mode, "stdio", server)
     assert_the_removal_is_an_announced_change(db)
+    shown = run(mcptap("show", "--db", str(db), "fastmcp"))  # the transcript says it under the new listing
+    assert shown.returncode == 0 and b'info: definition-removed: tool "secret"' in shown.stdout, shown.stdout[-2000:]
 
 
 def test_fastmcp_hiding_a_tool_behind_list_changed_over_http_is_no_warning(db, fastmcp_python):
