@@ -345,9 +345,12 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
     """Per method, Wireshark's service response time: calls, errors (JSON-RPC error answers),
     tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
     unanswered, and the p50, p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the
-    JSON report), from a `messages` frame (requests and their answers). Each message counts: the
-    rounds of an input_required request and its retries, which `mcptap analyze` counts as one call
-    timed whole, count apart here (`operations()` has each operation's latency)."""
+    JSON report). From an `operations()` frame: counted by operation, as `mcptap analyze` counts
+    (one definition, analysis/operations.py `service_times`: an input_required request and its
+    retries are one call timed whole, a task's polls calls of their own). From a `messages` frame
+    (requests and their answers, what is stored): each message counts, so each round apart."""
+    if "operation" in msgs.columns:
+        return _latency_by_operation(msgs)
     requests = msgs[msgs["kind"] == "request"]
     errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
     grouped = requests.groupby("method", observed=True)
@@ -363,6 +366,23 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
         "max_s": grouped["latency_s"].max(),
     })
     return table.sort_values("calls", ascending=False)
+
+
+def _latency_by_operation(ops: pd.DataFrame) -> pd.DataFrame:
+    from mcptap.analysis.operations import Timed, service_table
+
+    def cell(value):
+        return None if pd.isna(value) else value
+
+    rows = (Timed((sid, op) if cell(op) is not None else None, int(seq), 0 if pd.isna(idx) else int(idx), str(method),
+                  str(outcome), cell(step), cell(lat))
+            for sid, op, seq, idx, method, outcome, step, lat in zip(
+                ops["session_id"], ops["operation"], ops["seq"], ops["idx"], ops["method"], ops["outcome"],
+                ops["step"], ops["operation_latency_s"]))
+    table = pd.DataFrame(service_table(rows), columns=["method", "calls", "errors", "tool_errors", "unanswered",
+                                                       "p50_s", "p95_s", "max_s"])
+    return table.set_index("method").astype({c: "float64" for c in ("p50_s", "p95_s", "max_s")}).sort_values(
+        "calls", ascending=False, kind="stable")
 
 
 def _percentile(values: pd.Series, q: float) -> float:

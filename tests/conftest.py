@@ -89,22 +89,36 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "rec.db"
 
 
-@pytest.fixture(scope="session")
-def sdk_python() -> str:
-    """Python of a cached side virtual environment with the real `mcp` SDK and mcp-server-time."""
-    tag = f"py{sys.version_info.major}{sys.version_info.minor}-" + "-".join(p.replace("==", "") for p in SDK_PACKAGES)
-    venv = CACHE / f"sdk-{tag}"
+def side_venv(prefix: str, packages: tuple[str, ...]) -> str:
+    """Python of a cached side virtual environment (in CACHE, shared and locked) with these pinned packages."""
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}-" + "-".join(p.replace("==", "") for p in packages)
+    venv = CACHE / f"{prefix}-{tag}"
     python = venv / "bin" / "python"
     ready = venv / ".ready"
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"sdk-{tag}.lock", "w", encoding="utf-8") as lock:
+    with open(CACHE / f"{prefix}-{tag}.lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not ready.exists():
             subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *SDK_PACKAGES],
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages],
                            check=True, stdout=subprocess.DEVNULL)
             ready.write_text("ok\n", encoding="utf-8")
     return str(python)
+
+
+@pytest.fixture(scope="session")
+def sdk_python() -> str:
+    """Python of a cached side virtual environment with the real `mcp` SDK and mcp-server-time."""
+    return side_venv("sdk", SDK_PACKAGES)
+
+
+FASTMCP_PACKAGES = ("fastmcp==4.1.6", "mcp==2.3.0")
+
+
+@pytest.fixture(scope="session")
+def fastmcp_python() -> str:
+    """Python of a cached side virtual environment with fastmcp (its servers) and the `mcp` SDK it runs on."""
+    return side_venv("fastmcp", FASTMCP_PACKAGES)
 
 
 @pytest.fixture(scope="session")
@@ -163,7 +177,7 @@ FAST_TIER = frozenset({
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_operations.py",
-    "analysis/test_schema.py",
+    "analysis/test_schema.py", "analysis/test_extensions.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "faces/test_transcript_tool_errors.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",

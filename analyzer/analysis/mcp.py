@@ -124,6 +124,92 @@ for _direction, _requests, _notes in (
         NOTIFICATIONS[(_rev, _direction)] = _notes[_rev]
 
 
+# -- extensions (2026-07-28 docs/extensions/overview.mdx): the official extensions' methods, by
+# (revision, direction), each naming the extension that defines it. Such a method is known (classified,
+# paired) where the extension was negotiated: the client's `extensions` capability (per request in
+# `_meta`, or at initialize) and the server's (server/discover's or initialize's capabilities).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""SEP-2663, modelcontextprotocol/ext-tasks specification/draft/tasks.md: tasks moved out of the core."""
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+"""The skills SEP draft of modelcontextprotocol/experimental-ext-skills (`skill://` URIs)."""
+KNOWN_EXTENSIONS = frozenset({TASKS_EXTENSION, SKILLS_EXTENSION})
+EXTENSIONS_FROM = "2026-07-28"
+"""The first revision with the `extensions` capability and these extensions."""
+_EXTENSION_REQUESTS = {C2S: {"tasks/get": TASKS_EXTENSION, "tasks/update": TASKS_EXTENSION,
+                             "tasks/cancel": TASKS_EXTENSION, "skills/list": SKILLS_EXTENSION,
+                             "skills/get": SKILLS_EXTENSION, "resources/directory/read": SKILLS_EXTENSION},
+                       S2C: {}}
+_EXTENSION_NOTIFICATIONS = {C2S: {}, S2C: {"notifications/tasks": TASKS_EXTENSION}}
+EXTENSION_REQUESTS: dict[tuple[str, str], dict[str, str]] = {}
+EXTENSION_NOTIFICATIONS: dict[tuple[str, str], dict[str, str]] = {}
+for _rev in KNOWN_REVISIONS:
+    for _direction in (C2S, S2C):
+        _on = _rev >= EXTENSIONS_FROM
+        EXTENSION_REQUESTS[(_rev, _direction)] = dict(_EXTENSION_REQUESTS[_direction]) if _on else {}
+        EXTENSION_NOTIFICATIONS[(_rev, _direction)] = dict(_EXTENSION_NOTIFICATIONS[_direction]) if _on else {}
+EXTENSION_SETTINGS = {"resources/directory/read": (SKILLS_EXTENSION, "directoryRead")}
+"""A method an extension defines only where the server's settings for it set a flag true (skills:
+"clients MUST NOT call resources/directory/read against a server that has not declared directoryRead: true")."""
+EXTENSION_RESULT_TYPES = {"task": TASKS_EXTENSION}
+"""`resultType` values an extension adds (tasks: a CreateTaskResult answering tools/call)."""
+
+
+def extension_of(revision: str | None, direction: str, method: str, is_request: bool) -> str | None:
+    """The official extension that defines `method` sent this way as this kind in this revision."""
+    table = EXTENSION_REQUESTS if is_request else EXTENSION_NOTIFICATIONS
+    found = table.get((revision, direction))
+    return found.get(method) if found else None
+
+
+def extensions_declared(capabilities: object) -> dict:
+    """The `extensions` member of a capabilities object (client or server), {} when absent."""
+    found = capabilities.get("extensions") if type(capabilities) is dict else None
+    return found if type(found) is dict else {}
+
+
+# -- deprecated features (S/2026-07-28 deprecated.mdx, the registry): what a session uses of them is
+# `info`, from the revision they were deprecated in.
+DEPRECATED_FEATURES: dict[str, tuple[str, str, str]] = {
+    "Roots": ("2026-07-28", "SEP-2577", "pass directories or files via tool parameters, resource URIs, or server "
+                                        "configuration"),
+    "Sampling": ("2026-07-28", "SEP-2577", "integrate directly with LLM provider APIs"),
+    "Logging": ("2026-07-28", "SEP-2577", "log to stderr for stdio transports; use OpenTelemetry for observability"),
+    "the HTTP+SSE transport": ("2025-03-26", "SEP-2596", "Streamable HTTP"),
+}
+"""Feature -> (deprecated in, the SEP, the migration path the registry names)."""
+DEPRECATED_METHODS: dict[tuple[str, str], str] = {
+    ("roots/list", S2C): "Roots", ("notifications/roots/list_changed", C2S): "Roots",
+    ("sampling/createMessage", S2C): "Sampling",
+    ("logging/setLevel", C2S): "Logging", ("notifications/message", S2C): "Logging",
+}
+"""(method, direction) -> the deprecated feature it belongs to (a server's request also as an
+InputRequiredResult's `inputRequests` entry in 2026-07-28)."""
+LEGACY_SSE = "the HTTP+SSE transport"
+DEPRECATED = "deprecated:"
+"""The prefix of a deprecated feature's name in a session's once-only set, once it reported its use."""
+
+
+def deprecated(revision: str | None, feature: str) -> bool:
+    """Whether `feature` is deprecated in `revision`."""
+    return revision_at_least(revision, DEPRECATED_FEATURES[feature][0])
+
+
+def deprecated_method(revision: str | None, direction: str, method: str) -> str | None:
+    """The deprecated feature `method` sent this way belongs to in this revision, or None."""
+    feature = DEPRECATED_METHODS.get((method, direction))
+    return feature if feature is not None and deprecated(revision, feature) else None
+
+
+def deprecated_inputs(revision: str | None, result: object) -> list[str]:
+    """The deprecated features an InputRequiredResult's `inputRequests` entries ask for."""
+    requests = result.get("inputRequests") if type(result) is dict and result.get("resultType") == "input_required" \
+        else None
+    if type(requests) is not dict:
+        return []
+    return [f for f in (deprecated_method(revision, S2C, r.get("method")) for r in requests.values()
+                        if type(r) is dict and type(r.get("method")) is str) if f is not None]
+
+
 def is_extension_method(method: str) -> bool:
     """A method namespaced as an extension: its first segment is a dotted (reverse-DNS) name,
     e.g. `io.modelcontextprotocol/tasks/get` or `com.example/reindex`."""
@@ -133,16 +219,22 @@ def is_extension_method(method: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def method_verdict(revision: str, direction: str, method: str, is_request: bool) -> str | None:
-    """None when the revision allows `method` in this direction as this kind; else the finding
-    code: unknown-method, wrong-direction, notification-as-request or request-as-notification."""
+    """None when the revision allows `method` in this direction as this kind; `extension` when an
+    official extension of the revision defines it so (mcptap judges whether it was negotiated); else
+    the finding code: unknown-method, wrong-direction, notification-as-request or request-as-notification."""
     if is_request and direction == S2C and revision in STATELESS_REVISIONS:
         return "wrong-direction"  # 2026-07-28: servers MUST NOT send requests, whatever the method
     same, other = (REQUESTS, NOTIFICATIONS) if is_request else (NOTIFICATIONS, REQUESTS)
     if method in same[(revision, direction)]:
         return None
-    if method in same[(revision, OTHER[direction])]:
+    ext_same, ext_other = ((EXTENSION_REQUESTS, EXTENSION_NOTIFICATIONS) if is_request
+                           else (EXTENSION_NOTIFICATIONS, EXTENSION_REQUESTS))
+    if method in ext_same[(revision, direction)]:
+        return "extension"  # known where its extension was negotiated (extension-not-negotiated)
+    if method in same[(revision, OTHER[direction])] or method in ext_same[(revision, OTHER[direction])]:
         return "wrong-direction"
-    if method in other[(revision, direction)] or method in other[(revision, OTHER[direction])]:
+    if (method in other[(revision, direction)] or method in other[(revision, OTHER[direction])]
+            or method in ext_other[(revision, direction)] or method in ext_other[(revision, OTHER[direction])]):
         return "notification-as-request" if is_request else "request-as-notification"
     if is_extension_method(method):
         return None

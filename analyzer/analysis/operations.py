@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -236,35 +236,64 @@ def members(ops: Iterable[paired.Operation]) -> dict[int, Member]:
 
 
 def method_stats(ops: Iterable[paired.Operation]) -> dict[str, dict]:
-    """Service response time records (analysis/statistics.py's shape) of the methods that start a
-    joined operation (more than one paired request) in these annotated operations, counted by
-    operation: a call per operation, its latency from the first request to the answer that ends
-    it, an error or tool error by that answer; an operation without that answer (its last answer
-    input_required, or no answer) is unanswered, unless cancelled or a task (whose result was
-    not fetched)."""
+    """Service response time records (`service_times`) of the methods that start a joined operation
+    (more than one paired request) in these annotated operations: what replaces the session's own
+    per-message records of those methods in `mcptap analyze`'s table."""
+    return service_times((Timed(op.operation, op.seq, op.idx or 0, op.method, op.outcome, op.step,
+                                op.operation_latency_s) for op in ops), joined_only=True)
+
+
+class Timed(NamedTuple):
+    """What the service response time table reads of one paired request (or notification)."""
+    operation: Any  # the operation it belongs to (any key; None: none)
+    seq: int
+    idx: int
+    method: str
+    outcome: str
+    step: str | None
+    operation_latency_s: float | None
+
+
+def service_table(rows: Iterable[Timed]) -> list[dict]:
+    """`service_times` of every method as table rows: method, calls, errors, tool_errors, unanswered,
+    p50_s, p95_s, max_s (None where no latency)."""
+    return [{"method": method, "calls": s["calls"], "errors": s["errors"], "tool_errors": s["tool_errors"],
+             "unanswered": s["unanswered"], "p50_s": s["latencies"].quantile(0.5),
+             "p95_s": s["latencies"].quantile(0.95), "max_s": s["latencies"].max}
+            for method, s in service_times(rows).items()]
+
+
+def service_times(rows: Iterable[Timed], *, joined_only: bool = False) -> dict[str, dict]:
+    """The service response time records (analysis/statistics.py's shape: calls, errors, tool_errors,
+    unanswered, a LatencySketch of latencies) per method, counted by operation: the one definition of
+    `mcptap analyze`'s table and of `mcptap.data.latency` over `mcptap.data.operations`. `rows`: each
+    paired request and notification (those are left out). A call per operation, of its first request's method; its latency from the first
+    request to the answer that ends it; an error or tool error by that answer; an operation without
+    that answer (its last answer input_required, or no answer) unanswered, unless cancelled or a task
+    (whose result was not fetched). `joined_only`: only the methods that start a joined operation."""
     from mcptap.analysis.latency import LatencySketch
 
-    groups: dict[str, list[paired.Operation]] = {}
-    for op in ops:
-        if op.outcome != paired.NOTIFICATION and op.operation is not None:
-            groups.setdefault(op.operation, []).append(op)
+    groups: dict[Any, list[Timed]] = {}
+    for row in rows:
+        if row.outcome != paired.NOTIFICATION and row.operation is not None:
+            groups.setdefault(row.operation, []).append(row)
     for members in groups.values():
-        members.sort(key=lambda o: (o.seq, o.idx or 0))
-    joined = {members[0].method for members in groups.values() if len(members) > 1}
+        members.sort(key=lambda r: (r.seq, r.idx))
+    joined = {members[0].method for members in groups.values() if len(members) > 1} if joined_only else None
     out: dict[str, dict] = {}
     for members in groups.values():
-        first = members[0]
-        if first.method not in joined:
+        method = members[0].method
+        if joined is not None and method not in joined:
             continue
-        stats = out.setdefault(first.method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
-                                              "latencies": LatencySketch()})
+        stats = out.setdefault(method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                        "latencies": LatencySketch()})
         stats["calls"] += 1
-        end = next((o for o in members if o.operation_latency_s is not None), None)
+        end = next((r for r in members if r.operation_latency_s is not None), None)
         if end is not None:
             stats["latencies"].add(end.operation_latency_s)
             stats["errors"] += end.outcome == paired.ERROR
             stats["tool_errors"] += end.outcome == paired.TOOL_ERROR
-        elif members[-1].outcome != paired.CANCELLED and not any(o.step and o.step.startswith("task") for o in members):
+        elif members[-1].outcome != paired.CANCELLED and not any(r.step and r.step.startswith("task") for r in members):
             stats["unanswered"] += 1
     return out
 

@@ -75,6 +75,10 @@ class Pairing:
             self.tokens[req.token] = [req, None]
         if mcp.META_LOG_LEVEL in meta:
             req.log_level = True
+        if self.stateless:  # the extensions the client declared on some request of the session
+            caps = meta.get(mcp.META_CLIENT_CAPABILITIES)
+            if type(caps) is dict and "extensions" in caps:
+                self.client_extensions.update(mcp.extensions_declared(caps))
 
     def _response(self, msg: Msg) -> None:
         request_direction = OTHER[msg.direction]

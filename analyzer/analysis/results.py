@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from mcptap.analysis import mcp
+from mcptap.analysis import extschema, mcp
 from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
 from mcptap.analysis.rules import RULES, Hit, load
-from mcptap.analysis.schema import Failed, checker, unjudged
+from mcptap.analysis.schema import Failed, checker, describe, unjudged
 from mcptap.wire import jsonwire
 
 try:  # the [schema] extra
@@ -34,9 +34,15 @@ _COMPILED: OrderedDict[bytes, Any] = OrderedDict()
 
 
 def _task_created(kind: str, value) -> bool:
-    """Whether an answer is a CreateTaskResult (a task-augmented request's: `{"task": {...}}`),
-    which the revisions' models leave out: not judged by the schema (docs/findings.md)."""
-    return kind == RESPONSE and type(value) is dict and type(value.get("task")) is dict
+    """Whether an answer is a CreateTaskResult (a 2025-11-25 task-augmented request's: `{"task": {...}}`;
+    the 2026-07-28 tasks extension's: `resultType: "task"`), which the revisions' models leave out: not
+    judged by the schema (docs/findings.md)."""
+    return kind == RESPONSE and type(value) is dict and (type(value.get("task")) is dict or (
+        type(value.get("resultType")) is str and value["resultType"] in mcp.EXTENSION_RESULT_TYPES))
+
+
+MAX_EXTENSION_PATHS = 8
+_EXTENSION_METHODS = frozenset(method for _, _, method in extschema.TYPES)
 
 
 def _enabled(policy, code: str) -> bool:
@@ -80,6 +86,18 @@ class MessageChecks:
             self.message(kind, msg.direction, method, jsonwire.to_json(msg.value) if raw is None else raw, req,
                          msg.seq, msg.idx)
 
+    def _extension(self, kind: str, direction: str, method: str, raw: str | bytes, seq: int, idx: int | None) -> None:
+        """A message of an official extension against the schema it publishes (analysis/extschema.py)."""
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return
+        check = extschema.check_of(self.revision, kind, direction, method, value)
+        if check is None:
+            return
+        for path, words in extschema.violations(check, value)[:MAX_EXTENSION_PATHS]:
+            self.add(self.schema_rule, Hit(f"{describe(path, words)} ({check[1]}, {check[0]} schema)"[:400]), seq, idx)
+
     def message(self, kind: str, direction: str, method: str, raw: str | bytes, req, seq: int,
                 idx: int | None) -> None:
         """`method`: a response's request's. `req`: a request, or the request a response answers."""
@@ -87,12 +105,16 @@ class MessageChecks:
             return
         check = checker(self.revision, kind, direction, method)
         if check is None:
+            if self.schemas and method in _EXTENSION_METHODS:
+                self._extension(kind, direction, method, raw, seq, idx)
             return
         try:
             value = check.validate(raw)
         except Failed as failed:
             value = _member(raw, check.member)  # what it says is still what the session declared
-            if self.schemas and not unjudged(failed.error) and not _task_created(kind, value):
+            if self.schemas and _task_created(kind, value):
+                self._extension(kind, direction, method, raw, seq, idx)  # by the tasks extension's schema
+            elif self.schemas and not unjudged(failed.error):
                 for hit in self.schema_rule.check((failed.check, failed.error, raw, self.revision), None) or ():
                     self.add(self.schema_rule, hit, seq, idx)
         if self.contents and type(value) is dict and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):

@@ -18,7 +18,7 @@ from mcptap.analysis.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUE
 from mcptap.analysis.dispatch import _Dispatch
 from mcptap.analysis.exchanges import (CLIENT_GONE, NOTHING_POSTED, HttpExchange, HttpFrames, Posted,  # noqa: F401
                                        client_gone, http_error)
-from mcptap.analysis.lifecycle import Lifecycle
+from mcptap.analysis.lifecycle import DEPRECATED, DISCOVER, Lifecycle
 from mcptap.analysis.messages import (_MISSING, Finding, FindingRow, Frame, MessageRow, Msg, Req, WireMsg,  # noqa: F401
                                       id_key, loose_key)
 from mcptap.analysis.notifications import Notifications, _progressed
@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - a build without a C compiler
     _wirescan = None
 
 C2S, S2C, OTHER = mcp.C2S, mcp.S2C, mcp.OTHER
+_LOGGING = DEPRECATED + "Logging"
 _SCALAR, _ARRAY = Signature("scalar"), Signature("array")
 
 
@@ -89,7 +90,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self.init_result_seq: int | None = None
         self.server_version: Any = None
         self.client_caps: Any = None
-        self.server_caps: Any = None
+        self.server_caps: Any = None  # initialize's result, or 2026-07-28 server/discover's
+        self.client_extensions: set[str] = set()  # 2026-07-28: the extensions a client request declared
         self.initialized_seq: int | None = None
         self.once: set[str] = set()
         self._gates: dict[str, bool] = {}  # method -> its capability gate cannot be closed (until caps change)
@@ -250,7 +252,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             quiet = self._quiet.get((method, direction, True))
             if quiet is None:
                 quiet = self._quiet_method(method, direction, True)
-            if not quiet or (self.stateless and direction == C2S and mcp.missing_meta(meta)):
+            if not quiet or (self.stateless and direction == C2S and (
+                    mcp.missing_meta(meta) or (mcp.META_LOG_LEVEL in meta and _LOGGING not in self.once))):
                 return False
             row = [self.session_id, seq, None, direction, REQUEST, id_json, method, None, None]
             msg = WireMsg(seq, ts, direction, raw, sig, REQUEST, method, ident, id_json, row)
@@ -282,7 +285,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             if (req is None or req is self.init_request or req.batch is not None
                     or (self._scope is not None and self._scope.requests.get(key) is not req)
                     or (req.cancelled is not None and req.cancelled < seq)
-                    or (self.stateless and kind is RESPONSE and (result_type == "input_required" or mcp.bad_result_type(result_type)))
+                    or (self.stateless and kind is RESPONSE and (result_type == "input_required" or mcp.bad_result_type(result_type)
+                                                                 or req.method == DISCOVER))
                     or (req.method == TOOL_CALL and (kind is ERROR or (kind is RESPONSE and may_be_tool_error(raw))))):
                 return False
             row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]
@@ -336,8 +340,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             self._method_facts(msg.method, msg.direction, msg.probe, True, facts)
             if self._log_unasked(msg.method, msg.direction):
                 facts.append("gated")
-            if self.stateless and msg.direction == C2S and mcp.missing_meta(msg.meta()):
-                facts.append("meta-missing")
+            if self.stateless and msg.direction == C2S:
+                self._stateless_request(msg, facts)
         elif kind == NOTIFICATION:
             self._notification(msg)
             event = "notification"
@@ -357,8 +361,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                     facts.append("after-cancel")
                 if req is self.init_request:
                     facts.append("init-response")
-            if self.stateless and kind == RESPONSE and mcp.bad_result_type(_result_type(msg.value)):
-                facts.append("result-type")
+            if self.stateless and kind == RESPONSE:
+                self._stateless_answer(msg, req, facts)
             if kind == ERROR and req is not None and req.method == "tools/call":
                 facts.append("tool-call-error")
         else:
@@ -404,11 +408,6 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                 req.row = None
             if req.cancelled is None and not req.rejected and not req.stream_closed:
                 self._stats(req.method)["unanswered"] += 1
-
-
-def _result_type(value: Any) -> Any:
-    result = value.get("result") if type(value) is dict else None
-    return result.get("resultType", _MISSING) if type(result) is dict else _MISSING
 
 
 ENVELOPE_ITEMS = 8

@@ -106,10 +106,12 @@ class Job:
         analysis.method_stats.update(methods)  # joined operations count once, timed whole
         for finding in extra:
             analysis.severities[finding.severity] += 1
-        self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early)
+        summary = analysis.summary()
+        summary["analyzed_at"] = time.time()  # one value: what is stored and what the report prints
+        self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early, summary=summary)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
-        return SessionResult(analysis.summary(), findings, analysis.method_stats, count, self.reason)
+        return SessionResult(summary, findings, analysis.method_stats, count, self.reason)
 
     def finish(self, results: list[SessionResult]) -> None:
         """Store what is still waiting; a failure to is every session's reason."""
@@ -120,7 +122,7 @@ class Job:
                 result.not_stored_reason = result.not_stored_reason or self.reason
 
     def _take(self, sid: str, analysis: SessionAnalysis, findings: list, *, first: bool, last: bool,
-              extra: list = (), early: list | None = None) -> None:
+              extra: list = (), early: list | None = None, summary: dict | None = None) -> None:
         """The rows made since the last time (and `early`, rows taken before; `extra` findings: the
         session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
@@ -135,7 +137,7 @@ class Job:
         if first and not self.cleared:
             self.clears.append(sid)
         if last:
-            self.summaries.append(analysis.summary())
+            self.summaries.append(summary if summary is not None else analysis.summary())
         if len(self.unwritten) >= FLUSH_FRAMES:
             self._write(wait=len(self.unwritten) >= MAX_UNWRITTEN)
 
@@ -154,7 +156,8 @@ class Job:
                 store.clear_analysis(conn, sid)
             store.insert_analysis_rows(conn, self.unwritten, self.unwritten_findings)
             for summary in self.summaries:
-                store.insert_analysis_summary(conn, summary, time.time(), f"mcptap {__version__}")
+                store.insert_analysis_summary(conn, summary, summary.get("analyzed_at") or time.time(),
+                                              f"mcptap {__version__}")
             store.commit(conn)
             self.unwritten, self.unwritten_findings, self.clears, self.summaries = [], [], [], []
         except (sqlite3.Error, OSError) as exc:
@@ -242,12 +245,17 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     analysis.end()
     joins = operations.may_join(analysis)
     extra, methods = operations.judge_session(reader, session_id, analysis.revision, policy, joins)
+    rows = analysis.take_rows()
+    seqs: list[int] = []
+    calls: list[int] = []
+    wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
+    extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1
     summary = analysis.summary()
     summary["joins"] = joins  # the transcript's frames of joined operations (engine/joined.py frame_members)
-    return summary, [Message.of(row) for row in analysis.take_rows()], analysis.take_findings() + extra
+    return summary, [Message.of(row) for row in rows], analysis.take_findings() + extra
 
 
 def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:

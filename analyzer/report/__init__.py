@@ -60,7 +60,7 @@ def session_objects(report: Report) -> list[dict]:
                 rows = store.list_sessions(conn, summary["id"])
             except sqlite3.Error:
                 rows = []
-            analysis = jsonout.analysis_fields(summary, now)
+            analysis = jsonout.analysis_fields(summary, summary.get("analyzed_at") or now)
             out.append(jsonout.session_object(rows[0], analysis) if rows else dict(summary))
     finally:
         conn.close()

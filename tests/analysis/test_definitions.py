@@ -82,7 +82,7 @@ def test_the_context_budget_is_the_policys_when_it_sets_one():
 def test_a_changed_tool_names_its_path_and_the_calls_that_used_it():
     (finding,) = judged(session([ECHO2], calls=["echo", "other", "echo"]), BASE)
     sid, seq, _, code, severity, message, related = finding
-    assert (code, severity) == ("definition-changed", "error")
+    assert (code, severity) == ("definition-changed", "warning")
     assert 'tool "echo"' in message and "$.description" in message
     call_seqs = [s for s, name in collect("S", session([ECHO2], calls=["echo", "other", "echo"])).calls
                  if name == "echo"]
@@ -91,8 +91,21 @@ def test_a_changed_tool_names_its_path_and_the_calls_that_used_it():
 
 def test_a_listing_changed_within_one_session_after_list_changed_is_reported_as_a_change():
     found = judged(session([ECHO], [ECHO2], announce=True, calls=["echo"]))
-    assert [f[3] for f in found] == ["definition-changed"]
-    assert "announced by list_changed" in found[0][5]
+    assert [(f[3], f[4]) for f in found] == [("definition-changed", "info")]
+    assert "announced by list_changed" in found[0][5] and "$.description" in found[0][5]
+
+
+@pytest.mark.parametrize("before, after, code", [
+    ([ECHO], [ECHO2], "definition-changed"), ([ECHO], [ECHO, ADD], "definition-added"), ([ECHO, ADD], [ECHO], "definition-removed")])
+def test_a_change_list_changed_announced_is_info_and_one_it_did_not_is_a_warning(before, after, code):
+    assert [(f[3], f[4]) for f in judged(session(before, after, announce=True))] == [(code, "info")]
+    assert [(f[3], f[4]) for f in judged(session(before, after))] == [(code, "warning")]
+
+
+def test_against_a_baseline_a_change_stays_a_warning_though_list_changed_announced_it():
+    found = judged(session([ECHO], [ECHO, ADD], announce=True), BASE)
+    assert sorted((f[3], f[4], f[6] is None) for f in found) == [
+        ("definition-added", "info", False), ("definition-added", "warning", True)]
 
 
 def test_the_same_listing_twice_in_a_session_is_no_finding():

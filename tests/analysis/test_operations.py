@@ -281,3 +281,21 @@ def test_any_value_where_a_member_is_read_is_judged_without_failing(odd):
     for fs, revision in ((mrtr_odd, R26), (tasks_odd, R25)):
         operations.judge("S", fs, revision)
         operations.members(joined(fs))
+
+
+def test_the_pandas_latency_table_over_operations_is_the_one_analyze_prints(tmp_path):
+    import mcptap.data as mt
+    from mcptap import engine
+
+    listed = [(seq + 4, ts + 0.004, d, raw) for seq, ts, d, raw in frames(
+        ("c2s", modern(9, "tools/list")), ("s2c", ok(9, {"tools": [], "resultType": "complete"})))]
+    path = stored(tmp_path, mrtr() + listed)
+    printed = engine.analyze(path).methods
+    table = mt.latency(mt.operations(path))
+    for method, record in printed.items():
+        row = table.loc[method]
+        assert (row.calls, row.errors, row.tool_errors, row.unanswered) == (
+            record["calls"], record["errors"], record["tool_errors"], record["unanswered"]), method
+        assert (row.p50_s, row.max_s) == pytest.approx((record["latencies"].quantile(0.5), record["latencies"].max))
+    assert table.loc["tools/call", "calls"] == 1  # the input_required round and its retry: one call, timed whole
+    assert mt.latency(mt.messages(path)).loc["tools/call", "calls"] == 2  # stored messages: each round

@@ -34,11 +34,12 @@ def test_a_tool_description_changed_since_the_baseline_is_named_with_its_path_an
     assert not [f for f in json.loads(clean.stdout)["findings"] if f["code"].startswith("definition-")]
 
     record(sdk_python, later, "sdk", mode, "--echo-description", "Return the text, unchanged.")
-    done = run(mcptap("analyze", "--db", str(later), "--baseline", str(base), "--format", "json"))
+    done = run(mcptap("analyze", "--db", str(later), "--baseline", str(base), "--format", "json",
+                      "--fail-on", "warning"))
     assert done.returncode == 1, done.stdout.decode()[-2000:]
     drifted = [f for f in json.loads(done.stdout)["findings"] if f["code"].startswith("definition-")]
     (finding,) = drifted
-    assert finding["code"] == "definition-changed" and finding["severity"] == "error"
+    assert finding["code"] == "definition-changed" and finding["severity"] == "warning"
     assert 'tool "echo"' in finding["message"] and "$.description" in finding["message"]
     assert "used by tools/call at frame" in finding["message"]
     assert finding["related_frame"] is not None, finding

@@ -275,3 +275,13 @@ def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tm
     version = changes["$.result.serverInfo.version"]
     assert (version["recorded"], version["live"]) == (1.0, "1.0.0")
     assert b'"recorded":1.0,' in result.stdout  # as the wire wrote it, not re-serialised
+
+
+def test_analyze_as_json_prints_the_analyzed_at_it_stored(recorded):
+    result = run(mcptap("analyze", "--db", str(recorded), "--format", "json"))
+    assert result.returncode in (0, 1), result.stderr
+    (printed,) = json.loads(result.stdout)["sessions"]
+    conn = sqlite3.connect(recorded)
+    (stored,) = conn.execute("SELECT analyzed_at FROM analyses").fetchall()
+    conn.close()
+    assert printed["analyzed_at"] == stored[0]

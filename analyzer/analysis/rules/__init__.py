@@ -29,8 +29,8 @@ __all__ = ["EVENTS", "FACTS", "GROUPS", "RULES", "SEVERITIES", "SUBSCRIBED_EVENT
 
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
-    from mcptap.analysis.rules import (authorization, definitions, envelope, lifecycle, methods,  # noqa: F401
-                                       operations, pairing, progress, schema, tools, transport)
+    from mcptap.analysis.rules import (authorization, definitions, envelope, extensions, lifecycle,  # noqa: F401
+                                       methods, operations, pairing, progress, schema, tools, transport)
     from mcptap.analysis.rules import authflow, headers, rounds, subscriptions  # noqa: F401
 
     return RULES

@@ -21,6 +21,10 @@ def _verdict(msg, s) -> str | None:
       when=['unknown-method'])
 def unknown_method(msg, s):
     if _verdict(msg, s) == "unknown-method":
+        vendor = s.vendor_extensions()
+        if vendor:  # a negotiated extension mcptap does not know may define it: unknown, not wrong
+            return Hit(f"{msg.method} is not a method of MCP {s.revision}; the session negotiated the extension"
+                       f"{'s' if len(vendor) > 1 else ''} {', '.join(vendor)}, which may define it", severity="info")
         return Hit(f"{msg.method} is not a method of MCP {s.revision}")
 
 
@@ -86,11 +90,19 @@ def modern_meta_missing(msg, s):
 
 @rule("result-type-invalid", group="methods", severity="error", on=["response"], layer="mcp",
       ref='MCP 2026-07-28 basic §ResultType: "resultType" is "complete" or "input_required"; an unknown value '
-          "MUST be treated as invalid",
+          'MUST be treated as invalid; ext-tasks adds "task", valid where the request negotiated io.modelcontextprotocol/tasks',
       summary="2026-07-28: a result's resultType is present but not a known value",
       when=['result-type'])
 def result_type_invalid(msg, s):
     if s.stateless and msg.kind == "response":
         result = msg.value.get("result")
         if type(result) is dict and mcp.bad_result_type(result.get("resultType", mcp.ABSENT)):
-            return Hit(f"resultType {result['resultType']!r} is not one of {sorted(mcp.RESULT_TYPES)}")
+            value = result["resultType"]
+            extension = mcp.EXTENSION_RESULT_TYPES.get(value) if type(value) is str else None
+            if extension is None:
+                return Hit(f"resultType {value!r} is not one of {sorted(mcp.RESULT_TYPES)}")
+            req = msg.request
+            side = s.extension_missing(extension, req) if req is not None else "client"
+            if side is not None:
+                return Hit(f"resultType {value!r} belongs to the extension {extension}, which the {side} did not "
+                           "declare for this request")

@@ -94,6 +94,9 @@ FACTS: dict[str, str] = {
     "version-mismatch": "the server chose another protocol version than the client asked for",
     "gated": "it needs a capability that was not negotiated",
     "meta-missing": "2026-07-28: a client request without the per-request _meta",
+    "extension": "the method is one an official extension of the session's revision defines",
+    "deprecated": "it uses a feature its revision deprecates, not reported yet in the session (a method, "
+                  "_meta logLevel, an inputRequests entry)",
     # a notification's
     "cancel:no-request-id": "notifications/cancelled without a requestId",
     "cancel:initialize": "notifications/cancelled naming the initialize request",
