@@ -106,7 +106,7 @@ def test_an_ended_stream_reaches_the_client_byte_for_byte_and_ends_there_too(tmp
 def test_every_event_read_is_stored_when_the_client_disconnects_at_once_200_times_under_load(tmp_path):
     db = tmp_path / "rec.db"
     runs, workers = 200, 8
-    received: list[bytes] = []
+    received: list[tuple[str, bytes]] = []
     failures: list[BaseException] = []
     with sse_server() as upstream, mcptap_proxy(db, f"{upstream}/mcp") as proxy:
         port = int(proxy.url.rsplit(":", 1)[1])
@@ -114,7 +114,8 @@ def test_every_event_read_is_stored_when_the_client_disconnects_at_once_200_time
         def work(first: int) -> None:
             try:
                 for ident in range(first, runs, workers):
-                    received.append(read_answer(port, call(port, "burst", ident), until=b'"burst"}]}}\n\n'))
+                    name = ("burst", "burst-end")[ident % 2]  # its stream held open, or ended at once
+                    received.append((name, read_answer(port, call(port, name, ident), until=b'"burst"}]}}\n\n')))
             except BaseException as exc:  # noqa: BLE001 - said by the test below
                 failures.append(exc)
 
@@ -127,12 +128,12 @@ def test_every_event_read_is_stored_when_the_client_disconnects_at_once_200_time
         assert proxy.stop() == 0, proxy.errors
     assert len(received) == runs
     wire: Counter = Counter()
-    for got in received:
+    for name, got in received:
         body = got.split(b"\r\n\r\n", 1)[1]
         events = sse_data(b"".join(body.split(b"\r\n")[1::2]))  # the chunks' data
         ident = json.loads(events[-1])["id"]
         request = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                              "params": {"name": "burst", "arguments": {}}}).encode()
+                              "params": {"name": name, "arguments": {}}}).encode()
         wire[(("c2s", request), *(("s2c", event) for event in events))] += 1
     assert len(wire) == runs and all(len(frames) == 3 for frames in wire)  # the call, a progress, the result
     assert recorded_exchanges(db) == wire

@@ -8,7 +8,8 @@ initialize is answered in JSON with a session id, notifications 202, tools/list 
 `Last-Event-ID` gets another priming event and the call's result, then its end. A GET without it
 (the client's standalone stream) gets a priming event and stays open. A call of the tool `burst`
 is answered with a priming event, a progress notification and the result, and the stream stays
-open a second more (a client that disconnects at once leaves it before its end). Each stream is
+open a second more (a client that disconnects at once leaves it before its end); `burst-end` the
+same, its stream ended at once. Each stream is
 written in chunks as the SDKs write them. `GET /log` answers what was seen: each GET's time and
 Last-Event-ID, the id that primed the call's stream and when that stream was ended (time.time())."""
 
@@ -90,14 +91,16 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/list":
             self._json(200, {"jsonrpc": "2.0", "id": ident, "result": {"tools": [
                 {"name": "resume", "description": "Answered on the resumed stream.", "inputSchema": {"type": "object"}}]}})
-        elif method == "tools/call" and message["params"]["name"] == "burst":
+        elif method == "tools/call" and message["params"]["name"] in ("burst", "burst-end"):
             self._stream_head()
             self._prime()
             progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": ident, "progress": 1}}
             result = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "burst"}]}}
+            held = message["params"]["name"] == "burst"
             self._chunk(b"data: %s\n\n" % json.dumps(progress).encode())
             self._chunk(b"id: ev-%d\ndata: %s\n\n" % (next(COUNTER), json.dumps(result).encode()))
-            time.sleep(1)
+            if held:
+                time.sleep(1)
             try:
                 self._chunk(b"")
             except OSError:
