@@ -168,3 +168,19 @@ def test_metadata_a_challenge_names_outside_the_well_known_path_is_rewritten_and
     conn.close()
     assert len({r["session_id"] for r in rows}) == 1
     assert_no_false_findings(db)
+
+
+def test_metadata_a_challenge_names_outside_the_well_known_path_is_discovery_through_mitmdump_too(sdk_python, tmp_path):
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    with running_oauth_server(sdk_python, "custom-metadata") as (_, rs), \
+            mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+        out = oauth_client(sdk_python, "legacy", f"{rs}/mcp", f"http://127.0.0.1:{proxy['port']}")
+    assert proxy["status"] == 0, proxy["errors"]
+    assert out["echo"] == "behind oauth"
+    rows = exchanges(db)
+    [prm] = [r for r in rows if r["url"] == f"{rs}/oauth/resource-metadata"]
+    assert prm["role"] == "auth-discovery" and prm["rewritten"] is None  # a forward proxy rewrites nothing
+    assert json.loads(prm["response_body"])["resource"] == f"{rs}/mcp"
+    assert len({r["session_id"] for r in rows}) == 1
+    assert_no_false_findings(db)
