@@ -4,13 +4,15 @@ in reverse mode, the two values that must name the proxy for the flow to work th
 (`Rewriter`): the protected-resource metadata's `resource` (RFC 9728 §3.3: a client MUST NOT use
 metadata whose `resource` is not the URL it used) and the `resource_metadata` URL of a 401/403
 `WWW-Authenticate: Bearer` challenge. Nothing else is changed: tokens, the client's `resource=`
-parameter, the authorization servers and JSON-RPC bodies pass as they came. Nothing here imports
-mitmproxy."""
+parameter, the authorization servers and JSON-RPC bodies pass as they came. The metadata a
+challenge names may be anywhere (its `resource_metadata` URL, `metadata_target`): a request for it
+is discovery too. Nothing here imports mitmproxy."""
 
 from __future__ import annotations
 
 import json
 import re
+from json.decoder import scanstring
 from urllib.parse import parse_qsl, urlsplit
 
 DISCOVERY_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server",
@@ -37,6 +39,26 @@ def role(method: str, path: str, content_type: str | None, body: bytes) -> str |
         if "response_type" in names and "client_id" in names:
             return "auth-authorize"
     return None
+
+
+def challenge_urls(value: str) -> list[str]:
+    """The `resource_metadata` URLs a `WWW-Authenticate` value names."""
+    return [m.group(2) for m in _RESOURCE_METADATA.finditer(value)]
+
+
+def metadata_target(url: str) -> tuple[str, str, int, str] | None:
+    """(scheme, host, port, path with query) of an absolute http(s) URL, as a request for it
+    is seen (hosts lower-cased, the default port written out); None for anything else."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80), path
 
 
 def refusal_role(status: int | None, challenge: bytes | None) -> str | None:
@@ -86,18 +108,57 @@ class Rewriter:
 
     def metadata(self, body: bytes, public: str) -> bytes | None:
         """Protected-resource metadata with its `resource` made the proxy's; None when it does
-        not name the upstream (or is not a JSON object). Only that member's text changes."""
+        not name the upstream (or is not a JSON object). Only that member's value changes (the
+        last `resource`, which parsers take, however its name and value are escaped); its
+        slashes stay escaped if they were."""
         try:
-            doc = json.loads(body)
-        except ValueError:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
             return None
-        resource = doc.get("resource") if isinstance(doc, dict) else None
-        if not isinstance(resource, str):
+        found = _resource_member(text)
+        if found is None:
             return None
+        resource, start, end = found
         new = self._swap(resource, public)
         if new is None:
             return None
-        old_text, new_text = json.dumps(resource).encode(), json.dumps(new).encode()
-        if old_text not in body:
+        written = json.dumps(new, ensure_ascii=False)
+        if "\\/" in text[start:end]:
+            written = written.replace("/", "\\/")
+        return (text[:start] + written + text[end:]).encode("utf-8")
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _resource_member(text: str) -> tuple[str, int, int] | None:
+    """The string value of the last top-level `resource` member of a JSON object, and where
+    its text starts and ends; None when the text is no object or has no such string."""
+    try:
+        pos = _SPACE.match(text, 0).end()
+        if text[pos:pos + 1] != "{":
             return None
-        return body.replace(old_text, new_text, 1)
+        pos = _SPACE.match(text, pos + 1).end()
+        found = None
+        if text[pos:pos + 1] == "}":
+            return None
+        while True:
+            if text[pos:pos + 1] != '"':
+                return None
+            name, pos = scanstring(text, pos + 1)
+            pos = _SPACE.match(text, pos).end()
+            if text[pos:pos + 1] != ":":
+                return None
+            start = _SPACE.match(text, pos + 1).end()
+            value, pos = _DECODER.raw_decode(text, start)
+            if name == "resource":
+                found = (value, start, pos) if isinstance(value, str) else None
+            pos = _SPACE.match(text, pos).end()
+            if text[pos:pos + 1] == "}":
+                return found if not text[pos + 1:].strip(" \t\n\r") else None
+            if text[pos:pos + 1] != ",":
+                return None
+            pos = _SPACE.match(text, pos + 1).end()
+    except (ValueError, RecursionError):
+        return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from mcptap import store
+from mcptap.addons.http import auth
 from mcptap.addons.http.streams import Streams, exchange_row, url_text
 from mcptap.ids import new_session_id
 from mcptap.redaction import Redactor
@@ -25,6 +26,8 @@ C2S, S2C = "c2s", "s2c"
 log = logging.getLogger("mcptap.addons.http.tap")  # the tap's log: what a mitmdump user reads
 LEGACY_KEYS = ("session_id", "sessionId")
 MODERN_ERA = b"2026"  # MCP-Protocol-Version values from here on are stateless: no session ids
+NAMED_METADATA = 64
+"""The metadata URLs named by challenges that are remembered (the latest), each a discovery."""
 SCOUT_BYTES = 1 << 20
 """Bytes of a stream whose session is not known yet that are held and read on the event loop;
 a stream that has not told its session by then joins the sessionless group of its client."""
@@ -46,7 +49,7 @@ class Exchange:
                  "client", "user_agent", "session", "pending", "status", "response_fields", "response_at",
                  "response_type", "content_encoding", "endpoint", "outcome", "ended_at", "streaming", "shipped",
                  "early", "early_bytes", "scout", "legacy_stream", "finished", "kept", "role", "request_body",
-                 "response_body", "rewritten", "refused")
+                 "response_body", "rewritten", "refused", "metadata")
 
     def __init__(self, flow_id: str, method: str, url: str | tuple, path: str, upstream: str, started_at: float,
                  request_end: float | None, request_fields: tuple, connection: str, client: str,
@@ -76,6 +79,7 @@ class Exchange:
         self.response_body: bytes | None = None
         self.rewritten: list | None = None  # what `mcptap proxy` changed on the way to the client
         self.refused = False  # an MCP request answered 401/403: it waits for the session its retry joins
+        self.metadata = False  # fetches protected-resource metadata (well-known, or where a challenge said)
 
     @property
     def client_key(self) -> tuple:
@@ -156,6 +160,7 @@ class ExchangeBook:
         self.by_connection: dict[str, tuple] = {}  # client connection -> the session id'd on it last
         self.by_client: dict[tuple, Session] = {}  # client address -> its latest session
         self.held: dict[tuple, list[Exchange]] = {}  # a client's authorization exchanges before it has a session
+        self.named_metadata: dict[tuple, None] = {}  # where challenges said their metadata is (auth.metadata_target)
         self.errors = 0  # faults inside a tap, each said once in the log
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
@@ -180,6 +185,21 @@ class ExchangeBook:
             self._join(ex, ("sse", ex.upstream, legacy_token(endpoint) or endpoint), transport="sse")
         elif any(op.__class__ is FrameOp for op in ops) or ex.early_bytes >= SCOUT_BYTES:
             self._join(ex, ex.stateless_key)  # a message first, or no endpoint in time: no legacy stream
+
+    def _note_challenge(self, values: list[bytes]) -> None:
+        """Remember where the `resource_metadata` of a 401/403's challenges points (the latest
+        NAMED_METADATA places): a request for it is discovery, wherever it is."""
+        for value in values:
+            for url in auth.challenge_urls(value.decode("latin-1")):
+                target = auth.metadata_target(url)
+                if target is not None:
+                    self.named_metadata.pop(target, None)
+                    self.named_metadata[target] = None
+                    while len(self.named_metadata) > NAMED_METADATA:
+                        del self.named_metadata[next(iter(self.named_metadata))]
+
+    def _named_metadata(self, scheme: str, host: str, port: int, path: str) -> bool:
+        return bool(self.named_metadata) and (scheme.lower(), host.lower(), port, path) in self.named_metadata
 
     def _fault(self, ex: Exchange, exc: Exception) -> None:
         self.errors += 1

@@ -27,8 +27,8 @@ Every session still open when the proxy stops is ended then, after its streams' 
 
 Which flows count as MCP: a request or answer carrying `Mcp-Session-Id` or `MCP-Protocol-Version`,
 a POST whose body names "jsonrpc", a GET asking for `text/event-stream`, a DELETE with a session
-id. The exchanges of an OAuth flow (addons/http/auth.py: discovery,
-registration, authorization, token) are recorded as exchanges with their role and bodies, never as
+id. The exchanges of an OAuth flow (addons/http/auth.py: discovery, at the well-known paths or
+wherever a challenge's `resource_metadata` pointed, registration, authorization, token) are recorded as exchanges with their role and bodies, never as
 frames, in the session their client is in or makes next; so is the body of an HTTP error that is
 no JSON-RPC message, beside its exchange. Anything else passing the proxy (a browser's traffic in
 explicit mode) is not recorded. Under `mcptap proxy`, a request its guard refused
@@ -170,11 +170,12 @@ class McpTap(ExchangeBook):
             body, size = self._body(req.raw_content, h.get(b"content-encoding"))
         method = req.method
         # the authorization flow's requests may carry MCP-Protocol-Version too (both SDKs send it on discovery)
-        role = None if refused or b'"jsonrpc"' in body else auth.role(method, req.path,
-                                                                      header_text(h.get(b"content-type")), body)
+        scheme, host, port, path = req.scheme, req.host, req.port, req.path
+        named = method == "GET" and self._named_metadata(scheme, host, port, path)  # where a challenge said
+        role = None if refused or b'"jsonrpc"' in body else "auth-discovery" if named else auth.role(
+            method, path, header_text(h.get(b"content-type")), body)
         if role is None and not refused and not self._is_mcp_request(method, h, body):
             return
-        scheme, host, port, path = req.scheme, req.host, req.port, req.path
         # mitmproxy's req.url, made in the recorder process (where mitmproxy's versions differ: made here)
         url = (scheme, host, port, path) if method != "CONNECT" and path != "*" else req.url
         peer = flow.client_conn.peername
@@ -183,6 +184,7 @@ class McpTap(ExchangeBook):
                                                 peer[0] if peer else "", h.get(b"user-agent"))
         if role is not None:  # the authorization flow's, not MCP's: stored with its exchange, never a frame
             ex.role, ex.request_body = role, body or None
+            ex.metadata = named or (role == "auth-discovery" and auth.PRM_PATH in path)
             return
         if refused:
             ex.outcome = refused
@@ -205,8 +207,12 @@ class McpTap(ExchangeBook):
         ex.response_type = header_text(h.get(b"content-type"))
         ex.content_encoding = header_text(h.get(b"content-encoding"))
         sse = is_sse(ex.response_type)
-        if self.rewriter is not None and ex.status in (401, 403):
-            self._rewrite_challenge(flow, ex)
+        if ex.status in (401, 403):
+            challenges = [value for name, value in fields if name.lower() == b"www-authenticate"]
+            if challenges:
+                self._note_challenge(challenges)
+                if self.rewriter is not None:
+                    self._rewrite_challenge(flow, ex)
         if ex.role is not None:
             return  # not MCP: its answer is read whole in `response`
         if ex.status in (401, 403) and not sse:
@@ -239,7 +245,7 @@ class McpTap(ExchangeBook):
                 body, size = self._body(resp.raw_content, ex.content_encoding)
             if ex.role is not None:
                 ex.response_body = body or None
-                if self.rewriter is not None and ex.role == "auth-discovery" and auth.PRM_PATH in ex.path:
+                if self.rewriter is not None and ex.metadata:
                     self._rewrite_metadata(flow, ex)
             elif body and resp.status_code >= 400 and b'"jsonrpc"' not in body:
                 ex.response_body = body  # the HTTP error's own explanation: no JSON-RPC message

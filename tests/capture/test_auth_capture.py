@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mcptap.addons.http.auth import Rewriter, refusal_role, role
+from mcptap.addons.http.auth import Rewriter, challenge_urls, metadata_target, refusal_role, role
 from mcptap.redaction import Redactor
 from mcptap.redaction.bodies import redact_body
 
@@ -55,6 +55,49 @@ def test_the_metadata_resource_is_made_the_proxys_byte_for_byte_elsewhere():
     assert Rewriter(UP, "https://mcp.example.com").metadata(body, "https://mcp.example.com") is not None
     assert Rewriter(UP).metadata(b'{"resource":"https://other/mcp"}', PROXY) is None
     assert Rewriter(UP).metadata(b"not json", PROXY) is None
+
+
+ESCAPED, PROXY_ESCAPED = UP.replace("/", "\\/"), PROXY.replace("/", "\\/")
+
+
+@pytest.mark.parametrize("body, expected", [
+    # PHP's json_encode escapes slashes: the value is found, and its new text keeps them escaped
+    (f'{{"resource":"{ESCAPED}\\/mcp","scopes_supported":["mcp"]}}',
+     f'{{"resource":"{PROXY_ESCAPED}\\/mcp","scopes_supported":["mcp"]}}'),
+    # another member holding the same URL, before `resource`: left as it came
+    (f'{{"resource_documentation":"{UP}/mcp", "resource" : "{UP}/mcp"}}',
+     f'{{"resource_documentation":"{UP}/mcp", "resource" : "{PROXY}/mcp"}}'),
+    # the name written with an escape, and a value holding another escape
+    (f'{{"reso\\u0075rce":"{UP}/m\\u0063p"}}', f'{{"reso\\u0075rce":"{PROXY}/mcp"}}'),
+    # a duplicate name: parsers take the last, so that is the one rewritten
+    (f'{{"resource":"https://other/mcp","resource":"{UP}/mcp"}}', f'{{"resource":"https://other/mcp","resource":"{PROXY}/mcp"}}'),
+    (f'{{"nested":{{"resource":"{UP}/mcp"}},"resource":"{UP}/mcp"}}', f'{{"nested":{{"resource":"{UP}/mcp"}},"resource":"{PROXY}/mcp"}}'),
+])
+def test_exactly_the_metadata_resource_member_is_rewritten_whatever_its_escapes(body, expected):
+    new = Rewriter(UP).metadata(body.encode(), PROXY)
+    assert new == expected.encode()
+    assert json.loads(new)["resource"] == f"{PROXY}/mcp"
+
+
+@pytest.mark.parametrize("body", [
+    f'{{"resource":"https://other/mcp","resource_documentation":"{UP}/mcp"}}',  # the same URL, not in `resource`
+    f'{{"resource":"{UP}/mcp","resource":"https://other/mcp"}}',  # the last `resource` names another server
+    f'{{"nested":{{"resource":"{UP}/mcp"}}}}',  # not a top-level member
+    f'{{"resource":"{UP}/mcp"}} trailing',
+    f'["{UP}/mcp"]',
+])
+def test_metadata_whose_resource_member_does_not_name_the_upstream_is_left_alone(body):
+    assert Rewriter(UP).metadata(body.encode(), PROXY) is None
+
+
+def test_the_metadata_a_challenge_names_is_found_wherever_it_is():
+    value = 'Bearer error="invalid_token", resource_metadata="HTTP://Example.COM/oauth/metadata?x=1"'
+    assert challenge_urls(value) == ["HTTP://Example.COM/oauth/metadata?x=1"]
+    assert metadata_target(challenge_urls(value)[0]) == ("http", "example.com", 80, "/oauth/metadata?x=1")
+    assert metadata_target("https://example.com") == ("https", "example.com", 443, "/")
+    assert metadata_target("http://127.0.0.1:8000/m") == ("http", "127.0.0.1", 8000, "/m")
+    assert metadata_target("ftp://example.com/m") is None
+    assert metadata_target("http://[::1/m") is None
 
 
 def test_credentials_in_oauth_form_and_json_bodies_are_redacted_and_the_same_secret_gets_the_same_stand_in():

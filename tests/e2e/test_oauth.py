@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sqlite3
 import subprocess
 
 import pytest
@@ -143,3 +144,43 @@ def test_a_loopback_server_that_serves_a_foreign_origin_is_found_and_one_that_re
         with contextlib.suppress(urllib.error.HTTPError):
             opener.open(request, timeout=30).read()
     assert found_codes(db) == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_metadata_a_challenge_names_outside_the_well_known_path_is_rewritten_and_stored_as_discovery(
+        sdk_python, tmp_path, mode):
+    db = tmp_path / "rec.db"
+    with running_oauth_server(sdk_python, "custom-metadata") as (_, rs), mcptap_proxy(db, f"{rs}/mcp") as proxy:
+        out = oauth_client(sdk_python, mode, f"{proxy.url}/mcp")  # refused unless the resource names the proxy
+    assert out["echo"] == "behind oauth"
+    rows = exchanges(db)
+    [prm] = [r for r in rows if r["url"].endswith("/oauth/resource-metadata")]
+    assert prm["role"] == "auth-discovery" and prm["status"] == 200
+    stored = prm["response_body"]
+    assert '"resource": "http:\\/\\/127.0.0.1' in stored  # the upstream's bytes, as PHP writes them
+    [(where, name, upstream, client)] = json.loads(prm["rewritten"])
+    assert (where, name, upstream) == ("body", "resource", stored)
+    assert client == stored.replace(f'"resource": "{rs}/mcp"'.replace("/", "\\/"),
+                                    f'"resource": "{proxy.url}/mcp"'.replace("/", "\\/"))  # that member alone
+    assert json.loads(client)["resource_documentation"] == f"{rs}/mcp"
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM frames WHERE exchange_id = ?", (prm["id"],)).fetchone() == (0,)
+    conn.close()
+    assert len({r["session_id"] for r in rows}) == 1
+    assert_no_false_findings(db)
+
+
+def test_metadata_a_challenge_names_outside_the_well_known_path_is_discovery_through_mitmdump_too(sdk_python, tmp_path):
+    db = tmp_path / "rec.db"
+    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    with running_oauth_server(sdk_python, "custom-metadata") as (_, rs), \
+            mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
+        out = oauth_client(sdk_python, "legacy", f"{rs}/mcp", f"http://127.0.0.1:{proxy['port']}")
+    assert proxy["status"] == 0, proxy["errors"]
+    assert out["echo"] == "behind oauth"
+    rows = exchanges(db)
+    [prm] = [r for r in rows if r["url"] == f"{rs}/oauth/resource-metadata"]
+    assert prm["role"] == "auth-discovery" and prm["rewritten"] is None  # a forward proxy rewrites nothing
+    assert json.loads(prm["response_body"])["resource"] == f"{rs}/mcp"
+    assert len({r["session_id"] for r in rows}) == 1
+    assert_no_false_findings(db)

@@ -1,10 +1,10 @@
 """Test client on the real `mcp` SDK over HTTP (runs in the side virtual environment). Usage:
-sdk_http_client.py MODE {streamable|sse} URL [ticks [endless]] [ask] [sample] [login] [prompts] [cancel], or MODE stdio "CMD ARGS" [...]; MODE is
+sdk_http_client.py MODE {streamable|sse} URL [ticks [endless]] [resume] [ask] [sample] [login] [prompts] [cancel], or MODE stdio "CMD ARGS" [...]; MODE is
 'legacy' (initialize handshake) or 'auto' (the SDK's default: 2026-07-28 where the server speaks it). Prints one JSON
 line: what the calls returned (`ask`: also a tool that elicits, a server-to-client request; `sample`: a tool that asks
 for sampling, answered here; `login`: a tool given a password, twice; `cancel`: a slow call given up after a second
 (the SDK cancels it), then one more call; `prompts`: prompts/list, or the error it got), and for `ticks`, each progress as (send
-time from the server, receive time here)."""
+time from the server, receive time here); `resume`: only the call of tests/tools/sse_retry_server.py."""
 
 import asyncio
 import json
@@ -48,6 +48,9 @@ async def main() -> None:
             count = 1000 if "endless" in what else 10  # endless: until the test kills this client
             await client.call_tool("ticks", {"count": count, "interval": 0.3}, progress_callback=on_tick)
             out["ticks"] = seen
+        elif "resume" in what:  # a call answered on the stream resumed after its own ended (sse_retry_server.py)
+            out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+            out["resume"] = (await client.call_tool("resume", {})).content[0].text
         else:
             out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
             out["echo"] = (await client.call_tool("echo", {"text": "héllo ✓"})).content[0].text

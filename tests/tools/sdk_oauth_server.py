@@ -10,11 +10,15 @@ resource_metadata: allowed from 2025-11-25 when the well-known metadata is there
 required: the initialize request's 2025-11-25 reaches it as 2025-06-18), `insecure-issuer` (the
 authorization server's issuer, and so what the protected-resource metadata names, is
 http://auth.mcptap.test:AS_PORT/: plain http on a host that is not loopback, which only a client
-that dials mcptap.test on 127.0.0.1 reaches); and, with no
+that dials mcptap.test on 127.0.0.1 reaches), `custom-metadata` (the challenge names protected-resource
+metadata at /oauth/resource-metadata, not under /.well-known/, which answers 404 instead: a document
+written as PHP writes JSON, slashes escaped, whose `resource_documentation` holds the resource's URL
+before `resource` does); and, with no
 authorization at all, `open-origin` (the DNS-rebinding protection off: a foreign Origin is served)
 or `guarded-origin` (the protection on). Tool: echo."""
 
 import asyncio
+import json
 import secrets
 import sys
 import time
@@ -81,6 +85,35 @@ class MemoryAS:
                           scope=" ".join(scopes))
 
 
+CUSTOM_METADATA = "/oauth/resource-metadata"
+
+
+def custom_metadata(app, resource: str, issuer: str):
+    """The app, its protected-resource metadata moved to CUSTOM_METADATA (see the module's docstring)."""
+    at = resource.split("/mcp")[0] + CUSTOM_METADATA
+    document = json.dumps({"resource_documentation": resource, "resource": resource, "authorization_servers": [issuer],
+                           "scopes_supported": ["mcp"], "bearer_methods_supported": ["header"]}).replace("/", "\\/")
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] in (CUSTOM_METADATA, "/.well-known/oauth-protected-resource/mcp"):
+            found = scope["path"] == CUSTOM_METADATA
+            body = document.encode() if found else b"not here"
+            await send({"type": "http.response.start", "status": 200 if found else 404,
+                        "headers": [(b"content-type", b"application/json" if found else b"text/plain"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def sending(message):
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                headers = [(n, v) for n, v in message["headers"] if n.lower() != b"www-authenticate"]
+                headers.append((b"www-authenticate", f'Bearer error="invalid_token", resource_metadata="{at}"'.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+        await app(scope, receive, sending)
+    return wrapped
+
+
 def planted(fault: str, app):
     """The app, with its 401 challenges changed as `fault` says."""
     if fault not in ("no-challenge", "bare-challenge", "old-revision"):
@@ -132,6 +165,8 @@ async def main() -> None:
     rs_app = planted(fault, server.streamable_http_app(transport_security=TransportSecuritySettings(
         enable_dns_rebinding_protection=fault != "open-origin", allowed_hosts=[f"127.0.0.1:{rs_port}"],
         allowed_origins=[f"http://127.0.0.1:{rs_port}"])))
+    if fault == "custom-metadata":
+        rs_app = custom_metadata(rs_app, resource, issuer)
     servers = [uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
                for app, port in ((as_app, as_port), (rs_app, rs_port))]
     await asyncio.gather(*(s.serve() for s in servers))
