@@ -90,7 +90,7 @@ PATH_LIKE = re.compile(r"(?<![\w/.~-])((?:analyzer|addons|tests|bench|docs|noteb
 
 
 ELSEWHERE = (
-    "docs/specification", "docs/docs.json", "docs/extensions/",  # the MCP specification's repository
+    "docs/specification", "docs/docs.json", "docs/extensions",  # the MCP specification's repository
     "docs/gen-ai",  # OpenTelemetry's semantic conventions repository (docs/otel.md)
 )
 """Paths of other repositories that pages and docstrings cite (each beside its repository's name)."""
