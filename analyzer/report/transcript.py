@@ -25,7 +25,8 @@ from mcptap import report, store
 from mcptap.analysis.messages import Finding, Message
 from mcptap.analysis.statistics import TOOL_CALL, may_be_tool_error, tool_error
 
-from mcptap.report import httplines, jsonout
+from mcptap.report import httplines, jsonout, listing
+from mcptap.report.listing import clock
 
 from mcptap.store import cells
 
@@ -33,15 +34,6 @@ from mcptap.wire import framelog, jsonwire
 from mcptap.wire.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
-
-
-def clock(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    try:
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, ValueError, OSError):  # a time no calendar holds (an imported log's)
-        return f"{ts!r}"
 
 
 def preview(raw: bytes, width: int) -> str:
@@ -179,7 +171,7 @@ def head_lines(a: "_Analysed") -> Iterator[str]:
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield printable(f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  "
-                    f"exit {_blank(s.get('exit_status'))}  {revision_text(summary)}")
+                    f"exit {listing.blank(s.get('exit_status'))}  {revision_text(summary)}")
 
 
 def revision_text(summary: dict) -> str:
@@ -342,43 +334,5 @@ def _paths(redacted: str) -> list[str]:
     return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
 
 
-def _blank(value) -> str:
-    return "-" if value is None else str(value)
-
-
 session_object = jsonout.session_object
-
-
-def session_objects(conn: sqlite3.Connection) -> list[dict]:
-    """Every session as an object (session_object), oldest first."""
-    cells.check_cheap(conn)
-    with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
-        analysed = store.analysis_summaries(conn)
-        out = []
-        for s in store.list_sessions(conn):
-            a = analysed.get(s["id"])
-            if a is not None:
-                a = {**a, "kinds": _kinds(a.get("kinds"))}
-            out.append(session_object(s, a))
-    return out
-
-
-def _kinds(text):
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-SESSION_COLUMNS = ("id", "label", "transport", "revision", "started", "duration", "frames", "errors", "warnings",
-                   "exit")
-
-
-def session_cells(obj: dict) -> tuple[str, ...]:
-    """A session object as the cells of the `mcptap sessions` table ("-" for what is not known)."""
-    analysed = obj["analyzed_at"] is not None
-    duration = "-" if obj["duration_s"] is None else f"{obj['duration_s']:.3f}s" + ("" if obj["ended_at"] else "+")
-    return (printable(obj["id"]), printable(obj["label"] or ""), printable(obj["transport"] or ""),
-            printable(obj["revision"] or "unknown") if analysed else "-", clock(obj["started_at"]), duration,
-            str(obj["frames"]), _blank(obj["errors"]), _blank(obj["warnings"]), _blank(obj["exit_status"]))
+session_objects, SESSION_COLUMNS, session_cells = listing.session_objects, listing.SESSION_COLUMNS, listing.session_cells
