@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import lru_cache
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -170,7 +171,7 @@ def median(values: list) -> Any:
     return values[(len(values) - 1) // 2]
 
 
-def report(sessions: list[tuple[Declared, tuple[str, str]]], tok: Tokenizer | None = None) -> dict:
+def report(sessions: Iterable[tuple[Declared, tuple[str, str]]], tok: Tokenizer | None = None) -> dict:
     """The `cost` member of the JSON report and `mcptap cost --format json`: per server (name,
     version; the definitions of its last session, the results of all its sessions) and per session
     (each with its server's name and version; a session with no definitions and no tool result is
