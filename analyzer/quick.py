@@ -115,6 +115,9 @@ def main(argv: list[str]) -> int | None:
         return 2
     except Exit as done:
         return done.code
+    except KeyboardInterrupt:  # as click says it
+        sys.stderr.write("Aborted!\n")
+        return 1
     return 0
 
 
