@@ -100,6 +100,10 @@ def _counted(count, text: str) -> int:
         return count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
 
+_BYTES = Tokenizer("bytes", lambda text: len(text.encode("utf-8", "surrogatepass")))
+"""A bound no tokenizer's count exceeds: every token is at least one byte of UTF-8."""
+
+
 def as_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -204,6 +208,8 @@ def budget_findings(declared: Declared, server: tuple[str, str], policy=None) ->
     if not declared.listings and declared.instructions is None:
         return []
     budget = getattr(policy, "context_budget", None) or DEFAULT_BUDGET
+    if definitions_cost(declared, _BYTES)["total"]["model_tokens"] <= budget:
+        return []  # a token is at least a byte: within the budget whatever the tokenizer says, none loaded
     tok = tokenizer()
     rule = rules.load()[BUDGET_CODE]
     hit = rule.check(definitions_cost(declared, tok), {"server": server, "budget": budget, "tokenizer": tok.name})

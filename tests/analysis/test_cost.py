@@ -98,3 +98,18 @@ def test_the_report_names_the_tokenizer_and_pools_a_servers_sessions():
 @pytest.mark.parametrize("values, p50", [([1], 1), ([1, 2], 1), ([1, 2, 3], 2), ([1, 2, 3, 4], 2)])
 def test_the_p50_is_the_lower_median(values, p50):
     assert cost.median(values) == p50
+
+
+def test_definitions_within_the_budget_in_bytes_are_judged_without_loading_the_tokenizer(monkeypatch):
+    """A token is at least a byte: a server whose definitions take fewer bytes than the budget
+    is within it, and no tokenizer is built for it; one over it in bytes is counted in tokens."""
+    built = []
+    monkeypatch.setattr(cost, "tokenizer", lambda: built.append(1) or ESTIMATE)
+    small = declared()
+    assert cost.budget_findings(small, ("s", "1")) == [] and built == []
+    size = cost.definitions_cost(small, cost._BYTES)["total"]["model_tokens"]
+    policy = type("P", (), {"context_budget": size - 1, "severity": lambda self, code, level: level})()
+    assert cost.budget_findings(small, ("s", "1"), policy) == [] and built == [1]  # bytes/4 is within it
+    policy.context_budget = 1
+    [finding] = cost.budget_findings(small, ("s", "1"), policy)
+    assert finding.code == cost.BUDGET_CODE
