@@ -192,7 +192,9 @@ def _schemas() -> dict:
     if None not in versions:
         try:
             with open(path, "rb") as fh:
-                return orjson.loads(fh.read())
+                found = orjson.loads(fh.read())
+            if type(found) is dict and type(found.get("checks")) is dict and type(found.get("schemas")) is list:
+                return found
         except (OSError, ValueError):
             pass
     found = _from_models()
