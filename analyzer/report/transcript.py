@@ -11,7 +11,6 @@ kind, method, id, pair, latency, size and every finding."""
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import json
 import re
