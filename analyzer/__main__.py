@@ -10,6 +10,11 @@ def main() -> None:
         from mcptap.record import main as record
 
         sys.exit(record(sys.argv[2:]))
+    from mcptap.quick import main as quick
+
+    status = quick(sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
     from mcptap.cli import app
 
     app(prog_name="mcptap")

@@ -6,32 +6,34 @@ the same name (analyzer/cli/capture.py) forwards here, so there is one parser fo
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from types import SimpleNamespace
 
 from mcptap import options
 from mcptap.errors import say_error
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # as every mcptap command: one line, exit status 2
-        say_error(f"{message} (see: mcptap record --help)")
-        sys.exit(2)
-
-
-class HelpLayout(argparse.RawDescriptionHelpFormatter):
-    """The help laid out as every other command's: `Usage:`, the text indented, `Arguments:`, `Options:`."""
-
-    def add_usage(self, usage, actions, groups, prefix=None):
-        super().add_usage(usage, actions, groups, prefix="Usage: ")
 
 
 def _indented(text: str) -> str:
     return "\n".join("  " + line if line else line for line in text.splitlines())
 
 
-def parser() -> argparse.ArgumentParser:
+def parser():
+    """The argparse parser of `mcptap record` (its help, and every command line `parse` does not
+    read alone); argparse is imported here, when it is needed."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str):  # as every mcptap command: one line, exit status 2
+            say_error(f"{message} (see: mcptap record --help)")
+            sys.exit(2)
+
+    class HelpLayout(argparse.RawDescriptionHelpFormatter):
+        """The help laid out as every other command's: `Usage:`, the text indented, `Arguments:`, `Options:`."""
+
+        def add_usage(self, usage, actions, groups, prefix=None):
+            super().add_usage(usage, actions, groups, prefix="Usage: ")
+
     parse = _Parser(prog="mcptap record", usage="mcptap record [OPTIONS] -- CMD [ARGS...]",
                     description=_indented(options.RECORD_HELP), epilog=_indented(options.RECORD_EXAMPLE),
                     allow_abbrev=False, add_help=False, formatter_class=HelpLayout)
@@ -72,11 +74,14 @@ _VALUES = {"--db": "db", "--name": "name", "--max-frame": "max_frame", "--redact
 """The options that take a value, and their attribute."""
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+def parse(argv: list[str]) -> SimpleNamespace:
     """`mcptap record ARGV` parsed. The options that take a value are taken before argparse sees
     them, as `--name=VALUE` or `--name VALUE`, so that any value reads back unchanged (argparse
     drops a value `--` and refuses one that starts with `-`): up to the first `--` that is not
-    such a value, or the first word that is not an option (the server's command)."""
+    such a value, or the first word that is not an option (the server's command). What is left
+    is, as a host writes it, only `--no-redact` and the server's command: read without argparse
+    (whose import, with the shutil its help formatter imports, is most of the parser's start-up);
+    anything else (--help, an unknown option, no command) goes to argparse."""
     taken: list[tuple[str, str]] = []
     rest: list[str] = []
     at = 0
@@ -94,7 +99,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         else:
             rest.append(word)
         at += 1
-    args = parser().parse_args(rest)
+    at_command = next((i for i, word in enumerate(rest) if word == "--" or not word.startswith("-")), len(rest))
+    given, command = rest[:at_command], rest[at_command:]
+    if (command[1:] if command[:1] == ["--"] else command) and set(given) <= {"--no-redact"}:
+        args = SimpleNamespace(command=command, db=None, name=None, no_redact=bool(given), redact_key=[],
+                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT)
+    else:
+        args = parser().parse_args(rest)
     for option, value in taken:
         attr = _VALUES[option]
         if isinstance(getattr(args, attr), list):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import lru_cache
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -34,19 +35,19 @@ COUNTED = 4096
 class Tokenizer:
     """Counts tokens of a text: `name` says which tokenizer, `estimate` whether it is a guess."""
 
-    def __init__(self, name: str, encode=None):
-        self.name, self._encode = name, encode
-        self.estimate = encode is None
+    def __init__(self, name: str, count=None):
+        self.name, self._count = name, count
+        self.estimate = count is None
         self._counted: dict[str, int] = {}  # the same definitions come back session after session
 
     def count(self, text: str) -> int:
-        if self._encode is None:
+        if self._count is None:
             return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
         found = self._counted.get(text)
         if found is None:
             if len(self._counted) >= COUNTED:
                 self._counted.clear()
-            found = self._counted[text] = len(self._encode(text))
+            found = self._counted[text] = self._count(text)
         return found
 
 
@@ -56,7 +57,36 @@ _BYTES = Tokenizer(ESTIMATE)
 
 @lru_cache(maxsize=1)
 def tokenizer() -> Tokenizer:
-    """o200k_base when an installed package carries its data (never downloaded), else the estimate."""
+    """o200k_base when an installed package carries its data (never downloaded), else the
+    estimate; built once per process, on the first session that has something to count."""
+    count = _o200k_count()
+    return Tokenizer(ESTIMATE) if count is None else Tokenizer("o200k_base", count)
+
+
+def _o200k_count():
+    """The token count of o200k_base, from bpe-openai's Rust extension alone: importing the
+    package decodes the data of three encodings in Python (a third of a second and 70 MB) for
+    what counting does not need. Its Python wrapper where the extension cannot be loaded so;
+    None without either."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("bpe_openai")
+        folder = list(spec.submodule_search_locations or ())[0] if spec is not None else None
+        names = [n for n in os.listdir(folder) if n.startswith("_bindings.") and
+                 n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))] if folder else []
+        if names:
+            path = os.path.join(folder, names[0])
+            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", path)
+            module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+            loader.exec_module(module)
+            backend = module.tokenizer_for_encoding("o200k_base")
+            backend.count("ok")
+            return lambda text: _counted(backend.count, text)
+    except Exception:  # noqa: BLE001 - a build of the package laid out otherwise: its own way, below
+        pass
     try:
         with warnings.catch_warnings():  # its data is read with a deprecated importlib.resources call
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -65,8 +95,19 @@ def tokenizer() -> Tokenizer:
             encoding = bpe_openai.get_encoding("o200k_base")
             encoding.encode("ok")
     except Exception:  # not installed, or its data missing: the estimate, labelled
-        return Tokenizer(ESTIMATE)
-    return Tokenizer("o200k_base", encoding.encode)
+        return None
+    return lambda text: len(encoding.encode(text))
+
+
+def _counted(count, text: str) -> int:
+    try:
+        return count(text)
+    except UnicodeEncodeError:  # a lone surrogate: counted as the wrapper encodes it, replaced
+        return count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+
+
+_BYTES = Tokenizer("bytes", lambda text: len(text.encode("utf-8", "surrogatepass")))
+"""A bound no tokenizer's count exceeds: every token is at least one byte of UTF-8."""
 
 
 def as_text(value: Any) -> str:
@@ -143,7 +184,7 @@ def median(values: list) -> Any:
     return values[(len(values) - 1) // 2]
 
 
-def report(sessions: list[tuple[Declared, tuple[str, str]]], tok: Tokenizer | None = None) -> dict:
+def report(sessions: Iterable[tuple[Declared, tuple[str, str]]], tok: Tokenizer | None = None) -> dict:
     """The `cost` member of the JSON report and `mcptap cost --format json`: per server (name,
     version; the definitions of its last session, the results of all its sessions) and per session
     (each with its server's name and version; a session with no definitions and no tool result is
@@ -176,6 +217,8 @@ def budget_findings(declared: Declared, server: tuple[str, str], policy=None) ->
     if not declared.listings and declared.instructions is None:
         return []
     budget = getattr(policy, "context_budget", None) or DEFAULT_BUDGET
+    if definitions_cost(declared, _BYTES)["total"]["model_tokens"] <= budget:
+        return []  # a token is at least a byte: within the budget whatever the tokenizer says, none loaded
     tok = tokenizer()
     rule = rules.load()[BUDGET_CODE]
     hit = rule.check(definitions_cost(declared, tok), {"server": server, "budget": budget, "tokenizer": tok.name})

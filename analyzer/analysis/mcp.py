@@ -12,20 +12,56 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from functools import lru_cache
-from importlib import metadata
 
 _CACHE_FORMAT = 1  # bump when _from_mcp_types reads something else
+
+
+def installed_version(module: str) -> str | None:
+    """The installed version of the distribution of a top-level `module` (mcp_types, pydantic),
+    from its dist-info folder's name beside the package (importlib.metadata costs more to import
+    than the rest of a quick command), else from importlib.metadata; None when it is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    parent = os.path.dirname(list(spec.submodule_search_locations)[0])
+    try:
+        found = {name[len(module) + 1:-len(".dist-info")] for name in os.listdir(parent)
+                 if name.startswith(module + "-") and name.endswith(".dist-info")}
+    except OSError:
+        found = set()
+    if len(found) == 1:
+        return found.pop()
+    from importlib import metadata
+
+    try:
+        return metadata.version(module.replace("_", "-"))
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout without it installed
+        return None
+
+
+def write_cache(path: str, text: str) -> None:
+    """Write a cache file whole or not at all (a reader sees the old one, the new one or none);
+    a cache that cannot be written is only not kept."""
+    import tempfile
+
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".mcptap-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _from_mcp_types() -> dict:
     """The method maps of `mcp_types.methods` as (method, first revision) pairs, and the revision
     lists of `mcp_types.version`: from the cache for this mcp-types version when there is one."""
-    try:
-        version = metadata.version("mcp-types")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a source checkout without it installed
-        version = None
+    version = installed_version("mcp_types")
     folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcptap")
     path = os.path.join(folder, f"mcp-types-{version}-{_CACHE_FORMAT}.json")
     if version is not None:
@@ -42,14 +78,7 @@ def _from_mcp_types() -> dict:
     tables.update({name: list(getattr(versions, name))
                    for name in ("HANDSHAKE_PROTOCOL_VERSIONS", "KNOWN_PROTOCOL_VERSIONS", "MODERN_PROTOCOL_VERSIONS")})
     if version is not None:
-        try:  # written whole or not at all
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".mcp-types-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(tables, fh)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        write_cache(path, json.dumps(tables))
     return tables
 
 

@@ -11,7 +11,6 @@ in a TOML file (`mcptap.toml` in the working folder, or `--config FILE`):
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -71,6 +70,8 @@ def build(ignore: Iterable[str] = (), severity: Iterable[str] = (), config: str 
 
 
 def _load_file(policy: Policy, path: str) -> None:
+    import tomllib  # here: only a policy file is TOML
+
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

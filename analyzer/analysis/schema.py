@@ -15,13 +15,13 @@ result's `structuredContent` and `isError`."""
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import orjson
-from mcp_types import methods as wire
-from pydantic import ConfigDict, TypeAdapter, ValidationError, create_model
 
 from mcptap.analysis import mcp
 from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
@@ -37,13 +37,13 @@ C2S, S2C = mcp.C2S, mcp.S2C
 MAX_PATHS = 8
 """Findings one message gives at most (the rest are counted in the last)."""
 
-_TABLES = {(REQUEST, C2S): wire.CLIENT_REQUESTS, (REQUEST, S2C): wire.SERVER_REQUESTS,
-           (NOTIFICATION, C2S): wire.CLIENT_NOTIFICATIONS, (NOTIFICATION, S2C): wire.SERVER_NOTIFICATIONS,
-           (RESPONSE, S2C): wire.SERVER_RESULTS, (RESPONSE, C2S): wire.CLIENT_RESULTS}
-"""Where each message's type is: a response by its request's method (a result the server sends
-answers a client request)."""
-_IGNORE = ConfigDict(extra="ignore")
+_TABLES = {(REQUEST, C2S): "CLIENT_REQUESTS", (REQUEST, S2C): "SERVER_REQUESTS",
+           (NOTIFICATION, C2S): "CLIENT_NOTIFICATIONS", (NOTIFICATION, S2C): "SERVER_NOTIFICATIONS",
+           (RESPONSE, S2C): "SERVER_RESULTS", (RESPONSE, C2S): "CLIENT_RESULTS"}
+"""Where each message's type is in `mcp_types.methods`: a response by its request's method (a
+result the server sends answers a client request)."""
 INTERIM = "InputRequiredResult"
+_CACHE_FORMAT = 1  # bump when _schemas writes something else
 
 
 def era(revision: str) -> str:
@@ -53,15 +53,23 @@ def era(revision: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Checker:
-    """One compiled check: the frame's bytes in; out, the member judged (params or result), as
-    parsed (None where orjson cannot read it), or the ValidationError."""
+    """One check: the frame's bytes in; out, the member judged (params or result), as parsed
+    (None where orjson cannot read it), or the ValidationError. The quick verdict is the
+    jsonschema-rs validator of the model's JSON Schema; the model itself (`adapter`, built on
+    first use) judges what that refuses, and every message without jsonschema-rs."""
 
-    adapter: TypeAdapter
+    key: tuple  # (revision, kind, direction, method): whose model this checks
     member: str  # "params" or "result"
     schema: str  # the schema's name for the type, e.g. CallToolRequest
     quick: Any  # the jsonschema-rs validator of the same model, or None
     interim: "Checker | None" = None
     """2026-07-28: the check of a result whose resultType is "input_required" (InputRequiredResult)."""
+    arm: bool = False  # this is the interim check of a result
+
+    @property
+    def adapter(self):
+        """The pydantic TypeAdapter of the model (mcp-types and pydantic are loaded here)."""
+        return _adapter(self.key, self.arm)
 
     def validate(self, raw: str | bytes) -> Any:
         """Raises Failed (this check, or the interim one, and pydantic's error)."""
@@ -73,6 +81,8 @@ class Checker:
                 and frame["result"].get("resultType") == "input_required":
             return self.interim.validate(raw)
         if frame is None or self.quick is None or not self.quick.is_valid(frame):
+            from pydantic import ValidationError
+
             try:
                 self.adapter.validate_json(raw, strict=True)
             except ValidationError as error:
@@ -83,7 +93,7 @@ class Checker:
 class Failed(Exception):
     """A message its schema refuses: the check that did, and pydantic's error."""
 
-    def __init__(self, check: Checker, error: ValidationError):
+    def __init__(self, check: Checker, error):
         super().__init__(check.schema)
         self.check, self.error = check, error
 
@@ -91,14 +101,60 @@ class Failed(Exception):
 @cache
 def checker(revision: str, kind: str, direction: str, method: str) -> Checker | None:
     """The check of a message of this kind and method, or None where the revision defines none
-    (an unknown method, a method of the other direction: other rules say so)."""
-    table = _TABLES.get((kind, direction))
-    target = table.get((method, revision)) if table is not None else None
-    return None if target is None else _built(target, kind == RESPONSE)
+    (an unknown method, a method of the other direction: other rules say so). With jsonschema-rs
+    it comes from the schemas kept per installed mcp-types (`_schemas`): no model is loaded until
+    a message fails its quick check."""
+    key = (revision, kind, direction, method)
+    if jsonschema_rs is not None:
+        found = _schemas()["checks"].get("|".join(key))
+        return None if found is None else _quick(found, key)
+    target = _target(*key)
+    if target is None:
+        return None
+    built = _built(target, kind == RESPONSE)
+    interim = None if built.interim is None else Checker(key, built.interim.member, built.interim.name, None, arm=True)
+    return Checker(key, built.member, built.name, None, interim)
+
+
+def _quick(index: int, key: tuple, arm: bool = False) -> Checker:
+    entry = _schemas()["schemas"][index]
+    interim = None if entry["interim"] is None else _quick(entry["interim"], key, True)
+    return Checker(key, entry["member"], entry["name"], _validator(index), interim, arm)
 
 
 @cache
-def _built(target: Any, result: bool) -> Checker:
+def _validator(index: int) -> Any:
+    """The jsonschema-rs validator of one schema (compiled once per process, on first use)."""
+    return jsonschema_rs.validator_for(_schemas()["schemas"][index]["schema"], offline=True)
+
+
+@cache
+def _target(revision: str, kind: str, direction: str, method: str) -> Any:
+    name = _TABLES.get((kind, direction))
+    if name is None:
+        return None
+    from mcp_types import methods as wire
+
+    return getattr(wire, name).get((method, revision))
+
+
+def _adapter(key: tuple, arm: bool) -> Any:
+    built = _built(_target(*key), key[1] == RESPONSE)
+    return (built.interim if arm else built).adapter
+
+
+@dataclass(frozen=True)
+class _Model:
+    """A check built from the model: its TypeAdapter, the member it judges, its name."""
+
+    adapter: Any
+    member: str
+    name: str
+    interim: "_Model | None" = None
+
+
+@cache
+def _built(target: Any, result: bool) -> _Model:
     """The check of one type (revisions that share a schema share it)."""
     if result:  # a 2026-07-28 result that may be interim is judged by its resultType, not as either arm
         arms = getattr(target, "__args__", (target,))
@@ -110,24 +166,70 @@ def _built(target: Any, result: bool) -> Checker:
     return _compiled(target, "params")
 
 
-def _compiled(target: Any, member: str, interim: Checker | None = None) -> Checker:
+def _compiled(target: Any, member: str, interim: _Model | None = None) -> _Model:
+    from pydantic import ConfigDict, TypeAdapter, create_model
+
+    ignore = ConfigDict(extra="ignore")
     if member == "result":
-        frame = create_model("Response", __config__=_IGNORE, result=(target, ...))
+        frame = create_model("Response", __config__=ignore, result=(target, ...))
     else:
         field = target.model_fields["params"]
-        frame = create_model(target.__name__, __config__=_IGNORE, params=(field.annotation, field))
-    adapter = TypeAdapter(frame)
-    quick = jsonschema_rs.validator_for(adapter.json_schema(), offline=True) if jsonschema_rs is not None else None
+        frame = create_model(target.__name__, __config__=ignore, params=(field.annotation, field))
     name = " | ".join(arm.__name__ for arm in getattr(target, "__args__", (target,)))
-    return Checker(adapter, member, name, quick, interim)
+    return _Model(TypeAdapter(frame), member, name, interim)
 
 
-def unjudged(error: ValidationError) -> bool:
+@cache
+def _schemas() -> dict:
+    """Every check's JSON Schema (as pydantic gives it of the model) and name, and which check
+    each (revision, kind, direction, method) takes: {"checks": {"rev|kind|dir|method": index},
+    "schemas": [{"name", "member", "schema", "interim"}]}. Kept in a cache file per installed
+    mcp-types and pydantic, so that a process reads it in milliseconds instead of building the
+    models (a second or more); built from the models, and written, where there is none."""
+    versions = [mcp.installed_version("mcp_types"), mcp.installed_version("pydantic")]
+    folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcptap")
+    path = os.path.join(folder, f"schemas-{versions[0]}-{versions[1]}-{_CACHE_FORMAT}.json")
+    if None not in versions:
+        try:
+            with open(path, "rb") as fh:
+                found = orjson.loads(fh.read())
+            if type(found) is dict and type(found.get("checks")) is dict and type(found.get("schemas")) is list:
+                return found
+        except (OSError, ValueError):
+            pass
+    found = _from_models()
+    if None not in versions:
+        mcp.write_cache(path, json.dumps(found, separators=(",", ":")))
+    return found
+
+
+def _from_models() -> dict:
+    from mcp_types import methods as wire
+
+    checks: dict[str, int] = {}
+    schemas: list[dict] = []
+    index: dict[int, int] = {}
+
+    def entry(model: _Model) -> int:
+        if id(model) not in index:
+            interim = None if model.interim is None else entry(model.interim)
+            index[id(model)] = len(schemas)
+            schemas.append({"name": model.name, "member": model.member, "schema": model.adapter.json_schema(),
+                            "interim": interim})
+        return index[id(model)]
+
+    for (kind, direction), name in _TABLES.items():
+        for (method, revision), target in getattr(wire, name).items():
+            checks["|".join((revision, kind, direction, method))] = entry(_built(target, kind == RESPONSE))
+    return {"checks": checks, "schemas": schemas}
+
+
+def unjudged(error) -> bool:
     """The frame nests deeper than pydantic's JSON parser goes (about 200 levels): no verdict."""
     return any(err["type"] == "json_invalid" for err in error.errors(include_url=False))
 
 
-def violations(error: ValidationError, raw: str | bytes) -> list[tuple[tuple, str]]:
+def violations(error, raw: str | bytes) -> list[tuple[tuple, str]]:
     """(JSON path, what the schema says) of each member that fails, one per path, in order. A
     member that must be one of several types (a content block, a progress token) is judged as
     a whole: by the member that tells them apart (`type`, `method`) when there is one, else as

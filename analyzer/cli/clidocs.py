@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import typer
@@ -28,7 +29,7 @@ def _record_help() -> str:
     from mcptap import record
 
     parser = record.parser()
-    parser.formatter_class = lambda prog: record.HelpLayout(prog, width=100)
+    parser.formatter_class = functools.partial(parser.formatter_class, width=100)
     return parser.format_help()
 
 

@@ -16,6 +16,7 @@ from typer.core import TyperArgument, TyperGroup
 
 from mcptap import __version__, options
 from mcptap.errors import MCPTapError, say_error
+from mcptap.quick import color_on, on_terminal  # noqa: F401  (the commands' colour and terminal checks)
 
 
 def summary(help_text: str | None) -> str:
@@ -161,20 +162,6 @@ ColorOption = Annotated[Optional[bool], typer.Option(
     help="Colour on stdout (default: on a terminal, unless NO_COLOR is set).")]
 
 
-def color_on(asked: bool | None, stream=None) -> bool:
-    """Whether to colour `stream` (stdout): as asked by --color/--no-color, else when it is a
-    terminal and NO_COLOR is not set (no-color.org) and TERM is not `dumb`."""
-    if asked is not None:
-        return asked
-    stream = stream if stream is not None else sys.stdout
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 _DIFF_WORD = re.compile(r"^(\s*(?:answer )?)(changed|added|removed|no answer)\b|^(equal|different)(?=:)")
 DIFF_STYLES = {"changed": "yellow", "added": "green", "removed": "red", "no answer": "red", "equal": "bold green",
                "different": "bold red"}
@@ -197,14 +184,6 @@ def diff_writer(colour: bool):
     return write
 
 
-def on_terminal(stream=None) -> bool:
-    """Whether `stream` (stdout) is a terminal: tables are drawn for a reader; piped, they are
-    plain lines, uncut, for programs."""
-    stream = stream if stream is not None else sys.stdout
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 NoRedactOption = Annotated[bool, typer.Option("--no-redact", help=options.NO_REDACT_HELP)]
 RedactKeyOption = Annotated[Optional[list[str]], typer.Option("--redact-key", metavar="NAME",
                                                               help=options.REDACT_KEY_HELP)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -16,8 +15,8 @@ import typer
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
                                MaxPerCodeOption, NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption,
-                               SessionAlias, SessionsArgument, app, color_on, complete_sessions, fail, max_frame_of,
-                               on_terminal, one_line_errors, redaction_of, sessions_of)
+                               SessionAlias, SessionsArgument, app, complete_sessions, fail, max_frame_of,
+                               one_line_errors, redaction_of, sessions_of)
 
 
 class ListFormat(str, Enum):
@@ -59,48 +58,21 @@ def sessions(
 
     Example:  mcptap sessions --db ~/mcp.db --follow
     """
-    from mcptap import store
-    from mcptap.report import columns, jsonout, sessionlist
+    _quick("sessions", db=db, fmt=ListFormat(fmt).value, as_json=as_json, color=color, follow=follow, wide=wide)
 
-    if follow:
-        if ListFormat(fmt) not in (ListFormat.text, ListFormat.table) or as_json:
-            raise fail("--follow prints lines of text: leave out --format and --json")
-        from mcptap.report import follow as follow_mod
 
-        def write(line: str) -> None:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
+def _quick(command: str, **kwargs) -> None:
+    """Run `sessions` or `show` as its quick path does (analyzer/quick.py: the same code, parsed
+    by typer here)."""
+    from mcptap import quick
 
-        with one_line_errors():
-            try:
-                follow_mod.follow_sessions(db, write)
-            except KeyboardInterrupt:
-                raise typer.Exit(0) from None
-        return
-
-    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
-    if as_json and fmt not in (ListFormat.text, ListFormat.jsonl):
-        raise fail("--json is --format jsonl: give one of them")
-    if as_json:
-        fmt = ListFormat.jsonl
-    with one_line_errors():
-        objects = sessionlist.session_objects(store.open_existing(db))
-        if fmt is ListFormat.json:
-            jsonout.write_document(sys.stdout, [("sessions", objects)])
-        elif fmt is ListFormat.jsonl:
-            jsonout.write_lines(sys.stdout, objects)
-        elif not objects:
-            sys.stdout.write("(no sessions yet)\n")
-        elif on_terminal() and not wide:
-            import time
-
-            today = time.strftime("%Y-%m-%d", time.gmtime())
-            columns.show(sys.stdout, sessionlist.SCREEN_COLUMNS, [sessionlist.screen_cells(o, today) for o in objects],
-                         right={6, 7, 8}, terminal=True, colour=color_on(color), counts={7: "bold red", 8: "yellow"})
-        else:
-            columns.write(sys.stdout, sessionlist.SESSION_COLUMNS, [sessionlist.session_cells(o) for o in objects],
-                          right={7, 8, 9}, colour=color_on(color))
-        sys.stdout.flush()
+    try:
+        with quick.one_line_errors():
+            getattr(quick, command)(**kwargs)
+    except quick.Usage as exc:
+        raise fail(str(exc)) from None
+    except quick.Exit as done:
+        raise typer.Exit(done.code) from None
 
 
 @app.command(short_help="Print a session's transcript, frame by frame.")
@@ -135,60 +107,8 @@ def show(
 
     Example:  mcptap show --db ~/mcp.db 0193b2 --filter 'method == "tools/call" and latency > 500ms'
     """
-    from mcptap import store
-    from mcptap.report import jsonout, transcript
-
-    fmt = TranscriptFormat.text if TranscriptFormat(fmt) is TranscriptFormat.table else TranscriptFormat(fmt)
-    if as_json:
-        fmt = TranscriptFormat.jsonl
-    paint = transcript.painter(color_on(color))
-    if follow:
-        if fmt is not TranscriptFormat.text:
-            raise fail("--follow prints the text transcript: leave out --format")
-        if where is not None:
-            raise fail("--follow prints every frame: leave out --filter")
-        _follow_session(db, session, full, stderr, max_per_code, paint)
-        return
-    if session is None:
-        raise fail("name the SESSION to show (or --follow the newest)")
-    with one_line_errors():
-        conn = store.open_existing(db)
-        sid = store.resolve_session(conn, session)
-        keep = None
-        if where is not None:
-            from mcptap.engine import selection
-
-            keep = selection.select(db, where, [sid]).get(sid, set())
-        out = sys.stdout
-        if fmt is TranscriptFormat.text:
-            width = shutil.get_terminal_size((160, 24)).columns
-            for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code,
-                                              keep=keep):
-                out.write(paint(line) + "\n")
-        else:
-            head, findings, frames = transcript.records(conn, sid, stderr=stderr, keep=keep)
-            if fmt is TranscriptFormat.json:
-                jsonout.write_document(out, [("session", head), ("findings", findings),
-                                             ("frames", jsonout.Stream(frames))])
-            else:
-                jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
-                jsonout.write_lines(out, frames)
-        out.flush()
-
-
-def _follow_session(db: str, session: str | None, full: bool, stderr: bool, per_code: int, paint) -> None:
-    from mcptap.report import follow
-
-    def write(line: str) -> None:
-        sys.stdout.write(paint(line) + "\n")
-        sys.stdout.flush()
-
-    width = shutil.get_terminal_size((160, 24)).columns
-    with one_line_errors():
-        try:
-            follow.follow_session(db, session, write, width=width, full=full, stderr=stderr, per_code=per_code)
-        except KeyboardInterrupt:  # Ctrl-C: the follow is over, as the user asked
-            raise typer.Exit(0) from None
+    _quick("show", db=db, session=session, fmt=TranscriptFormat(fmt).value, as_json=as_json, color=color,
+           follow=follow, full=full, stderr=stderr, max_per_code=max_per_code, where=where)
 
 
 @app.command("import", short_help='Bring frame logs and HTTP captures into the database.')

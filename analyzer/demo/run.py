@@ -18,7 +18,7 @@ import threading
 
 from mcptap import engine, report, store
 
-from mcptap.report import html as htmlreport, sessionlist, transcript
+from mcptap.report import html as htmlreport, listing, transcript
 from mcptap.demo.client import run_http_session, run_session
 from mcptap.errors import MCPTapError
 
@@ -60,8 +60,8 @@ def run_demo(db: str, out=None) -> int:
     conn = store.open_existing(db)
     sids = [store.resolve_session(conn, "demo"), store.resolve_session(conn, "demo-http")]
     out.write("\nSessions in " + shown(db) + ":\n")
-    for obj in sessionlist.session_objects(conn)[-5:]:
-        r = dict(zip(sessionlist.SESSION_COLUMNS, sessionlist.session_cells(obj)))
+    for obj in listing.session_objects(conn)[-5:]:
+        r = dict(zip(listing.SESSION_COLUMNS, listing.session_cells(obj)))
         out.write(f"  {r['id']}  {r['label']:<9} {r['transport']:<6} {r['started']}  {r['duration']:>9}  "
                   f"{r['frames']} frames  exit {r['exit']}\n")
     for sid, what in zip(sids, ("stdio", "HTTP")):

@@ -6,6 +6,7 @@ stores beside its other findings."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 
 from mcptap import store
 from mcptap.analysis import cost, drift
@@ -26,16 +27,21 @@ def declared(db_path: str, ids: list[str] | None = None, *, results: bool = Fals
 def declared_in(conn: sqlite3.Connection, ids: list[str] | None = None, *,
                 results: bool = False) -> list[tuple[Declared, str | None]]:
     """`declared` over an open connection."""
+    return list(each_declared(conn, ids, results=results))
+
+
+def each_declared(conn: sqlite3.Connection, ids: list[str] | None = None, *,
+                  results: bool = False) -> Iterator[tuple[Declared, str | None]]:
+    """`declared_in`, one session at a time: a caller that sums them up (cost_report) holds one
+    session's definitions at once, not every session's."""
     ids = store.session_ids(conn) if ids is None else ids
-    out = []
     for sid in ids:
         label = store.get_session(conn, sid).get("label")
         frames = store.frames_of_methods(conn, sid, sorted(WANTED if results else WANTED - {"tools/call"}))
         if frames is None:
             frames = (((seq, direction, raw) for seq, _ts, direction, raw in store.iter_raw_frames(conn, sid))
                       if results else store.frames_mentioning(conn, sid, NEEDLES))
-        out.append((collect(sid, frames, results=results), label))
-    return out
+        yield collect(sid, frames, results=results), label
 
 
 def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None,
@@ -67,6 +73,9 @@ def cost_report(db: str | sqlite3.Connection, ids: list[str] | None = None, *, r
     """What each server and session costs in a model's context (analyzer/analysis/cost.py), for
     these sessions (default every session); `db` a path or an open connection. `results=False`:
     the definitions only (no tool result read: what analyze's JSON report carries)."""
-    found = declared_in(db, ids, results=results) if isinstance(db, sqlite3.Connection) else \
-        declared(db, ids, results=results)
-    return cost.report([(decl, drift.server_key(decl, label)) for decl, label in found])
+    conn = db if isinstance(db, sqlite3.Connection) else store.open_existing(db)
+    try:
+        return cost.report((decl, drift.server_key(decl, label)) for decl, label in each_declared(conn, ids, results=results))
+    finally:
+        if conn is not db:
+            conn.close()

@@ -5,15 +5,12 @@ and dies with the process that started it."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sqlite3
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
 
 from mcptap import store
 from mcptap.engine.job import Job, failure, open_writer, reason_of
@@ -48,6 +45,8 @@ def in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, prog
         i = loads.index(min(loads))
         groups[i].append(sid)
         loads[i] += sizes[sid]
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # here: a small database needs no pool
+
     reason = _prepare(db_path, ids) if store_it else None
     store_it = store_it and reason is None  # not writable after all: the report all the same
     try:
@@ -103,6 +102,8 @@ def _pool_context():
     progress bar's thread could hold a lock the child would inherit), so that they start with
     the analyzer already imported (the method tables take a third of a second to build);
     spawned otherwise."""
+    from multiprocessing import get_context
+
     if sys.platform == "linux" and threading.active_count() == 1:
         return get_context("fork")
     return get_context("spawn")
@@ -114,6 +115,8 @@ def _worker_started(parent: int) -> None:
     PARENT_CHECK_S whether its parent is still the one that started it (a SIGKILLed `analyze`
     leaves no worker behind)."""
     if sys.platform.startswith("linux"):
+        import ctypes
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # gone already, before the signal was asked for

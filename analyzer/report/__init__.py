@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, NamedTuple
-
-from mcptap.analysis import rules
-from mcptap.analysis.messages import Finding
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from mcptap.report import columns, jsonout
-from mcptap.engine import Report
+if TYPE_CHECKING:  # the analysis is loaded by the commands that analyse, not by those that only read
+    from mcptap.analysis.messages import Finding
+    from mcptap.engine import Report
 from mcptap.wire.textsafe import printable
 
 FORMATS = ("table", "json", "jsonl", "sarif")
@@ -339,6 +338,8 @@ def reaches(report: Report, fail_on: str) -> bool:
 
 
 def _registered() -> list:
+    from mcptap.analysis import rules
+
     return sorted(rules.load().items(), key=lambda kv: (rules.GROUPS.index(kv[1].group), kv[0]))
 
 

@@ -11,7 +11,6 @@ kind, method, id, pair, latency, size and every finding."""
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import json
 import re
@@ -25,8 +24,9 @@ from mcptap import report, store
 from mcptap.analysis.messages import Finding, Message
 from mcptap.analysis.statistics import TOOL_CALL, may_be_tool_error, tool_error
 
-from mcptap.report import httplines, jsonout
+from mcptap.report import httplines, jsonout, listing
 from mcptap.report.columns import cut
+from mcptap.report.listing import clock
 
 from mcptap.store import cells
 
@@ -34,15 +34,6 @@ from mcptap.wire import framelog, jsonwire
 from mcptap.wire.textsafe import printable
 
 ARROWS = {"c2s": "c2s →", "s2c": "s2c ←", "stderr": "stderr"}
-
-
-def clock(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    try:
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, ValueError, OSError):  # a time no calendar holds (an imported log's)
-        return f"{ts!r}"
 
 
 def preview(raw: bytes, width: int) -> str:
@@ -185,7 +176,7 @@ def head_lines(a: "_Analysed") -> Iterator[str]:
             pass
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield printable(f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  "
-                    f"exit {blank(s.get('exit_status'))}  {revision_text(summary)}")
+                    f"exit {listing.blank(s.get('exit_status'))}  {revision_text(summary)}")
 
 
 def revision_text(summary: dict) -> str:
@@ -350,10 +341,6 @@ def _paths(redacted: str) -> list[str]:
     except (ValueError, TypeError, RecursionError):
         return [redacted]
     return [str(p) for p in paths] if isinstance(paths, list) else [redacted]
-
-
-def blank(value) -> str:
-    return "-" if value is None else str(value)
 
 
 session_object = jsonout.session_object

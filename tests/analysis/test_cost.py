@@ -4,6 +4,9 @@ results per tool with count, p50 and max."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from mcptap.analysis import cost
@@ -32,14 +35,36 @@ def test_the_estimate_is_a_token_per_four_bytes_rounded_up_and_says_it_is_one():
 
 
 def test_the_tokenizer_is_o200k_base_when_an_installed_package_carries_it_else_the_estimate():
+    import importlib.util
+
     tok = cost.tokenizer()
-    try:
-        import bpe_openai  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("bpe_openai") is None:
         assert tok.estimate and tok.name == cost.ESTIMATE
     else:
         assert (tok.name, tok.estimate) == ("o200k_base", False)
         assert tok.count("Hello world") == 2
+
+
+def test_o200k_base_is_counted_without_decoding_the_other_encodings_and_as_the_package_counts():
+    """The Rust extension alone: importing bpe_openai decodes three encodings in Python."""
+    import importlib.util
+
+    if importlib.util.find_spec("bpe_openai") is None:
+        pytest.skip("without the [tokens] extra")
+    code = r"""
+import sys, warnings
+from mcptap.analysis import cost
+texts = ["Hello world", "h\u00e9llo \u4f60\u597d " * 50, '{"a": [1, 2, 3]}', "\ud800 lone"]
+ours = [cost.tokenizer().count(t) for t in texts]
+assert "bpe_openai" not in sys.modules, "the package was imported"
+warnings.simplefilter("ignore")
+import bpe_openai
+enc = bpe_openai.get_encoding("o200k_base")
+theirs = [len(enc.encode(t.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))) for t in texts]
+assert ours == theirs, (ours, theirs)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
 def test_a_tool_is_projected_to_the_fields_a_model_provider_keeps():
@@ -73,3 +98,18 @@ def test_the_report_names_the_tokenizer_and_pools_a_servers_sessions():
 @pytest.mark.parametrize("values, p50", [([1], 1), ([1, 2], 1), ([1, 2, 3], 2), ([1, 2, 3, 4], 2)])
 def test_the_p50_is_the_lower_median(values, p50):
     assert cost.median(values) == p50
+
+
+def test_definitions_within_the_budget_in_bytes_are_judged_without_loading_the_tokenizer(monkeypatch):
+    """A token is at least a byte: a server whose definitions take fewer bytes than the budget
+    is within it, and no tokenizer is built for it; one over it in bytes is counted in tokens."""
+    built = []
+    monkeypatch.setattr(cost, "tokenizer", lambda: built.append(1) or ESTIMATE)
+    small = declared()
+    assert cost.budget_findings(small, ("s", "1")) == [] and built == []
+    size = cost.definitions_cost(small, cost._BYTES)["total"]["model_tokens"]
+    policy = type("P", (), {"context_budget": size - 1, "severity": lambda self, code, level: level})()
+    assert cost.budget_findings(small, ("s", "1"), policy) == [] and built == [1]  # bytes/4 is within it
+    policy.context_budget = 1
+    [finding] = cost.budget_findings(small, ("s", "1"), policy)
+    assert finding.code == cost.BUDGET_CODE

@@ -2,6 +2,8 @@
 per message and JSON path, in the schema's words; what the schema permits (extension members,
 _meta) is not flagged; results against the outputSchema the session declared."""
 
+import os
+
 import pytest
 
 from mcptap.analysis import policy as policy_mod
@@ -180,3 +182,30 @@ def test_a_task_augmented_tools_call_answered_by_create_task_result_is_no_schema
     bare = task_session()
     bare[-1] = bare[-1][:3] + (ok(1, {"taskId": "T1"}).encode(),)
     assert [f.frame_seq for f in schema_findings(bare, "bare")] == [bare[-1][0]]
+
+
+def test_the_schemas_cache_is_rebuilt_when_missing_or_damaged_and_gives_the_same_checks(tmp_path, monkeypatch):
+    """The JSON Schemas of the checks are kept in a cache file per mcp-types and pydantic version:
+    a process without one builds them from the models and writes it; one that is not JSON, or not
+    of that shape, is rebuilt; the checks it gives judge as those built from the models."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from mcptap.analysis import schema\n"
+            "c = schema.checker('2025-11-25', 'request', 'c2s', 'tools/call')\n"
+            "print(c.schema, c.quick.is_valid({'params': {'name': 't'}}), c.quick.is_valid({'params': {}}),\n"
+            "      'pydantic' in sys.modules)\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert run() == ["CallToolRequest", "True", "False", "True"]  # built from the models
+    [cache] = (tmp_path / "mcptap").glob("schemas-*.json")
+    assert run() == ["CallToolRequest", "True", "False", "False"]  # read: no model loaded
+    for damaged in (b"{not json", b'{"checks": []}'):
+        cache.write_bytes(damaged)
+        assert run() == ["CallToolRequest", "True", "False", "True"]
+    assert run()[-1] == "False"

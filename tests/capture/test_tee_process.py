@@ -132,6 +132,30 @@ def test_record_starts_without_typer_the_analysis_or_sqlite_in_the_tee_process(d
     modules = imported_by(tee(db, sys.executable, "-c", "pass"))
     assert "mcptap.addons.stdio.tee" in modules
     assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
+    assert "argparse" not in modules  # a host's command line is read without it
+
+
+@pytest.mark.parametrize("argv", [
+    ["--db", "x", "--", "cmd", "a"], ["--db=x", "--name", "n", "cmd", "--db", "y"], ["--no-redact", "--", "c"],
+    ["--redact-key", "k", "--redact-key=j", "--", "c"], ["--max-frame", "1M", "c"], ["--", "--", "x"],
+    ["--db", "x", "--", "-c"], ["--no-redact", "--no-redact", "c", "--help"],
+])
+def test_a_hosts_record_line_read_without_argparse_reads_as_argparse_reads_it(argv):
+    from mcptap import record
+
+    at = next(i for i, word in enumerate(argv) if word == "--" or not word.startswith("-") and
+              not (i and argv[i - 1] in record._VALUES))
+    expected = vars(record.parser().parse_args([w for w in argv[:at] if w == "--no-redact"] + argv[at:]))
+    for option, value in zip(argv[:at], argv[1:at + 1]):
+        if option in record._VALUES and not option.startswith("--no"):
+            key = record._VALUES[option]
+            expected[key] = expected[key] + [value] if isinstance(expected[key], list) else value
+    for word in argv[:at]:
+        name, eq, value = word.partition("=")
+        if eq and name in record._VALUES:
+            key = record._VALUES[name]
+            expected[key] = expected[key] + [value] if isinstance(expected[key], list) else value
+    assert vars(record.parse(argv)) == expected
 
 
 @pytest.mark.parametrize("args, said", [

@@ -116,7 +116,7 @@ def test_the_import_graph_has_no_cycles():
         raise AssertionError(f"an import cycle: {' -> '.join(exc.args[1])}") from None
 
 
-FACES = ("mcptap.cli", "mcptap.report", "mcptap.data", "mcptap.plots", "mcptap.replay", "mcptap.demo")
+FACES = ("mcptap.cli", "mcptap.quick", "mcptap.report", "mcptap.data", "mcptap.plots", "mcptap.replay", "mcptap.demo")
 
 
 def _under(name: str, prefixes) -> bool:
@@ -174,8 +174,9 @@ STAGES = (
     ("store", ("mcptap.store", "mcptap.redaction")),
     ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
     ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
-    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data", "mcptap.dataio", "mcptap.dataparquet",
-               "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig", "mcptap.help")),
+    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.quick", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data",
+               "mcptap.dataio", "mcptap.dataparquet", "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig",
+               "mcptap.help")),
 )
 """The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
 faces): a module imports from its own folder and from the stages below; between folders of one

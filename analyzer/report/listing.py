@@ -1,21 +1,38 @@
-"""The session list of `mcptap sessions` (and the demo): every session as an object with its
-handle, and the cells of its table, whole (piped, --wide) or short for a terminal."""
+"""What `mcptap sessions` prints: every session of a database as an object (its recorded row and,
+once analysed, the stored analysis summary; analyzer/report/jsonout.py session_object; and its
+handle, the shortest end of its id that names it) and as the cells of the session table, whole
+(piped, --wide) or short for a terminal. It reads the store only: listing sessions loads no analysis."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 
 from mcptap import store
-from mcptap.report.jsonout import session_object
-from mcptap.report.transcript import blank, clock
+from mcptap.report import jsonout
 from mcptap.store import cells
 from mcptap.wire.textsafe import printable
 
+SESSION_COLUMNS = ("id", "handle", "label", "transport", "revision", "started", "duration", "frames", "errors",
+                   "warnings", "exit")
+SCREEN_COLUMNS = ("session", "label", "via", "revision", "started", "took", "frames", "err", "warn", "exit")
+"""`mcptap sessions` on a terminal: the handle names the session, times are short (UTC)."""
+
+
+def clock(ts: float | None) -> str:
+    """A time as UTC to the millisecond, `-` when unknown."""
+    if ts is None:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):  # a time no calendar holds (an imported log's)
+        return f"{ts!r}"
+
 
 def session_objects(conn: sqlite3.Connection) -> list[dict]:
-    """Every session as an object (session_object, with its `handle` after its id: the shortest
-    end of the id that names it, store.handles), oldest first."""
+    """Every session as an object (jsonout.session_object, with its `handle` after its id: the
+    shortest end of the id that names it, store.handles), oldest first."""
     cells.check_cheap(conn)
     with cells.diagnosed(conn, tables=("sessions", "frames", "analyses")):
         analysed = store.analysis_summaries(conn)
@@ -24,15 +41,21 @@ def session_objects(conn: sqlite3.Connection) -> list[dict]:
             a = analysed.get(s["id"])
             if a is not None:
                 a = {**a, "kinds": _kinds(a.get("kinds"))}
-            out.append(session_object(s, a))
+            out.append(jsonout.session_object(s, a))
     named = store.handles([o["id"] for o in out])
     return [{"id": o["id"], "handle": named.get(o["id"], o["id"]), **o} for o in out]
 
 
-SESSION_COLUMNS = ("id", "handle", "label", "transport", "revision", "started", "duration", "frames", "errors",
-                   "warnings", "exit")
-SCREEN_COLUMNS = ("session", "label", "via", "revision", "started", "took", "frames", "err", "warn", "exit")
-"""`mcptap sessions` on a terminal: the handle names the session, times are short (UTC)."""
+def _kinds(text):
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def blank(value) -> str:
+    return "-" if value is None else str(value)
 
 
 def session_cells(obj: dict) -> tuple[str, ...]:
@@ -66,11 +89,3 @@ def _took(seconds: float | None, ended) -> str:
     if seconds < 3600:
         return f"{int(seconds // 60)}m{int(seconds % 60):02d}s{more}"
     return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m{more}"
-
-
-def _kinds(text):
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
