@@ -46,6 +46,7 @@ def growth(redact, line) -> float:
     return _seconds(lambda: redact(large), reps) / _seconds(lambda: redact(small), reps)
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("shape", HOSTILE)
 def test_free_text_redaction_takes_time_linear_in_a_line_of_backslashes(shape):
     redactor = FrameRedactor(Redaction(), Redactor(b"test-key"))
@@ -66,6 +67,7 @@ def _ok(argv: list[str]) -> None:
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
 
 
+@pytest.mark.serial
 def test_a_stderr_line_of_200_kb_of_backslashes_is_redacted_by_the_tee_import_and_redact_in_bounded_time(tmp_path):
     line = b'password="' + b"\\" * 200_000 + b"\n"
     source = tmp_path / "line.txt"

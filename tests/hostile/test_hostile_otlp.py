@@ -147,6 +147,7 @@ def test_an_answer_that_is_not_otlp_counts_nothing_as_sent(db):
     assert_one_line_error(result)
 
 
+@pytest.mark.serial
 def test_a_compressed_answer_that_inflates_to_half_a_gigabyte_is_refused_without_being_held(db):
     bomb = gzip.compress(b"\0" * (BOMB_MB << 20), compresslevel=9)
     assert len(bomb) < 1 << 20  # under the bytes an answer may have: refused as it inflates
