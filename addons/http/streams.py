@@ -12,7 +12,7 @@ from collections.abc import Callable
 from mcptap import store
 from mcptap.errors import warn_stderr
 from mcptap.redaction import Redactor
-from mcptap.redaction.bodies import redact_body
+from mcptap.redaction.exchanges import redact_exchange
 from mcptap.store.ops import ChunkOp, CloseOp, ExchangeOp, FrameOp, Op, RawExchangeOp, StreamOp
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME, Decoder, cut_row
 from mcptap.wire.sse import SSEParser
@@ -73,45 +73,35 @@ def _decoded(fields) -> list[tuple[str, str]]:
 def exchange_row(raw: dict, redactor: Redactor) -> dict:
     """The `exchanges` row of an exchange queued raw (addons/http/book.py `Exchange.snapshot`):
     header fields decoded as mitmproxy decodes them, the MCP headers in their columns,
-    credentials in headers and URL redacted (analyzer/redaction/__init__.py), headers as JSON; every text
-    cell one SQLite stores, whatever bytes came (analyzer/store/__init__.py `json_cell`, `text_cell`)."""
+    credentials in headers, URL, endpoint and bodies redacted by the one redaction of an exchange
+    (analyzer/redaction/exchanges.py), headers as JSON; every text cell one SQLite stores, whatever
+    bytes came (analyzer/store/__init__.py `json_cell`, `text_cell`)."""
     request = _decoded(raw["request_fields"])
     h = _lookup(request)
-    url, redacted_url = redactor.url(url_text(raw["url"]))
-    request_headers, redacted = redactor.headers(request)
-    redacted += redacted_url
-    response_headers = None
-    r: dict[str, str] = {}
-    if raw["response_fields"] is not None:
-        response = _decoded(raw["response_fields"])
-        r = _lookup(response)
-        stored, redacted_response = redactor.headers(response)
-        response_headers = store.json_cell(stored)
-        redacted += redacted_response
+    response = _decoded(raw["response_fields"]) if raw["response_fields"] is not None else None
+    r = _lookup(response) if response is not None else {}
     status = raw["status"]
     text = store.text_cell
-    request_body, redacted_body = redact_body(redactor, h.get("content-type"), raw.get("request_body"))
-    redacted += redacted_body
-    response_body, redacted_body = redact_body(redactor, r.get("content-type"), raw.get("response_body"))
-    redacted += [f"response:{what}" for what in redacted_body]
+    fields = redact_exchange(redactor, {
+        "url": url_text(raw["url"]), "endpoint": raw["endpoint"], "request_headers": request,
+        "response_headers": response, "request_type": h.get("content-type"), "response_type": r.get("content-type"),
+        "request_body": raw.get("request_body"), "response_body": raw.get("response_body")})
+    redacted = fields.get("redacted")
     rewritten = raw.get("rewritten")
-    endpoint = raw["endpoint"]
-    if endpoint is not None:  # the legacy endpoint is a URL too: redacted as the exchange's (same tokens)
-        endpoint, redacted_endpoint = redactor.url(endpoint)
-        redacted += [f"endpoint:{what}" for what in redacted_endpoint]
     return {
-        "id": raw["id"], "session_id": raw["session_id"], "method": text(raw["method"]), "url": text(url),
+        "id": raw["id"], "session_id": raw["session_id"], "method": text(raw["method"]), "url": text(fields["url"]),
         "status": status if isinstance(status, int) and 0 <= status <= 999 else None,
         "request_type": text(h.get("content-type")), "response_type": text(r.get("content-type")),
         "mcp_session_id": text(h.get("mcp-session-id")), "assigned_session": text(r.get("mcp-session-id")),
         "protocol_version": text(h.get("mcp-protocol-version")), "accept": text(h.get("accept")),
         "last_event_id": text(h.get("last-event-id")), "content_encoding": text(r.get("content-encoding")),
-        "endpoint": text(endpoint), "events": 0,
-        "request_headers": store.json_cell(request_headers), "response_headers": response_headers,
+        "endpoint": text(fields["endpoint"]), "events": 0,
+        "request_headers": store.json_cell(fields["request_headers"]),
+        "response_headers": store.json_cell(fields["response_headers"]) if response is not None else None,
         "redacted": json.dumps(redacted) if redacted else None,
         "started_at": raw["started_at"], "request_end": raw["request_end"], "response_at": raw["response_at"],
         "ended_at": raw["ended_at"], "outcome": text(raw["outcome"]),
-        "role": raw.get("role"), "request_body": text(request_body), "response_body": text(response_body),
+        "role": raw.get("role"), "request_body": text(fields["request_body"]), "response_body": text(fields["response_body"]),
         "rewritten": store.json_cell(rewritten) if rewritten else None,
     }
 

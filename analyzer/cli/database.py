@@ -219,8 +219,9 @@ def redact_cmd(
                          "\"members\": {PATH: COUNT}}.")] = DiffFormatAlias.text,
 ) -> None:
     """Apply redaction to a database already written (recorded with --no-redact, or before
-    more keys or paths were wanted): credential members of frames, credential HTTP headers and
-    the secrets of the servers' stderr lines and command lines are replaced by their keyed hash,
+    more keys or paths were wanted): credential members of frames, credential HTTP headers, URLs
+    and OAuth bodies, and the secrets of the servers' stderr lines and command lines are replaced
+    by their keyed hash,
     each frame records which members were, the analysis of a changed session is dropped, and the
     file is rewritten so that no replaced byte survives.
 

@@ -155,7 +155,7 @@ def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content:
     with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
         spans, points = otlp_http.send(otlp.requests(conn, ids, content=content, progress=shown.advance), endpoint,
                                        sent, warn=warn_stderr)
-    typer.echo(f"sent {spans} spans and {points} histogram data points of {len(ids)} sessions to {endpoint}")
+    typer.echo(f"{endpoint} accepted {spans} spans and {points} histogram data points of {len(ids)} sessions")
 
 
 @app.command("bundle")

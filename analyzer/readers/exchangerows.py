@@ -21,11 +21,12 @@ class ExchangeRows:
         self._taken: set[str] = set()  # ids this import stored
 
     def row(self, rec, session_id: str) -> dict:
+        from mcptap.redaction.exchanges import redact_exchange
         from mcptap.redaction.http import Redactor
 
         if self._redactor is None:
             self._redactor = Redactor(keep=self._keep)
-        fields = self._redactor.exchange(rec.fields)
+        fields = redact_exchange(self._redactor, rec.fields)
         xid = fields["id"]
         if self._new_id or xid in self._taken or store.exchange_exists(self._conn, xid):
             fields["id"] = self._renamed[(rec.session, xid)] = new_session_id()

@@ -8,6 +8,7 @@ import re
 
 from mcptap.redaction.http import CREDENTIAL_HEADERS, Redactor
 from mcptap.redaction.freetext import PROTOCOL_MEMBERS, Edit, FreeText
+from mcptap.redaction.loose import LooseMembers
 from mcptap.redaction.names import (ANY_QUOTE, ANY_SPACE, ASCII_ESCAPE, JSON_CHAR, NO_SECRET, escapable, glob,
                                     name_regex, unescaped)
 from mcptap.redaction.policy import Redaction
@@ -87,14 +88,11 @@ class FrameRedactor:
         # a member name written with escapes ("pass\u0077ord", or inside a string "pass\\u0077ord")
         # is looked for only in the rare frame that has a \u escape at all
         escaped = "|".join(escapable(a) for a in alternatives) or "(?!)"
-        self._escaped_key = re.compile(rf'{ANY_QUOTE}(?:{escaped}){ANY_QUOTE}{ANY_SPACE}(?::|\\+u003a)'.encode(),
+        self._escaped_key = re.compile(rf'(?<!\\){ANY_QUOTE}(?:{escaped}){ANY_QUOTE}{ANY_SPACE}(?::|\\+u003a)'.encode(),
                                        re.IGNORECASE)
         self._credential = re.compile("|".join(credential) or "(?!)", re.IGNORECASE | re.ASCII)
         self._any_value = bool(self.redaction.paths)  # a user's path may name a whole object
-        self._loose = re.compile(
-            rf'(?P<q>\\+)?"(?P<key>{key_regex})(?(q)(?P=q))"[ \t\n\r]*:[ \t\n\r]*(?P<value>'
-            rf'(?(q)(?P=q)".*?(?<!\\)(?P=q)"|"(?:[^"\\]|\\.)*")|(?(q)(?P=q)".*\Z|"(?:[^"\\]|\\.)*\Z)|[-+0-9.eE]+)',
-            re.IGNORECASE | re.ASCII | re.DOTALL)
+        self._loose = LooseMembers(key_regex)
         self._globs = [re.compile(g, re.IGNORECASE | re.ASCII | re.DOTALL) for g in globs]
         # inside a string that holds JSON only names count: a user's path is of the frame
         self._inner = self if not self.redaction.paths else FrameRedactor(
@@ -353,11 +351,10 @@ class FrameRedactor:
         """For text that is not JSON (a log line on stdout, a truncated frame): credential
         members written `"name": value` anywhere in it (inside a quoted string too: `\\"name\\":`)."""
         spans = []
-        for m in self._loose.finditer(text):
-            key = m.group("key")
+        for key, q, start, end in self._loose.find(text):
             if not self._key_wanted(key):
                 continue
-            value, q = m.group("value"), m.group("q")
+            value = text[start:end]
             if q is None:
                 replacement = self._replacement(value, key)
             else:  # escaped quotes: the value's text is written q" ... q"
@@ -367,7 +364,7 @@ class FrameRedactor:
                 replacement = q + '"' + masked + (q + '"' if closed else "")
                 if replacement == value:
                     continue
-            spans.append((m.start("value"), m.end("value"), replacement, "$.." + key))
+            spans.append((start, end, replacement, "$.." + key))
         return spans
 
     @staticmethod

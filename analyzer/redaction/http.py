@@ -8,6 +8,7 @@ import hmac
 import re
 from urllib.parse import parse_qsl, quote, urlunsplit
 
+from mcptap.redaction import cookies
 from mcptap.wire.urls import split_url
 from mcptap.redaction.keys import MASKED, load_key
 
@@ -19,8 +20,8 @@ CREDENTIAL_HEADERS = frozenset({
 """Header names (lower case) whose value is a credential."""
 
 CREDENTIAL_NAME = _CREDENTIAL_NAME = re.compile(
-    r"(?:^|[-_.])(?:token|access[-_]?token|refresh[-_]?token|id[-_]?token|api[-_]?key|apikey|key|jwt|secret|"
-    r"client[-_]?secret|password|passwd|pwd|auth|authorization|bearer|sig|signature|code|verifier|assertion)$", re.IGNORECASE)
+    r"(?:^|[-_.])(?:token|access[-_]?token|refresh[-_]?token|id[-_]?token|id[-_]?token[-_]?hint|api[-_]?key|apikey|"
+    r"key|jwt|secret|client[-_]?secret|password|passwd|pwd|auth|authorization|bearer|sig|signature|code|verifier|assertion)$", re.IGNORECASE)
 """Query parameter names (and header names beyond the list above) that carry a credential."""
 
 CHALLENGE_HEADERS = frozenset({"www-authenticate", "proxy-authenticate"})
@@ -74,17 +75,11 @@ class Redactor:
                 url, redacted = self.url(value)
                 return url if redacted else None
             return self.credential(value, scheme=True) if _BEARER.match(value) else None
-        if lower in ("cookie", "set-cookie"):
-            return "; ".join(self._cookie(part) for part in value.split(";"))
+        if lower == "cookie":
+            return cookies.cookie(value, self.mask)
+        if lower == "set-cookie":
+            return cookies.set_cookie(value, self.mask)
         return self.credential(value, scheme=lower.endswith("authorization"))
-
-    def _cookie(self, part: str) -> str:
-        name, eq, value = part.strip().partition("=")
-        if not eq:
-            return part.strip()
-        if "=" in value or name.lower() in ("path", "domain", "expires", "max-age", "samesite"):
-            return f"{name}={value}"  # a Set-Cookie attribute, not a secret
-        return f"{name}={self.mask(value)}"
 
     def headers(self, fields: list[tuple[str, str]]) -> tuple[list[list[str]], list[str]]:
         """Headers as stored ([name, value] pairs) and the names that were redacted."""
@@ -96,28 +91,6 @@ class Redactor:
                 value = masked
             out.append([name, value])
         return out, redacted
-
-    def exchange(self, fields: dict) -> dict:
-        """An exchange's fields (headers as [name, value] lists, `redacted` a list) with the
-        credentials of its headers, URL and legacy endpoint redacted, `redacted` naming what was
-        (added to what it named already)."""
-        if self.keep:
-            return fields
-        out, said = dict(fields), []
-        for column in ("request_headers", "response_headers"):
-            if out.get(column) is not None:
-                out[column], redacted = self.headers([tuple(pair) for pair in out[column]])
-                said += redacted
-        out["url"], redacted = self.url(out["url"])
-        said += redacted
-        if out.get("endpoint") is not None:
-            out["endpoint"], redacted = self.url(out["endpoint"])
-            said += [f"endpoint:{what}" for what in redacted]
-        before = out.get("redacted") or []
-        added = [name for name in dict.fromkeys(said) if name not in before]
-        if added:
-            out["redacted"] = before + added
-        return out
 
     def url(self, url: str) -> tuple[str, list[str]]:
         """The URL with token query parameters and userinfo passwords masked, and what was."""

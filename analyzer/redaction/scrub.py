@@ -4,8 +4,8 @@ file recorded with --no-redact, or with fewer keys or paths than now wanted).
 Frames whose credential members are replaced get their new bytes and the list of members
 replaced (`frames.redacted`); the server's stderr lines and its command line (`sessions.command`)
 and upstream URL lose their secrets as a recorder's redaction would have taken them; HTTP
-exchanges get their credential headers and token query parameters replaced as the proxy would
-have. The analysis of a session that changed is
+exchanges go through the one redaction of an exchange the proxy runs (credential headers, token
+query parameters, the credentials in OAuth bodies). The analysis of a session that changed is
 dropped (it may quote what was replaced; `mcptap analyze` writes it again). Then the file is
 rewritten (VACUUM, with secure_delete on) so that no replaced byte survives in free pages or the
 write-ahead log."""
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from mcptap import store
 from mcptap.redaction import FrameRedactor, Redaction, Redactor
+from mcptap.redaction.exchanges import BODIES, redact_exchange
 
 BATCH_FRAMES = 2000
 
@@ -112,21 +113,37 @@ def _session(conn, sid: str, redactor: FrameRedactor, out: Scrubbed) -> int:
 def _exchanges(conn, sid: str, redactor: Redactor, out: Scrubbed) -> int:
     changed = 0
     for row in store.session_exchanges(conn, sid):
-        update, said = {"id": row["id"]}, []
-        for column in ("request_headers", "response_headers"):
-            if row.get(column):
-                fields, redacted = redactor.headers([tuple(pair) for pair in json.loads(row[column])])
-                fields_json = json.dumps(fields)
-                if fields_json != row[column] and redacted:
-                    update[column] = fields_json
-                    said += redacted
-        url, redacted = redactor.url(row["url"])
-        if url != row["url"]:
-            update["url"] = url
-            said += redacted
-        if len(update) > 1:
-            update["redacted"] = json.dumps(list(dict.fromkeys(json.loads(row.get("redacted") or "[]") + said)))
+        update = changed_exchange(redactor, row)
+        if update is not None:
             store.upsert_exchange(conn, {**row, **update})
             out.exchanges += 1
             changed += 1
     return changed
+
+
+def changed_exchange(redactor: Redactor, row: dict) -> dict | None:
+    """The columns of a stored `exchanges` row that the one redaction of an exchange
+    (analyzer/redaction/exchanges.py) changes, `redacted` among them; None when it changes none."""
+    fields = {c: row.get(c) for c in ("url", "endpoint", "request_type", "response_type")}
+    for column in ("request_headers", "response_headers"):
+        fields[column] = json.loads(row[column]) if row.get(column) else None
+    fields["redacted"] = json.loads(row.get("redacted") or "[]")
+    for column, _, _ in BODIES:
+        if row.get(column):
+            fields[column] = row[column] if isinstance(row[column], str) else bytes(row[column])
+    new = redact_exchange(redactor, fields)
+    update = {}
+    for column in ("request_headers", "response_headers"):
+        if new[column] is not None and [list(pair) for pair in new[column]] != fields[column]:
+            update[column] = store.json_cell(new[column])
+    for column in ("url", "endpoint", *(c for c, _, _ in BODIES)):
+        if column in fields and new.get(column) != fields.get(column) and new.get(column) != _text(row.get(column)):
+            update[column] = store.text_cell(new[column])
+    if not update:
+        return None  # nothing replaced: the row stays byte for byte as it is
+    update["redacted"] = json.dumps(new.get("redacted") or [])
+    return update
+
+
+def _text(value):
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, (bytes, memoryview)) else value

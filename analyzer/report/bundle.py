@@ -23,6 +23,7 @@ from mcptap import extras, outfile, store
 from mcptap.errors import MCPTapError
 from mcptap.readers import exporter, importer
 from mcptap.redaction import FrameRedactor, Redaction, Redactor
+from mcptap.redaction.scrub import changed_exchange
 
 BUNDLE_FORMAT = "mcptap-bundle"
 HTTP_TRANSPORTS = ("http", "sse")
@@ -51,8 +52,8 @@ def _infos(conn: sqlite3.Connection, sid: str) -> dict:
 
 
 def check_redacted(conn: sqlite3.Connection, session_ids: list[str]) -> int:
-    """Raise SecretLeft when a frame, stderr line, command line or HTTP header of the sessions
-    holds something the default redaction would still replace (it leaves its own stand-ins as
+    """Raise SecretLeft when a frame, stderr line, command line or HTTP exchange (headers, URL,
+    bodies: the one redaction of an exchange) of the sessions holds something the default redaction would still replace (it leaves its own stand-ins as
     they are); the number of items checked."""
     frames, headers = FrameRedactor(Redaction()), Redactor(keep=False)
     checked = 0
@@ -69,11 +70,11 @@ def check_redacted(conn: sqlite3.Connection, session_ids: list[str]) -> int:
         if command and frames.command(json.loads(command))[0] != json.loads(command):
             raise SecretLeft(f"session {sid}: its command line still holds a credential after redaction")
         for e in store.session_exchanges(conn, sid):
-            for cell in ("request_headers", "response_headers"):
-                fields = [tuple(pair) for pair in json.loads(e[cell] or "[]")]
-                checked += len(fields)
-                if [tuple(pair) for pair in headers.headers(fields)[0]] != fields:
-                    raise SecretLeft(f"session {sid} exchange {e['id']}: a header still holds a credential")
+            checked += 1
+            left = changed_exchange(headers, e)
+            if left is not None:
+                what = ", ".join(sorted(set(left) - {"redacted"}))
+                raise SecretLeft(f"session {sid} exchange {e['id']}: its {what} still holds a credential")
     return checked
 
 

@@ -1,10 +1,14 @@
 """OTLP/HTTP as the OpenTelemetry protocol specification says (OTLP/HTTP, binary protobuf
 encoding): each request POSTed to `/v1/traces` or `/v1/metrics` under the endpoint as
-`application/x-protobuf`, gzip-compressed unless asked not to; a 200 answer is decoded
-(ExportTraceServiceResponse, ExportMetricsServiceResponse) and a partial success said as a
-warning, never retried; 429, 502, 503 and 504 and a failed connection are retried with
-exponential backoff, honouring `Retry-After`, up to ATTEMPTS times; any other status is an
-OtlpError naming it and the server's google.rpc.Status message."""
+`application/x-protobuf`, gzip-compressed unless asked not to; a 2xx answer is decoded
+(ExportTraceServiceResponse, ExportMetricsServiceResponse, read whole only up to MAX_ANSWER
+bytes, decompressed a step at a time) and a partial success said as a warning, never retried;
+what is counted as sent is what the collector accepted (its rejected spans or data points taken
+off). 429, 502, 503 and 504 and a failed connection are retried with exponential backoff,
+honouring `Retry-After`, up to ATTEMPTS times; a redirect is never followed (it would carry the
+request's headers, the collector's keys among them, elsewhere, and turn the POST into a bodiless
+GET): it is an OtlpError saying where it pointed, as is any other status, named with the
+server's google.rpc.Status message, and an answer that is not the OTLP one."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
+from urllib.parse import urljoin
 
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -25,6 +30,9 @@ ATTEMPTS = 6
 BACKOFF_S = 0.5  # the first wait; doubled each retry, with jitter
 MAX_WAIT_S = 30.0  # no single wait is longer, whatever Retry-After asks
 TIMEOUT_S = 10.0
+MAX_ANSWER = 1 << 20
+"""Bytes of a collector's answer read, and decoded from its Content-Encoding (an OTLP answer is a
+few bytes; a larger one is refused, never held whole)."""
 
 
 class OtlpError(MCPTapError):
@@ -60,9 +68,50 @@ def _status_message(body: bytes) -> str:
         return ""
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 3xx reaches `post` as an HTTPError."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _read(answer, url: str) -> bytes:
+    """An answer's body, decoded from its Content-Encoding a step at a time, refused past
+    MAX_ANSWER bytes (read or decoded)."""
+    from mcptap.wire.bounded import Decoder
+
+    raw = answer.read(MAX_ANSWER + 1)
+    encoding = (answer.headers.get("Content-Encoding") or "").strip().lower()
+    if len(raw) > MAX_ANSWER:
+        raise OtlpError(f"{url} answered a body of more than {MAX_ANSWER} bytes: not read")
+    if encoding in ("", "identity"):
+        return raw
+    out = bytearray()
+    try:
+        decoder = Decoder(encoding)
+        for piece in _pieces(decoder, raw):
+            out += piece
+            if len(out) > MAX_ANSWER:
+                raise OtlpError(f"{url} answered a body that decodes to more than {MAX_ANSWER} bytes: not read")
+    except OtlpError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an answer that cannot be decoded is the collector's fault
+        raise OtlpError(f"{url} answered a body that cannot be decoded ({encoding}: {exc})") from None
+    return bytes(out)
+
+
+def _pieces(decoder, raw: bytes):
+    yield from decoder.decode(raw)
+    yield from decoder.flush()
+
+
 def post(url: str, payload: bytes, headers: dict[str, str], *, compress: bool = True,
-         sleep: Callable[[float], None] = time.sleep) -> bytes:
-    """POST one protobuf request; the body of the 200 answer. Retries as the spec says."""
+         sleep: Callable[[float], None] = time.sleep) -> tuple[bytes, str]:
+    """POST one protobuf request; (the body of the 2xx answer, its Content-Type). Retries as the
+    spec says; follows no redirect."""
     body = gzip.compress(payload) if compress else payload
     head = {**headers, "Content-Type": "application/x-protobuf", "User-Agent": "mcptap-otlp"}
     if compress:
@@ -71,13 +120,18 @@ def post(url: str, payload: bytes, headers: dict[str, str], *, compress: bool = 
     for attempt in range(ATTEMPTS):
         request = urllib.request.Request(url, data=body, headers=head, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:  # noqa: S310 - the user's endpoint
-                data = answer.read()
-                if answer.headers.get("Content-Encoding", "").lower() == "gzip":
-                    data = gzip.decompress(data)
-                return data
+            with _OPENER.open(request, timeout=TIMEOUT_S) as answer:  # the user's endpoint
+                return _read(answer, url), answer.headers.get("Content-Type") or ""
         except urllib.error.HTTPError as exc:
-            data = exc.read()
+            if 300 <= exc.code < 400:
+                location = exc.headers.get("Location")
+                where = f" to {urljoin(url, location)}" if location else ""
+                raise OtlpError(f"{url} answered HTTP {exc.code}, a redirect{where}: not followed "
+                                "(give the collector's own URL)") from None
+            try:
+                data = _read(exc, url)
+            except OtlpError:
+                data = b""
             if exc.code not in RETRYABLE:
                 message = _status_message(data)
                 raise OtlpError(f"{url} refused the export: HTTP {exc.code}" + (f": {message}" if message else "")) from None
@@ -91,26 +145,41 @@ def post(url: str, payload: bytes, headers: dict[str, str], *, compress: bool = 
     raise OtlpError(f"{url}: gave up after {ATTEMPTS} attempts ({why})")
 
 
+def _answer(kind, url: str, body: bytes, content_type: str):
+    """The collector's Export*ServiceResponse: protobuf, or JSON where the answer says it is."""
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
+    try:
+        if content_type.split(";")[0].strip().lower() == "application/json":
+            return json_format.Parse(body or b"{}", kind(), ignore_unknown_fields=True)
+        return kind.FromString(body)
+    except (DecodeError, json_format.ParseError, ValueError, UnicodeDecodeError):
+        raise OtlpError(f"{url} answered a body that is not an OTLP {kind.__name__}: nothing counted as sent") from None
+
+
 def send(requests: Iterable[object], endpoint: str, headers: dict[str, str], *, compress: bool = True,
          warn: Callable[[str], None] = lambda m: None) -> tuple[int, int]:
-    """Send each request to its signal's URL; (spans sent, data points sent). A partial success
-    is said through `warn`."""
+    """Send each request to its signal's URL; (spans, data points) the collector accepted (those
+    sent, less those its partial success rejected). A partial success is said through `warn`."""
     spans = points = 0
     for request in requests:
         if isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
             url = signal_url(endpoint, "traces")
-            answer = trace_service_pb2.ExportTraceServiceResponse.FromString(
-                post(url, request.SerializeToString(), headers, compress=compress))
+            answer = _answer(trace_service_pb2.ExportTraceServiceResponse, url,
+                             *post(url, request.SerializeToString(), headers, compress=compress))
             rejected = answer.partial_success.rejected_spans
-            spans += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+            sent = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+            spans += sent - min(max(rejected, 0), sent)
             kind = "spans"
         else:
             url = signal_url(endpoint, "metrics")
-            answer = metrics_service_pb2.ExportMetricsServiceResponse.FromString(
-                post(url, request.SerializeToString(), headers, compress=compress))
+            answer = _answer(metrics_service_pb2.ExportMetricsServiceResponse, url,
+                             *post(url, request.SerializeToString(), headers, compress=compress))
             rejected = answer.partial_success.rejected_data_points
-            points += sum(len(m.histogram.data_points) for rm in request.resource_metrics
-                          for sm in rm.scope_metrics for m in sm.metrics)
+            sent = sum(len(m.histogram.data_points) for rm in request.resource_metrics
+                       for sm in rm.scope_metrics for m in sm.metrics)
+            points += sent - min(max(rejected, 0), sent)
             kind = "data points"
         message = answer.partial_success.error_message
         if rejected or message:
