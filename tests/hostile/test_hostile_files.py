@@ -53,3 +53,23 @@ def test_a_bundle_nested_in_a_bundle_400_deep_is_refused_in_one_line(tmp_path):
         inner = path.read_bytes()
     done = run(mcptap("import", "--db", str(tmp_path / "db.db"), str(path)), timeout=120)
     assert "bundle" in one_line_refusal(done, path)
+
+
+def test_a_bundles_sarif_names_neither_the_working_folder_nor_the_command_line(tmp_path):
+    from tests.hostile.test_hostile_work import imported
+
+    private = tmp_path / "home-of-alice-private"
+    private.mkdir()
+    db = imported(private, "secretproject", [("c2s", '{"jsonrpc":"2.0","id":1,"method":"nope"}'),
+                                             ("s2c", '{"jsonrpc":"2.0","id":1,"result":{}}')])
+    out = private / "bug.zip"
+    done = run(mcptap("bundle", "--db", str(db), "-o", str(out)), timeout=300, cwd=private,
+               env={**os.environ, "TMPDIR": str(private)})
+    assert done.returncode == 0, done.stderr.decode()
+    with zipfile.ZipFile(out) as z:
+        text = z.read("analysis.sarif").decode("utf-8")
+    sarif = json.loads(text)
+    assert sarif["runs"][0]["results"], "the bundle's SARIF carries its findings"
+    assert "home-of-alice-private" not in text and "secretproject" not in text and "bug.zip" not in text
+    invocation = sarif["runs"][0]["invocations"][0]
+    assert not {"commandLine", "arguments", "workingDirectory"} & set(invocation)
