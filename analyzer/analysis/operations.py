@@ -235,7 +235,7 @@ def members(ops: Iterable[paired.Operation]) -> dict[int, Member]:
     return out
 
 
-def method_stats(ops: Iterable[paired.Operation]) -> dict[str, dict]:
+def method_stats(ops: Iterable) -> dict[str, dict]:
     """Service response time records (analysis/statistics.py's shape) of the methods that start a
     joined operation (more than one paired request) in these annotated operations, counted by
     operation: a call per operation, its latency from the first request to the answer that ends
@@ -293,15 +293,40 @@ def findings(session_id: str, frames: list[tuple[int, float, str, bytes]], revis
     return judge(session_id, frames, revision, policy)[0]
 
 
-def judge(session_id: str, frames: list[tuple[int, float, str, bytes]], revision: str | None,
+def judge(session_id: str, frames: Iterable[tuple[int, float, str, bytes]], revision: str | None,
           policy=None) -> tuple[list[Finding], dict[str, dict]]:
     """(the operations findings, `method_stats` of the joined operations) of a session's frames
-    (seq, ts, direction, raw, in seq order); nothing without a known revision."""
+    (seq, ts, direction, raw, in seq order; read twice: a list, or an iterable that reads them
+    again each time); nothing without a known revision. Memory holds what joins operations (the
+    rounds awaiting a retry, the tasks, the requests awaiting their answer) and a small record of
+    each operation, never every frame or every parsed message: each step is judged as it comes."""
     if revision is None:
         return [], {}
     joiner = Joiner()
-    ops = list(join(paired.operations(session_id, frames, _rows(frames)), joiner))
-    return judged(session_id, joiner.steps, revision, policy), method_stats(ops)
+    found: list[Finding] = []
+    records: list[_Record] = []
+    for op in join(paired.operations(session_id, frames, _rows(frames)), joiner):
+        records.append(_Record(op.operation, op.seq, op.idx or 0, op.method, op.outcome, op.step,
+                               op.operation_latency_s))
+        if joiner.steps:
+            found.extend(judged(session_id, joiner.steps, revision, policy))
+            joiner.steps.clear()
+    found.extend(judged(session_id, joiner.steps, revision, policy))
+    joiner.steps.clear()
+    return found, method_stats(records)
+
+
+@dataclass(slots=True)
+class _Record:
+    """What `method_stats` reads of an annotated operation."""
+
+    operation: str | None
+    seq: int
+    idx: int
+    method: str
+    outcome: str
+    step: str | None
+    operation_latency_s: float | None
 
 
 _ON_ANSWER = ("answer", "task-result", "task-status", "task-created")

@@ -73,3 +73,43 @@ def test_a_bundles_sarif_names_neither_the_working_folder_nor_the_command_line(t
     assert "home-of-alice-private" not in text and "secretproject" not in text and "bug.zip" not in text
     invocation = sarif["runs"][0]["invocations"][0]
     assert not {"commandLine", "arguments", "workingDirectory"} & set(invocation)
+
+
+def _calls_log(path: Path, calls: int, task_poll: bool) -> Path:
+    """A 2025-11-25 session of `calls` tools/calls of 2 KB arguments and results, then (when
+    `task_poll`) one tasks/get: the one request that makes the analysis join operations."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    answer = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                                    "serverInfo": {"name": "s", "version": "1"}}}
+    rows = [("c2s", init), ("s2c", answer), ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    text = "x" * 2000
+    for i in range(1, calls + 1):
+        rows.append(("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                             "params": {"name": "t", "arguments": {"q": text}}}))
+        rows.append(("s2c", {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": text}]}}))
+    if task_poll:
+        rows.append(("c2s", {"jsonrpc": "2.0", "id": calls + 1, "method": "tasks/get", "params": {"taskId": "t1"}}))
+        rows.append(("s2c", {"jsonrpc": "2.0", "id": calls + 1, "error": {"code": -32602, "message": "no task"}}))
+    with open(path, "w", encoding="utf-8") as fh:
+        for n, (direction, value) in enumerate(rows, 1):
+            fh.write(json.dumps({"session": "ops", "seq": n, "ts": 1764460800 + n / 1000, "direction": direction,
+                                 "raw": json.dumps(value, separators=(",", ":"))}) + "\n")
+    return path
+
+
+def test_one_task_poll_after_many_calls_does_not_make_the_analysis_hold_every_frame(tmp_path):
+    from tests.support.peakrss import run_measured
+
+    peaks = {}
+    for task_poll in (False, True):
+        db = tmp_path / f"ops-{task_poll}.db"
+        log = _calls_log(tmp_path / f"ops-{task_poll}.jsonl", 40_000, task_poll)
+        assert run(mcptap("import", "--db", str(db), str(log)), timeout=300).returncode == 0
+        done, peaks[task_poll] = run_measured(mcptap("analyze", "--db", str(db), "--format", "json",
+                                                     "--fail-on", "never"), capture_output=True, timeout=600)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        methods = {m["method"]: m for m in json.loads(done.stdout)["methods"]}
+        assert methods["tools/call"]["calls"] == 40_000
+    # every frame and parsed message kept for the operations took 3.5 times the memory
+    assert peaks[True] < 1.4 * peaks[False], peaks
