@@ -25,7 +25,7 @@ class ExchangeRows:
 
         if self._redactor is None:
             self._redactor = Redactor(keep=self._keep)
-        fields = self._redactor.exchange(rec.fields)
+        fields = self._bodies(self._redactor.exchange(rec.fields))
         xid = fields["id"]
         if self._new_id or xid in self._taken or store.exchange_exists(self._conn, xid):
             fields["id"] = self._renamed[(rec.session, xid)] = new_session_id()
@@ -35,6 +35,25 @@ class ExchangeRows:
             row["redacted"] = json.dumps(fields["redacted"])
         row["session_id"] = session_id
         return row
+
+    def _bodies(self, fields: dict) -> dict:
+        """The exchange's bodies with their credentials redacted as at capture (unless kept)."""
+        from mcptap.redaction.bodies import redact_body
+
+        if self._keep:
+            return fields
+        said = []
+        for body, kind, prefix in (("request_body", "request_type", ""),
+                                   ("response_body", "response_type", "response:")):
+            if fields.get(body) is not None:
+                text, redacted = redact_body(self._redactor, fields.get(kind),
+                                             fields[body].encode("utf-8", "surrogateescape"))
+                fields[body] = text
+                said += [prefix + name for name in redacted]
+        added = [name for name in dict.fromkeys(said) if name not in (fields.get("redacted") or [])]
+        if added:
+            fields["redacted"] = (fields.get("redacted") or []) + added
+        return fields
 
     def id_of(self, session: str, exchange: str | None) -> str | None:
         """The id a frame's exchange is stored under."""
