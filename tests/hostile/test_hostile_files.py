@@ -113,3 +113,58 @@ def test_one_task_poll_after_many_calls_does_not_make_the_analysis_hold_every_fr
         assert methods["tools/call"]["calls"] == 40_000
     # every frame and parsed message kept for the operations took 3.5 times the memory
     assert peaks[True] < 1.4 * peaks[False], peaks
+
+
+def _big_line_log(path: Path, megabytes: int) -> None:
+    """A .jsonl.gz of two frames: a ping whose params hold `megabytes` MiB (one line), and its answer."""
+    import gzip
+
+    head = ('{"session":"big","seq":1,"ts":1.0,"direction":"c2s","raw":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,'
+            '\\"method\\":\\"ping\\",\\"params\\":{\\"x\\":\\"')
+    with gzip.open(path, "wb", compresslevel=6) as fh:
+        fh.write(head.encode())
+        block = b"x" * (1 << 20)
+        for _ in range(megabytes):
+            fh.write(block)
+        fh.write(b'\\"}}"}\n')
+        fh.write(b'{"session":"big","seq":2,"ts":2.0,"direction":"s2c",'
+                 b'"raw":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"result\\":{}}"}\n')
+
+
+def test_a_compressed_log_of_one_huge_line_is_cut_as_it_is_read(tmp_path):
+    import sqlite3
+
+    from tests.support.peakrss import run_measured
+
+    log = tmp_path / "big.jsonl.gz"
+    _big_line_log(log, 150)
+    assert log.stat().st_size < 1 << 20
+    db = tmp_path / "big.db"
+    done, peak = run_measured(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)),
+                              capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert peak < 300 * 1024, peak  # the line held whole, several times over, took 500 MB
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT seq, length(raw), size, incomplete FROM frames ORDER BY seq").fetchall()
+    conn.close()
+    assert rows[0][1:] == (1 << 20, (150 << 20) + len('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":""}}'), 2)
+    assert rows[1][3] == 0
+
+
+def test_a_long_line_whose_frame_fits_once_unescaped_is_stored_whole(tmp_path):
+    import sqlite3
+
+    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\u0001é😀\\\"" * 150_000}},
+                       ensure_ascii=False)
+    line = json.dumps({"session": "esc", "seq": 1, "ts": 1.0, "direction": "c2s", "raw": frame})  # \u escapes: 4x
+    log = tmp_path / "esc.jsonl"
+    log.write_text(line + "\n", encoding="utf-8")
+    assert len(line) > 2 * (len(frame.encode("utf-8")) + (1 << 16))
+    db = tmp_path / "esc.db"
+    done = run(mcptap("import", "--db", str(db), "--max-frame", str(len(frame.encode("utf-8"))), str(log)),
+               timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    conn = sqlite3.connect(db)
+    raw, incomplete = conn.execute("SELECT CAST(raw AS BLOB), incomplete FROM frames").fetchone()
+    conn.close()
+    assert bytes(raw) == frame.encode("utf-8") and incomplete == 0
