@@ -322,15 +322,27 @@ def findings(session_id: str, frames: list[tuple[int, float, str, bytes]], revis
     return judge(session_id, frames, revision, policy)[0]
 
 
-def judge(session_id: str, frames: list[tuple[int, float, str, bytes]], revision: str | None,
+def judge(session_id: str, frames: Iterable[tuple[int, float, str, bytes]], revision: str | None,
           policy=None) -> tuple[list[Finding], dict[str, dict]]:
     """(the operations findings, `method_stats` of the joined operations) of a session's frames
-    (seq, ts, direction, raw, in seq order); nothing without a known revision."""
+    (seq, ts, direction, raw, in seq order; read twice: a list, or an iterable that reads them
+    again each time); nothing without a known revision. Memory holds what joins operations (the
+    rounds awaiting a retry, the tasks, the requests awaiting their answer) and a small record of
+    each operation, never every frame or every parsed message: each step is judged as it comes."""
     if revision is None:
         return [], {}
     joiner = Joiner()
-    ops = list(join(paired.operations(session_id, frames, _rows(frames)), joiner))
-    return judged(session_id, joiner.steps, revision, policy), method_stats(ops)
+    found: list[Finding] = []
+    records: list[Timed] = []
+    for op in join(paired.operations(session_id, frames, _rows(frames)), joiner):
+        records.append(Timed(op.operation, op.seq, op.idx or 0, op.method, op.outcome, op.step,
+                             op.operation_latency_s))
+        if joiner.steps:
+            found.extend(judged(session_id, joiner.steps, revision, policy))
+            joiner.steps.clear()
+    found.extend(judged(session_id, joiner.steps, revision, policy))
+    joiner.steps.clear()
+    return found, service_times(records, joined_only=True)
 
 
 _ON_ANSWER = ("answer", "task-result", "task-status", "task-created")

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import json
+
 import orjson
 
 from mcptap.analysis import mcp
@@ -82,7 +84,10 @@ def _messages(raw: bytes) -> list[tuple[int | None, Any]]:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return []
+        try:  # a lone surrogate escape (`"\\udc80"`), which JSON allows and orjson refuses
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            return []
     if isinstance(value, list):
         return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)]
     return [(None, value)] if isinstance(value, dict) else []

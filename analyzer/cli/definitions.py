@@ -33,6 +33,7 @@ def baseline(
     from mcptap import outfile
     from mcptap.analysis import drift
     from mcptap.engine import definitions
+    from mcptap.wire.textsafe import json_text
 
     with one_line_errors():
         found = definitions.declared(db)
@@ -44,7 +45,8 @@ def baseline(
                            f" (servers: {', '.join(sorted(doc['servers'])) or 'none'})")
             doc["servers"] = {name: doc["servers"][name] for name in server}
         with outfile.private_text(output) as fh:
-            fh.write(json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+            text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False)
+            fh.write(json_text(text, indented=True) + "\n")  # bidi, format, control characters escaped
 
 
 class CostFormat(str, Enum):
@@ -98,4 +100,6 @@ def read_baseline(path: str) -> dict:
         raise drift.BaselineError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (ValueError, RecursionError):
         raise drift.BaselineError(f"{path} is not JSON: write a baseline with `mcptap baseline`") from None
-    return drift.check_document(doc, path)
+    from mcptap.wire.textsafe import storable_tree
+
+    return drift.check_document(storable_tree(doc), path)  # a lone surrogate escaped, as the traffic's

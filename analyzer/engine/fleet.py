@@ -139,7 +139,11 @@ def analyze_dataset(path: str, *, engine: str = "local", master: str | None = No
     `master`), its derived rows written back in place of earlier ones; the Report of them all."""
     root = dataset.check(path)
     with dataset.locked(root):
+        dataset.verify(root, tablecopy.RECORDED + tablecopy.DERIVED)
         sessions = dataset.sessions(root)
+        for table in ("sessions", *tablecopy.DERIVED):  # every folder the analysis will write, held inside the dataset
+            for day in {s["day"] for s in sessions}:
+                dataset.partition(root, table, day)
         if engine == "spark":
             from mcptap.engine import spark
 

@@ -21,7 +21,17 @@ def judge_session(conn: sqlite3.Connection, sid: str, revision: str | None, poli
     whether the session's analysis saw operations to join (`may_join`); no frame is read without."""
     if not joins or not mcp.revision_at_least(revision, "2025-11-25"):
         return [], {}
-    return logical.judge(sid, list(store.iter_raw_frames(conn, sid)), revision, policy)
+    return logical.judge(sid, _Frames(conn, sid), revision, policy)
+
+
+class _Frames:
+    """A session's raw frames, read from the store again each time they are iterated."""
+
+    def __init__(self, conn: sqlite3.Connection, sid: str):
+        self.conn, self.sid = conn, sid
+
+    def __iter__(self):
+        return iter(store.iter_raw_frames(self.conn, self.sid))
 
 
 def may_join(analysis) -> bool:

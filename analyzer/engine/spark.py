@@ -51,10 +51,24 @@ def run(root: Path, master: str, frames: int, group_frames: int, job, fallback_r
         partitions = max(spark.sparkContext.defaultParallelism, frames // group_frames + 1)
         work = functools.partial(_partition, job, str(root), fallback_revision, policy)
         out = union.repartition(partitions, "session_id").mapInArrow(work, "result binary")
-        return [pickle.loads(row["result"]) for row in out.collect()]
+        try:
+            done = out.collect()
+        except Exception as exc:  # an executor's failure, as pyspark's own (release-dependent) types
+            raise dataset.DatasetError(f"Spark could not analyse {root}: {_cause(exc)}") from None
+        return [pickle.loads(row["result"]) for row in done]
     finally:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _cause(exc: BaseException) -> str:
+    """An executor's failure in one line: the DatasetError an executor raised, or the first line
+    of Spark's message."""
+    text = str(exc)
+    mark = "DatasetError: "
+    if mark in text:
+        text = text[text.rindex(mark) + len(mark):]
+    return dataset.unreadable(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
 
 
 def session(master: str, scratch: Path):

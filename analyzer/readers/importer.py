@@ -91,8 +91,9 @@ def detect_format(path: str) -> str:
         raise ImportFormatError(f"{path} is an SQLite database; use it with --db, or export it first")
     first = head.lstrip().split(b"\n", 1)[0]
     if b"\n" not in head and len(head) == 1 << 16 and first.startswith(b"{") and sniff_capture(head) is None:
-        first = _first_line(path)  # a first line longer than the head: a frame-log with a big frame
-    if first and framelog.looks_like_framelog(first):
+        if _long_first_line_is_framelog(path):  # a first line longer than the head: a frame-log with a big frame
+            return "framelog"
+    elif first and framelog.looks_like_framelog(first):
         return "framelog"
     if not head.strip():
         raise ImportFormatError(f"{path} is empty")
@@ -102,15 +103,20 @@ def detect_format(path: str) -> str:
     raise ImportFormatError(f"{path}: not a format mcptap imports (frame-log JSONL, a mitmproxy dump, HAR)")
 
 
-def _first_line(path: str) -> bytes:
+def _long_first_line_is_framelog(path: str) -> bool:
+    """Whether the file's first line, longer than its head, is a frame-log record: read as it
+    streams (wire/longline.py), its frame not kept."""
     try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    return line.strip()
+        for block in framelog.blocks(path, keep=1):
+            if block.record is not None:
+                return framelog.looks_like_record(block.record)
+            line = block.data.split(b"\n", 1)[0].strip()
+            return bool(line) and framelog.looks_like_framelog(line)
+    except ImportFormatError:
+        return False
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
-    return b""
+    return False
 
 
 def sniff_capture(head: bytes) -> str | None:
@@ -169,7 +175,7 @@ def import_file(conn: sqlite3.Connection, path: str, *, new_id: bool = False,
     try:
         try:
             with store.write_transaction(writer):  # the write lock: what `conn` reads of the file cannot change now
-                for items, warnings, end in _prepared(path, default_session, redactor):
+                for items, warnings, end in _prepared(path, default_session, redactor, max_frame):
                     for message in warnings:
                         warn(message)
                     for item in items:
@@ -289,9 +295,10 @@ def _prepare(block: framelog.Block, path: str, default_session: str, redactor) -
 _NAMES: dict[str, str] = {}  # session names checked
 
 
-def _prepared(path: str, default_session: str, redactor):
-    """(items, warnings, bytes read) of each block of the file, in file order."""
-    for block in framelog.blocks(path):
+def _prepared(path: str, default_session: str, redactor, max_frame: int | None = None):
+    """(items, warnings, bytes read) of each block of the file, in file order; a frame line
+    longer than `max_frame` read as it streams, only `max_frame` bytes of its frame kept."""
+    for block in framelog.blocks(path, keep=max_frame):
         yield (*_prepare(block, path, default_session, redactor), block.end)
 
 

@@ -16,9 +16,9 @@ def read_bundle(conn, path: str, kind: str, again, *, new_id, warn, progress, ke
                 locate, max_frame) -> list:
     from mcptap.readers.bundle import import_bundle
 
-    return import_bundle(path, lambda member: list(again(
-        conn, member, new_id=new_id, warn=warn, keep_credentials=keep_credentials, redaction=redaction,
-        locate=locate, max_frame=max_frame)))
+    return import_bundle(path, lambda member, shown: list(again(
+        conn, member, new_id=new_id, warn=lambda message: warn(message.replace(member, shown)),
+        keep_credentials=keep_credentials, redaction=redaction, locate=locate, max_frame=max_frame)))
 
 
 def read_capture(conn, path: str, kind: str, again, *, new_id, warn, progress, keep_credentials, redaction,

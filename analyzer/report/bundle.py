@@ -132,7 +132,7 @@ def write(db: str, output: str, sessions: list[str] | None = None, *,
             with open(os.path.join(work, "analysis.json"), "w", encoding="utf-8") as fh:
                 report.write_json(result, fh)
             with open(os.path.join(work, "analysis.sarif"), "w", encoding="utf-8") as fh:
-                sarif.write(result, fh, root=work)
+                sarif.write(result, fh, root=work, shared=True)
             members = {"bundle.json": None, "analysis.json": "analysis.json", "analysis.sarif": "analysis.sarif"}
             if os.path.getsize(out_frames):
                 members["frames.jsonl"] = "out.jsonl"

@@ -23,6 +23,7 @@ import orjson
 import mcptap
 from mcptap import store
 from mcptap.store import queries
+from mcptap.wire.textsafe import json_text
 
 HTTP_TRANSPORTS = ("http", "sse")
 
@@ -108,10 +109,13 @@ def entry(exchange: dict, frames: list[store.Frame]) -> dict:
 
 
 def _dumps(value: dict) -> bytes:
+    """An entry as JSON, every character a terminal would act on or hide (and a lone surrogate, a
+    header byte that was not UTF-8) written as its JSON escape (textsafe.json_text)."""
     try:
-        return orjson.dumps(value)
-    except TypeError:  # a lone surrogate (a header byte that was not UTF-8): JSON's \\udcXX escape
-        return json.dumps(value).encode("ascii")
+        text = orjson.dumps(value).decode("utf-8")
+    except TypeError:  # a lone surrogate: orjson refuses it
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json_text(text).encode("utf-8")
 
 
 def write(conn: sqlite3.Connection, out: IO[bytes], session_ids: Iterable[str], *,

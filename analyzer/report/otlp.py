@@ -24,6 +24,7 @@ import mcptap
 from mcptap import store
 from mcptap.engine import operations
 from mcptap.report import otlp_metrics, otlp_spans
+from mcptap.wire.textsafe import json_text
 
 BATCH_SPANS = 2048
 """Spans per ExportTraceServiceRequest (a line of the JSON file, a POST to the endpoint)."""
@@ -93,9 +94,10 @@ def _b64_to_hex(text: str) -> str:
 
 
 def to_json(request) -> bytes:
-    """One OTLP request as OTLP JSON (a line of a collector's file exporter)."""
+    """One OTLP request as OTLP JSON (a line of a collector's file exporter), every character a
+    terminal would act on or hide written as its JSON escape (textsafe.json_text)."""
     as_dict = json_format.MessageToDict(request, use_integers_for_enums=True)
-    return orjson.dumps(_hex_ids(as_dict))
+    return json_text(orjson.dumps(_hex_ids(as_dict)).decode("utf-8")).encode("utf-8")
 
 
 def write_json(conn: sqlite3.Connection, out: IO[bytes], session_ids: Iterable[str], *, content: bool = False,

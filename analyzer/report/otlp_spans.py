@@ -12,6 +12,7 @@ opentelemetry-proto messages."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from mcptap.analysis import mcp, paired
+from mcptap.wire.textsafe import storable
 
 CONVENTIONS = "https://github.com/open-telemetry/semantic-conventions-genai/tree/v0.1.0/docs/gen-ai/mcp.md"
 SCOPE = "mcptap"
@@ -58,11 +60,21 @@ def _value(v) -> common_pb2.AnyValue:
         return common_pb2.AnyValue(int_value=v)
     if isinstance(v, float):
         return common_pb2.AnyValue(double_value=v)
-    return common_pb2.AnyValue(string_value=str(v))
+    return common_pb2.AnyValue(string_value=storable(str(v)))
 
 
 def attributes(pairs: dict) -> list[common_pb2.KeyValue]:
-    return [common_pb2.KeyValue(key=k, value=_value(v)) for k, v in pairs.items() if v is not None]
+    """Attributes of the pairs whose value is not None; text as protobuf takes it (storable: a lone
+    surrogate written as its escape)."""
+    return [common_pb2.KeyValue(key=storable(k), value=_value(v)) for k, v in pairs.items() if v is not None]
+
+
+def _json(value) -> str:
+    """A value of the traffic as compact JSON text (one with a lone surrogate too)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _nanos(ts: float) -> int:
@@ -155,12 +167,12 @@ def span_attributes(facts: SessionFacts, op: paired.Operation, kind: int, conten
         attrs["mcptap.response_frame"] = op.response_seq
     if content and op.method == "tools/call":
         if "arguments" in op.params:
-            attrs["gen_ai.tool.call.arguments"] = orjson.dumps(op.params["arguments"]).decode()
+            attrs["gen_ai.tool.call.arguments"] = _json(op.params["arguments"])
         result = op.response.get("result") if isinstance(op.response, dict) else None
         if op.outcome == paired.OK and result is not None:
-            attrs["gen_ai.tool.call.result"] = orjson.dumps(result).decode()
+            attrs["gen_ai.tool.call.result"] = _json(result)
     elif content and op.method == "prompts/get" and isinstance(op.params.get("arguments"), dict):
-        attrs["gen_ai.prompt.variable"] = orjson.dumps(op.params["arguments"]).decode()
+        attrs["gen_ai.prompt.variable"] = _json(op.params["arguments"])
     return attrs
 
 
@@ -190,15 +202,16 @@ def spans(facts: SessionFacts, op: paired.Operation, content: bool = False) -> I
     on the other (a request the server sent: CLIENT on the server's side)."""
     sender, handler = ("client", "server") if op.direction == mcp.C2S else ("server", "client")
     tool, prompt = paired.target(op)
-    name = f"{op.method} {tool or prompt}" if (tool or prompt) else op.method
+    name = storable(f"{op.method} {tool or prompt}" if (tool or prompt) else op.method)
     start = _nanos(op.ts)
     end = _nanos(op.response_ts) if op.response_ts is not None else start
     remote = parent_of(op.meta)
     trace_id, parent, state = remote if remote is not None else (facts.trace_id, b"", "")
+    state = storable(state)
     key = (facts.session_id, op.seq, op.idx)
     client_id, server_id = _id(8, "client", *key), _id(8, "server", *key)
     err = error_type(op)
-    status = (trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR, message=op.error_message or "")
+    status = (trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR, message=storable(op.error_message or ""))
               if err is not None else trace_pb2.Status())
     yield sender, trace_pb2.Span(
         trace_id=trace_id, span_id=client_id, parent_span_id=parent, trace_state=state, name=name, kind=CLIENT,

@@ -124,11 +124,13 @@ class _LogicalLocations:
 
 
 def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str, Source] | None = None,
-          argv: Sequence[str] | None = None) -> None:
+          argv: Sequence[str] | None = None, shared: bool = False) -> None:
     """`report` (engine.Report) as SARIF. `sources`: the sessions imported from files, by
     session id; every other session points at the report's database. `root`: the folder
     relative URIs start from (default: the current folder). `argv`: the command line the
-    invocation names (default: this process's, as `mcptap ARGS`)."""
+    invocation names (default: this process's, as `mcptap ARGS`). `shared` (a bundle's SARIF,
+    handed to others): no command line, working folder or absolute root folder is written, only
+    relative locations."""
     root = os.getcwd() if root is None else root
     sources = dict(sources or {})
     registry = rules.load()
@@ -163,8 +165,9 @@ def write(report, out: IO[str], *, root: str | None = None, sources: Mapping[str
         "name": "mcptap", "version": __version__, "informationUri": ruledocs.REPOSITORY,
         "rules": [_rule(registry[code]) for code in used],
     }))
-    out.write('},"invocations":' + _dump([_invocation(report, argv, left_out)]))
-    out.write(',"originalUriBaseIds":' + _dump({ROOT_ID: {"uri": _file_uri(os.path.abspath(root).rstrip(os.sep) + "/")}}))
+    out.write('},"invocations":' + _dump([_invocation(report, argv, left_out, shared)]))
+    if not shared:
+        out.write(',"originalUriBaseIds":' + _dump({ROOT_ID: {"uri": _file_uri(os.path.abspath(root).rstrip(os.sep) + "/")}}))
     out.write(',"artifacts":' + _dump([{"location": where[path]} for path in artifacts]))
     out.write(',"columnKind":"unicodeCodePoints","results":[')
     for n, (sid, seq, idx, code, severity, message, related) in enumerate(findings):
@@ -197,12 +200,15 @@ def _most_severe(findings: list[tuple], limit: int) -> list[tuple]:
     return [findings[i] for i in sorted(kept)]
 
 
-def _invocation(report, argv: Sequence[str] | None, left_out: int = 0) -> dict:
-    """The run's invocation: the command line, when the analysis began and ended, and warning
-    notifications when its results could not be stored or findings were left out."""
-    args = ["mcptap", *(sys.argv[1:] if argv is None else argv)]
-    invocation = {"executionSuccessful": True, "commandLine": shlex.join(args), "arguments": args[1:],
-                  "workingDirectory": {"uri": _file_uri(os.getcwd().rstrip(os.sep) + "/")}}
+def _invocation(report, argv: Sequence[str] | None, left_out: int = 0, shared: bool = False) -> dict:
+    """The run's invocation: the command line and working folder (not when `shared`), when the
+    analysis began and ended, and warning notifications when its results could not be stored or
+    findings were left out."""
+    invocation: dict = {"executionSuccessful": True}
+    if not shared:
+        args = ["mcptap", *(sys.argv[1:] if argv is None else argv)]
+        invocation.update({"commandLine": shlex.join(args), "arguments": args[1:],
+                           "workingDirectory": {"uri": _file_uri(os.getcwd().rstrip(os.sep) + "/")}})
     for key, ts in (("startTimeUtc", getattr(report, "started_at", None)), ("endTimeUtc", getattr(report, "ended_at", None))):
         if jsonout.iso(ts) is not None:
             invocation[key] = jsonout.iso(ts)

@@ -12,6 +12,7 @@ import datetime
 import fcntl
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -19,11 +20,13 @@ from pathlib import Path
 from mcptap.errors import MCPTapError
 from mcptap.store import tablecopy
 from mcptap.store.connections import open_existing
+from mcptap.wire.textsafe import printable
 
 FORMAT = "mcptap-parquet"
 VERSION = 1
 MARKER = "_mcptap.json"
 LOCK = "_mcptap.lock"
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 
 
 class DatasetError(MCPTapError):
@@ -58,6 +61,27 @@ def check(path: str | os.PathLike, *, create: bool = False) -> Path:
     return root
 
 
+def held(root: str | os.PathLike, *names: str) -> Path:
+    """`root`/`names` resolved (symbolic links followed), refused unless it is inside `root`:
+    every path made from what a dataset holds (a partition's day) goes through here before
+    anything is read, written or removed there."""
+    base = Path(root).resolve()
+    path = base.joinpath(*names).resolve()
+    if path != base and base not in path.parents:
+        shown = printable("/".join(names))
+        raise DatasetError(f"{root} is damaged: {shown} leads outside the dataset; nothing was written")
+    return path
+
+
+def partition(root: str | os.PathLike, table: str, day) -> Path:
+    """The folder of (table, day), held inside the dataset; a day that is not YYYY-MM-DD (a
+    partition name decoded to `../..`, say) is refused."""
+    if not isinstance(day, str) or not DAY.match(day):
+        raise DatasetError(f"{root} is damaged: a partition of {table} is named "
+                           f"day={printable(repr(day))[:80]}, not a day (YYYY-MM-DD); nothing was written")
+    return held(root, table, f"day={day}")
+
+
 @contextlib.contextmanager
 def locked(root: Path):
     """The dataset to one writer at a time."""
@@ -66,10 +90,9 @@ def locked(root: Path):
         yield
 
 
-def _parts(root: Path, table: str, day: str | None = None) -> list[Path]:
-    base = root / table
-    found = base.glob(f"day={day}/part-*.parquet" if day else "day=*/part-*.parquet")
-    return sorted(p for p in found if p.is_file())
+def _parts(root: Path, table: str, day: str) -> list[Path]:
+    found = partition(root, table, day).glob("part-*.parquet")
+    return sorted(p for p in found if p.is_file() and held(root, table, f"day={day}", p.name))
 
 
 class PartWriter:
@@ -78,7 +101,7 @@ class PartWriter:
     def __init__(self, root: Path, table: str, day: str):
         import pyarrow.parquet as pq
 
-        folder = Path(root) / table / f"day={day}"
+        folder = partition(root, table, day)
         folder.mkdir(parents=True, exist_ok=True)
         self.final = folder / f"part-{uuid.uuid4().hex}.parquet"
         self.temp = folder / f".{self.final.name}.tmp"
@@ -109,6 +132,7 @@ class PartWriter:
 def drop_sessions(root: Path, table: str, day: str, session_ids: Iterable[str], keep: Sequence[Path] = ()) -> None:
     """The rows of these sessions gone from the parts of (table, day) other than `keep`: a part
     holding any is written again without them (or removed, when nothing else is left)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -117,11 +141,14 @@ def drop_sessions(root: Path, table: str, day: str, session_ids: Iterable[str], 
     for part in _parts(Path(root), table, day):
         if part in keep:
             continue
-        present = pq.read_table(part, columns=[key]).column(key)
-        hit = pc.is_in(present, value_set=strings(gone))
-        if not pc.any(hit).as_py():
-            continue
-        rest = pq.read_table(part).filter(pc.invert(hit))
+        try:
+            present = pq.read_table(part, columns=[key]).column(key)
+            hit = pc.is_in(present, value_set=strings(gone))
+            if not pc.any(hit).as_py():
+                continue
+            rest = pq.read_table(part).filter(pc.invert(hit))
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetError(f"{root} is damaged: {part.name} of {table} cannot be read ({unreadable(exc)})") from None
         if rest.num_rows == 0:
             part.unlink()
             continue
@@ -192,11 +219,54 @@ def read(root: Path, table: str, session_ids: Sequence[str] | None = None, colum
     schema = tablecopy.arrow_schema(table).append(pa.field("day", pa.string()))
     if not (root / table).is_dir():
         return schema.empty_table() if columns is None else schema.empty_table().select(list(columns))
-    data = ds.dataset(root / table, format="parquet", schema=schema, partitioning="hive",
-                      exclude_invalid_files=False, ignore_prefixes=[".", "_"])
     key = "id" if table == "sessions" else "session_id"
     where = None if session_ids is None else ds.field(key).isin(list(session_ids))
-    return data.to_table(columns=list(columns) if columns else None, filter=where)
+    try:
+        data = ds.dataset(root / table, format="parquet", schema=schema, partitioning="hive",
+                          exclude_invalid_files=False, ignore_prefixes=[".", "_"])
+        return data.to_table(columns=list(columns) if columns else None, filter=where)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{root} is damaged: its {table} cannot be read ({unreadable(exc)})") from None
+
+
+def unreadable(exc: BaseException | str) -> str:
+    """An error reading a dataset's parts, in one printable line of at most 300 characters."""
+    return printable(" ".join(str(exc).split()))[:300]
+
+
+def verify(root: Path, tables: Sequence[str]) -> None:
+    """Every part of these tables readable (its footer) and each column of the kind tablecopy
+    gives it (text where text is due, numbers where numbers are): a damaged dataset refused in
+    one line before any engine reads it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def kind(t) -> str:
+        if pa.types.is_integer(t):
+            return "int64"
+        if pa.types.is_floating(t):
+            return "float64"
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return "string"
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            return "binary"
+        return "null" if pa.types.is_null(t) else str(t)
+
+    for table in tables:
+        wanted = dict(tablecopy.COLUMNS[table])
+        base = root / table
+        parts = sorted(base.glob("*/part-*.parquet")) if base.is_dir() else []
+        for part in parts:
+            try:
+                schema = pq.read_schema(part)
+            except (pa.ArrowException, OSError) as exc:
+                raise DatasetError(f"{root} is damaged: {printable(part.name)} of {table} cannot be read "
+                                   f"({unreadable(exc)})") from None
+            for field in schema:
+                got = kind(field.type)
+                if field.name in wanted and got not in (wanted[field.name], "null"):
+                    raise DatasetError(f"{root} is damaged: {printable(part.name)} of {table} holds "
+                                       f"{field.name} as {printable(str(field.type))}, not {wanted[field.name]}")
 
 
 def sessions(root: Path) -> list[dict]:

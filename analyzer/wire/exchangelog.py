@@ -15,10 +15,13 @@ EXCHANGE_FIELDS = {
     "accept": "text", "last_event_id": "text", "content_encoding": "text", "endpoint": "text", "events": "int",
     "request_headers": "headers", "response_headers": "headers", "redacted": "names", "started_at": "time",
     "request_end": "time", "response_at": "time", "ended_at": "time", "outcome": "text",
+    "role": "text", "request_body": "text", "response_body": "text", "rewritten": "text",
 }
 """The fields of an exchange record, the `exchanges` table's columns but `session_id` (the
 record's `session`), each of a kind: text, an integer, a time (Unix seconds), headers (a list
-of [name, value] pairs of strings) or names (a list of strings)."""
+of [name, value] pairs of strings) or names (a list of strings). An exchange that is not MCP
+(OAuth, an HTTP error) has its `role`, its bodies as stored and what the proxy `rewritten` (JSON
+text), so that an export imported again is analysed as the recording was."""
 
 REQUIRED = ("id", "method", "url", "started_at")
 JSON_KINDS = ("headers", "names")  # stored as JSON text in their column

@@ -89,6 +89,11 @@ def looks_like_framelog(first_line: bytes) -> bool:
         obj = _loads(first_line)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
+    return looks_like_record(obj)
+
+
+def looks_like_record(obj) -> bool:
+    """Whether a parsed line is a frame-log record: a frame, or a session, stderr or exchange record."""
     return isinstance(obj, dict) and ("direction" in obj or obj.get("record") in ("session", "stderr", "exchange"))
 
 
@@ -106,11 +111,16 @@ class Block:
     first_line: int
     cut_off: bool
     end: int
+    record: dict | None = None  # a line too long to hold, read as it streamed (wire/longline.py): its record
 
 
-def blocks(path: str, size: int | None = None) -> Iterator[Block]:
+def blocks(path: str, size: int | None = None, keep: int | None = None) -> Iterator[Block]:
     """The file as blocks of whole lines, about `size` (BLOCK_BYTES) bytes each, in order
-    (memory: one block, or one longer line)."""
+    (memory: one block, or one longer line). `keep`: a frame line longer than a block (or than
+    `keep`) and longline.ROOM is read as it streams, only `keep` bytes of its frame kept (its
+    record the block's `record`)."""
+    from mcptap.wire import longline
+
     size = size or BLOCK_BYTES
     with open(path, "rb") as fh:
         line, tail, done = 1, b"", 0
@@ -118,6 +128,17 @@ def blocks(path: str, size: int | None = None) -> Iterator[Block]:
             data = tail + chunk if tail else chunk
             cut = data.rfind(b"\n")
             if cut < 0:
+                if keep is not None and len(data) > min(keep, size) + longline.ROOM:
+                    try:
+                        found = longline.read_record(data, lambda: fh.read(size), keep)
+                    except (ValueError, RecursionError) as exc:
+                        raise ImportFormatError(f"{path}:{line}: not a frame-log record ({exc})") from None
+                    if found is not None:
+                        record, tail, used, ended = found
+                        done += used
+                        yield Block(b"", line, not ended, done, record)
+                        line += 1
+                        continue
                 tail = data
                 continue
             block, tail = data[:cut], data[cut + 1:]
@@ -134,6 +155,12 @@ def records(block: Block, *, path: str, default_session: str, warn: Callable[[st
     naming it, except an unterminated last line (a log cut off mid-write), which is skipped with
     a warning. `names` caches checked session names across blocks."""
     names = {} if names is None else names
+    if block.record is not None:
+        try:
+            yield _record(block.record, block.first_line, default_session, names)
+        except (ValueError, UnicodeDecodeError, RecursionError, TypeError) as exc:
+            raise ImportFormatError(f"{path}:{block.first_line}: not a frame-log record ({exc})") from None
+        return
     lines = block.data.split(b"\n")
     last = len(lines) - 1
     for i, line in enumerate(lines):

@@ -37,6 +37,31 @@ def shown(raw: bytes | str | None, limit: int, size: int | None = None) -> str |
     return f"{text[:limit]}… [cut: {whole:,} bytes in all]"
 
 
+def storable_tree(value):
+    """A parsed JSON value with every text in it, keys too, `storable` (walked without recursion,
+    so any depth the parser took is fine)."""
+    if isinstance(value, str):
+        return storable(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    top = type(value)()
+    work = [(value, top)]
+    while work:
+        source, target = work.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, (dict, list)):
+                copy = type(item)()
+                work.append((item, copy))
+            else:
+                copy = storable(item) if isinstance(item, str) else item
+            if isinstance(target, dict):
+                target[storable(key)] = copy
+            else:
+                target.append(copy)
+    return top
+
+
 def printable(text: str) -> str:
     """`text` with every character that is not printable (Unicode's categories Cc, Cf, Cs, Co,
     Cn, Zl, Zp: controls, format characters such as the bidi controls, line separators,
@@ -64,11 +89,15 @@ def _escape(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
-def json_text(text: str) -> str:
+def json_text(text: str, *, indented: bool = False) -> str:
     """Compact JSON text (no raw newline between tokens) with every character that is not
     printable written as a JSON escape (`\\u202e`; a pair of surrogate escapes past U+FFFF): the
     same JSON value, safe to show on a terminal. Outside strings compact JSON has only printable
-    characters, so only string contents change."""
+    characters, so only string contents change. `indented`: JSON text with newlines between its
+    tokens (`json.dumps(indent=...)`, which writes a newline inside a string as its escape): those
+    are kept."""
+    if indented:
+        return "\n".join(_escaped(line, _json_escape) for line in text.split("\n"))
     return _escaped(text, _json_escape)
 
 
