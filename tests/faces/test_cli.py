@@ -250,7 +250,7 @@ def test_report_and_bundle_write_to_stdout_for_dash_and_take_several_sessions(tm
     db = tmp_path / "d.db"
     assert run(mcptap("import", "--db", str(db), str(CORPUS_DEMO))).returncode == 0
     page = run(mcptap("report", "--db", str(db), "demo", "demo-http", "-o", "-"), timeout=120)
-    assert page.returncode == 0 and page.stdout.startswith(b"<!DOCTYPE html>") and page.stdout.endswith(b"</html>\n")
+    assert page.returncode == 0 and page.stdout.startswith(b"<!DOCTYPE html>") and page.stdout.rstrip().endswith(b"</html>")
     assert page.stdout.count(b"01a23348-5c71-75f7-bab7-24e36a17b27f") and page.stdout.count(b"01a23348-6563-75bc")
     assert not (tmp_path / "-").exists()
     packed = run(mcptap("bundle", "--db", str(db), "demo", "-o", "-"), timeout=120, cwd=tmp_path)
