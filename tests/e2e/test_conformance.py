@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from mcptap.origins import CONTENT_TYPE_REFUSED, HOST_REFUSED, ORIGIN_REFUSED
-from tests.conftest import analyze_json, tool
+from tests.conftest import tool
 from tests.support.conformance import CLIENT, SERVER, SUITES, Row, agrees, run_scenario, table
 from tests.support.http_helpers import Relay, free_port, http_messages, http_server, mcptap_proxy, sse_data
 
@@ -80,7 +80,15 @@ def stored_frames(db: Path) -> Counter:
 
 
 def loud_codes(db: Path) -> tuple[str, ...]:
-    _, report = analyze_json(db)
+    """The codes of `mcptap analyze`'s error and warning findings (run in this process: the analysis
+    engine's import is paid once per test process, not once per scenario)."""
+    from typer.testing import CliRunner
+
+    from mcptap.cli import app
+
+    result = CliRunner().invoke(app, ["analyze", "--db", str(db), "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    report = json.loads(result.stdout)
     return tuple(sorted({f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}))
 
 
