@@ -30,8 +30,14 @@ SERVER_CASES = [(suite, scenario) for suite in SUITES for scenario in SERVER[sui
 CLIENT_CASES = [(suite, scenario) for suite in SUITES for scenario in CLIENT[suite]]
 REPOSITORY = Path(__file__).parents[2]
 
-# Scenarios whose verdict through the proxy differs from the direct one until the proxy is fixed.
-PROXY_DIFFERS: dict[tuple[str, str, str], str] = {}
+# Scenarios whose verdict through the proxy may differ from the direct one until the proxy is fixed: the
+# test is an expected failure (not a strict one) when it does.
+SSE_RETRY = ("the proxy does not pass the SSE priming event (an id, empty data) and the retry field as the server sent "
+             "them: the client reconnects without Last-Event-ID and before the retry delay")
+PROXY_DIFFERS: dict[tuple[str, str, str], str] = {
+    ("0.1.16", "client", "sse-retry"): SSE_RETRY,
+    ("0.2.0-alpha.12 2025-11-25", "client", "sse-retry"): SSE_RETRY,
+}
 
 
 @pytest.fixture(scope="module")
