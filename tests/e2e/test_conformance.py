@@ -34,9 +34,13 @@ REPOSITORY = Path(__file__).parents[2]
 # test is an expected failure (not a strict one) when it does.
 SSE_RETRY = ("the proxy does not pass the SSE priming event (an id, empty data) and the retry field as the server sent "
              "them: the client reconnects without Last-Event-ID and before the retry delay")
+CUSTOM_METADATA = ("the protected-resource metadata document named by the challenge's resource_metadata, at a custom "
+                   "location, is not rewritten by the proxy (the OAuth client refuses it) and is stored as a frame "
+                   "(bad-jsonrpc-version)")
 PROXY_DIFFERS: dict[tuple[str, str, str], str] = {
     ("0.1.16", "client", "sse-retry"): SSE_RETRY,
     ("0.2.0-alpha.12 2025-11-25", "client", "sse-retry"): SSE_RETRY,
+    **{(suite, "client", "auth/metadata-var3"): CUSTOM_METADATA for suite in SUITES},
 }
 
 
