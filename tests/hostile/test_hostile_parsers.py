@@ -27,7 +27,7 @@ import pytest
 import mcptap.data as mt
 from mcptap import engine, store
 from mcptap.replay import script
-from mcptap.report import transcript
+from mcptap.report import listing, transcript
 from mcptap.store import cells, schema
 from mcptap.errors import SessionNotFound
 from tests.conftest import frames, mcptap, run, wait_for
@@ -522,7 +522,7 @@ def test_a_cell_of_the_wrong_type_is_read_or_refused_naming_it_by_every_reader(a
         "analyze": lambda: engine.analyze(str(db), store_results=False),
         "show": opened(lambda conn: list(transcript.records(conn, "s")[2])),
         "transcript": opened(lambda conn: list(transcript.transcript(conn, "s"))),
-        "sessions": opened(transcript.session_objects),
+        "sessions": opened(listing.session_objects),
         "serve": opened(lambda conn: script.load(conn, "s")),
         "pandas": lambda: PANDAS_LOADERS[table](db),  # the loader that reads the table (the others do not)
     }
