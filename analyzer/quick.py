@@ -15,6 +15,8 @@ from mcptap import __version__, options
 
 FORMATS = ("text", "table", "json", "jsonl")
 """`--format` of sessions and show (table: the same as text)."""
+WHOLE = 160
+"""The transcript's width when stdout is no terminal: the wide layout, no line cut (whatever COLUMNS says)."""
 PER_CODE = 5  # mcptap.report.PER_CODE, not imported here: the report package is larger than this path
 
 
@@ -256,7 +258,7 @@ def show(*, db: str, session: str | None = None, fmt: str = "text", as_json: boo
             sys.stdout.write(paint(line) + "\n")
             sys.stdout.flush()
 
-        width = shutil.get_terminal_size((160, 24)).columns
+        width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else WHOLE
         try:
             follow_mod.follow_session(db, session, write, width=width, full=full, stderr=stderr,
                                       per_code=max_per_code)
@@ -277,7 +279,7 @@ def show(*, db: str, session: str | None = None, fmt: str = "text", as_json: boo
         keep = selection.select(db, where, [sid]).get(sid, set())
     out = sys.stdout
     if fmt == "text":
-        width = shutil.get_terminal_size((160, 24)).columns
+        width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else WHOLE
         for line in transcript.transcript(conn, sid, width=width, full=full, stderr=stderr, per_code=max_per_code,
                                           keep=keep):
             out.write(paint(line) + "\n")

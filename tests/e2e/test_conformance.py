@@ -43,9 +43,11 @@ PROXY_DIFFERS: dict[tuple[str, str, str], str] = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def conformance_server(sdk_python: str):
-    """tests/tools/sdk_conformance_server.py; its base URL (the MCP endpoint is /mcp)."""
+    """tests/tools/sdk_conformance_server.py, a fresh one for each scenario (one server serving a
+    hundred scenarios in a row, streams and sessions left open by each, began failing the late ones
+    in CI); its base URL (the MCP endpoint is /mcp)."""
     port = free_port()
     with http_server([sdk_python, tool("sdk_conformance_server.py"), str(port)], port) as url:
         yield url

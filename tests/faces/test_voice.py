@@ -41,8 +41,9 @@ def on_terminal(argv: list[str], env: dict | None = None, columns: int = 200) ->
     """`argv` run with its stdout on a pseudo-terminal `columns` wide: (exit status, what it wrote)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}  # the terminal's size rules
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "TERM": "xterm", **(env or {})})
+                            env={**inherited, "TERM": "xterm", **(env or {})})
     os.close(slave)
     out, deadline = bytearray(), time.monotonic() + 60
     try:
