@@ -8,6 +8,7 @@ definitions (baseline, cost); progress draws the long ones' progress on stderr."
 from mcptap.cli import capture, database, export, analyze, replay  # noqa: F401  (each registers its commands, in this order)
 from mcptap.cli import definitions  # noqa: F401  (baseline, cost)
 from mcptap.cli import view  # noqa: F401  (view)
+from mcptap.cli import mcpface  # noqa: F401  (mcp)
 from mcptap.cli import helptopic  # noqa: F401  (help)
 from mcptap.cli.common import PER_CODE, app
 
