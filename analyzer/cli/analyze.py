@@ -128,7 +128,7 @@ def analyze(
 
             filterlang.parse(where)  # a bad filter fails before the analysis
         if baseline is not None:
-            from mcptap.cli.definitions import read_baseline
+            from mcptap.cli.baseline import read_baseline
             rules_policy.baseline = read_baseline(baseline)
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)
@@ -153,8 +153,8 @@ def analyze(
                                         progress=shown.advance, workers=jobs, sessions=ids)
         fmt, fail_on = fmt.value, FailOn(fail_on).value
         if fmt == "json" and dataset_dir is None:
-            from mcptap.engine import definitions
-            result.cost = definitions.cost_report(db, [s["id"] for s in result.sessions], results=False)
+            from mcptap.engine import declared_pass
+            result.cost = declared_pass.cost_report(db, [s["id"] for s in result.sessions], results=False)
         fmt = "table" if fmt == "text" else fmt
         if where is not None:
             from mcptap.engine import selection

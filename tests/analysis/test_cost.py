@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcptap.analysis import cost
-from mcptap.analysis.definitions import collect
+from mcptap.analysis.declared import collect
 from tests.support.sessions import handshake, ok, req
 
 TOOL = {"name": "echo", "description": "Return the text.", "inputSchema": {"type": "object"},

@@ -1,4 +1,4 @@
-"""The definitions a server declared (analyzer/analysis/definitions.py) and the definitions rules
+"""The definitions a server declared (analyzer/analysis/declared.py) and the definitions rules
 (tool drift: analyzer/analysis/drift.py) on frames built in a line, no database involved."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from mcptap.analysis import drift
-from mcptap.analysis.definitions import collect, compare, paths
+from mcptap.analysis.declared import collect, compare, paths
 from mcptap.analysis.rules import load
 from tests.support.sessions import handshake, note, ok, req
 
