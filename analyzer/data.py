@@ -7,6 +7,7 @@
     mt.analyze(db)                                          # mcptap analyze: one row per session analysed
     mt.export_log(db, "audit.jsonl", session="inc")         # frame-log JSONL, as mcptap export
     mt.sessions("mcp.db")                                   # one row per session
+    mt.runs("mcp.db")                                       # one row per run: a host process's (or client's) sessions
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
@@ -46,6 +47,7 @@ from mcptap import store  # noqa: E402
 from mcptap.analysis import latency as latency_mod  # noqa: E402
 
 from mcptap import dataparquet  # noqa: E402
+from mcptap.dataruns import runs  # noqa: E402,F401  (mcptap.data.runs)
 from mcptap.store import cells, queries
 
 from mcptap.wire import jsonwire
@@ -153,7 +155,8 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     if _parquet(db):
         return dataparquet.sessions(db)
     with _conn(db, ("sessions", "frames", "analyses")) as conn:
-        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"))
+        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"),
+                                        run=store.has_column(conn, "sessions", "run"))
         frame = pd.read_sql_query(sql, conn)
         end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
         frame["duration_s"] = (end - frame["started_at"]).astype("float64")
@@ -413,3 +416,4 @@ def parse(column: pd.Series) -> pd.Series:
     objects: mapped over an object column, never handed to a pyarrow-backed string column to be
     cast back (pandas 3 with pyarrow installed: a deeply nested value would overflow its stack)."""
     return column.astype(object).map(lambda text: jsonwire.parse(text).value, na_action="ignore")
+

@@ -29,6 +29,7 @@ from mcptap.addons.shipping.background import hurry, recorder_env
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME
 from mcptap.addons.shipping.chunkqueue import ChunkQueue
 from mcptap.addons.shipping.chunkwire import END, SESSION, chunk_header, json_record
+from mcptap.addons import runs
 from mcptap.addons.stdio.server import spawn
 
 CHUNK_SIZE = 1 << 16
@@ -90,6 +91,7 @@ class Tee:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
         self._server = server
+        host = runs.host_process()
         self.session = {
             "id": new_session_id(),
             "transport": "stdio",
@@ -99,6 +101,8 @@ class Tee:
             "recorder": f"mcptap {__version__} record",
             "host": os.uname().nodename,  # socket.gethostname(), without importing socket
             "pid": os.getpid(),
+            "run": runs.stdio_run(os.uname().nodename, host),
+            "client": runs.stdio_client(host),
         }
         self.db_path = db_path
         self._warn = warn

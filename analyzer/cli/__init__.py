@@ -10,6 +10,7 @@ from mcptap.cli import baseline  # noqa: F401  (baseline, cost)
 from mcptap.cli import view  # noqa: F401  (view)
 from mcptap.cli import mcpface  # noqa: F401  (mcp)
 from mcptap.cli import tui  # noqa: F401  (tui)
+from mcptap.cli import runs  # noqa: F401  (runs)
 from mcptap.cli import helptopic  # noqa: F401  (help)
 from mcptap.cli.common import PER_CODE, app
 

@@ -94,6 +94,9 @@ def show(
                                "without SESSION: the newest session, then the next one to start.")] = False,
     color: ColorOption = None,
     where: FilterOption = None,
+    run: Annotated[Optional[str], typer.Option(
+        "--run", metavar="RUN", help="Every frame of a run (mcptap runs) across its servers, in time order, each "
+                                     "line naming its server; instead of SESSION.")] = None,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
@@ -108,7 +111,7 @@ def show(
     Example:  mcptap show --db ~/mcp.db 0193b2 --filter 'method == "tools/call" and latency > 500ms'
     """
     _quick("show", db=db, session=session, fmt=TranscriptFormat(fmt).value, as_json=as_json, color=color,
-           follow=follow, full=full, stderr=stderr, max_per_code=max_per_code, where=where)
+           follow=follow, full=full, stderr=stderr, max_per_code=max_per_code, where=where, run=run)
 
 
 @app.command("import", short_help='Bring frame logs and HTTP captures into the database.')

@@ -67,6 +67,19 @@ def sessions(conn: sqlite3.Connection, offset: int = 0, limit: int = 20) -> dict
     return {"sessions": out, **_page(offset, limit, len(rows))}
 
 
+def runs(conn: sqlite3.Connection, offset: int = 0, limit: int = 20) -> dict:
+    """The runs (the sessions one host process started, or one HTTP client's), oldest first: handle,
+    id, start, sessions, frames, findings, client, servers."""
+    from mcptap.report.runview import run_objects
+
+    limit, offset = _bounded(limit), max(0, int(offset))
+    found = run_objects(conn)
+    out = [{**r, "servers": [printable(s) for s in r["servers"]],
+            "client": {k: _text(v) if isinstance(v, str) else v for k, v in r["client"].items()}
+            if isinstance(r["client"], dict) else _text(r["client"])} for r in found[offset:offset + limit]]
+    return {"runs": out, **_page(offset, limit, len(found))}
+
+
 def _frame_rows(conn: sqlite3.Connection, session_id: str, seqs: list[int]) -> list[dict]:
     out = []
     for row in viewpages.by_seq(conn, session_id, seqs):

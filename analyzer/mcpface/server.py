@@ -55,6 +55,13 @@ def build(db: str):
         return answer(lambda conn: reading.sessions(conn, offset, limit))
 
     @server.tool(annotations=read_only)
+    def list_runs(offset: int = 0, limit: int = 20) -> dict[str, Any]:
+        """The runs, oldest first: each is the sessions one host process started (every server it
+        ran), or one HTTP client's; with its handle, start, sessions, frames, findings, client and
+        servers. `search_frames` with `session` takes one of a run's sessions."""
+        return answer(lambda conn: reading.runs(conn, offset, limit))
+
+    @server.tool(annotations=read_only)
     def search_frames(filter: str, session: str | None = None, offset: int = 0, limit: int = 20) -> dict[str, Any]:
         """Frames selected by mcptap's display filter, e.g. `kind == error or finding`, `method ==
         "tools/call" and latency > 500ms`, `finding == "missing-response"`, `params.name == "echo"`,

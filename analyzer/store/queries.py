@@ -60,11 +60,13 @@ EMPTY = "SELECT 1 WHERE 0"
 """A statement that reads nothing (a table not there yet)."""
 
 
-def sessions_overview(analysed: bool) -> str:
+def sessions_overview(analysed: bool, run: bool = False) -> str:
     """One row per session: the recorded row, its frame count and last frame time, and, once
-    analysed (`analysed`: the table is there), its revision and finding counts."""
+    analysed (`analysed`: the table is there), its revision and finding counts; `run`: the run it
+    belongs to too."""
     return ("SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
-            "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
+            + ("s.run, " if run else "")
+            + "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
             "(SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts"
             + (", a.revision, a.revision_source, a.errors, a.warnings, a.infos FROM sessions s "
                "LEFT JOIN analyses a ON a.session_id = s.id" if analysed else

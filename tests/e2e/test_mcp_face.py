@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import TOOLS, mcptap, run, side_venv
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOL_NAMES = {"list_sessions", "search_frames", "list_findings", "get_frame", "summarize_session"}
+TOOL_NAMES = {"list_runs", "list_sessions", "search_frames", "list_findings", "get_frame", "summarize_session"}
 
 
 def _base_pins() -> tuple[str, ...]:
@@ -71,11 +71,13 @@ def test_an_sdk_client_lists_the_tools_searches_frames_and_reads_findings(face, 
         ["summarize_session", {"session": "demo"}],
         ["search_frames", {"filter": "method == initialize and kind == response", "session": "demo"}],
         ["list_sessions", {"limit": 1}],
+        ["list_runs", {}],
     ])
     assert set(out["tools"]) == TOOL_NAMES
     assert all(tool["read_only"] is True for tool in out["tools"].values())
     assert out["tools"]["search_frames"]["inputs"] == ["filter", "limit", "offset", "session"]
-    listed, bad, errors, summary, initialize, first = (call["result"] for call in out["calls"])
+    listed, bad, errors, summary, initialize, first, runs = (call["result"] for call in out["calls"])
+    assert runs["total"] >= 1 and any("demo" in r["servers"] for r in runs["runs"])
     assert [s["label"] for s in listed["sessions"]] == ["demo", "demo-http"]
     assert all(s["analysed"] and s["handle"] and s["id"].endswith(s["handle"]) for s in listed["sessions"])
     assert {f["kind"] for f in bad["frames"]} == {"unparseable", "invalid"}
