@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from mcptap import __version__, options
-from mcptap.errors import MCPTapError, say_error
+from mcptap.errors import MCPTapError, say_error, warn_stderr
 from mcptap.quick import color_on, on_terminal  # noqa: F401  (the commands' colour and terminal checks)
 
 
@@ -138,7 +138,7 @@ def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.Ex
         conn = store.connect(db)
         try:
             imported = list(importer.import_file(conn, plain, origin=ref,
-                                                 warn=lambda m: say_warning(m)))
+                                                 warn=warn_stderr))
         finally:
             conn.close()
     if len(imported) != 1:
@@ -146,15 +146,9 @@ def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.Ex
     return db, imported[0].id
 
 
-def say_warning(message: str) -> None:
-    from mcptap.wire.textsafe import printable
-
-    sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
-
-
 def deprecated(old: str, new: str) -> None:
     """One line on stderr: an option name kept for old scripts, and the one to use."""
-    sys.stderr.write(f"mcptap: warning: {old} is deprecated; use {new}\n")
+    warn_stderr(f"{old} is deprecated; use {new}")
 
 
 ColorOption = Annotated[Optional[bool], typer.Option(

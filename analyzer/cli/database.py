@@ -143,9 +143,6 @@ def import_cmd(
     from mcptap.report import formats
     from mcptap.wire.textsafe import printable
 
-    def warn(message: str) -> None:
-        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
-
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
     if files.count("-") > 1:
@@ -165,7 +162,7 @@ def import_cmd(
             for path in files:
                 with progress.meter(f"importing {os.path.basename(path)}",
                                     total_bytes=os.path.getsize(plain[path])) as shown:
-                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
+                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn_stderr,
                                                      progress=shown.update, keep_credentials=keep_credentials or no_redact,
                                                      redaction=redaction, max_frame=limit, origin=path,
                                                      kind=readers[path])

@@ -4,11 +4,11 @@ dataset, or OTLP/HTTP to a collector) and bundle (a zip for a bug report)."""
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import warn_stderr
 from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, SessionAlias, SessionsArgument, app, fail,
                                one_line_errors, sessions_of)
 
@@ -149,7 +149,6 @@ def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content:
     if not endpoint.startswith(("http://", "https://")):
         raise fail(f"--otlp-endpoint {endpoint!r}: give an http:// or https:// URL")
     extras.need("otel", "--otlp-endpoint")
-    from mcptap.errors import warn_stderr
     from mcptap.report import otlp, otlp_http
 
     with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
@@ -174,11 +173,10 @@ def bundle_cmd(
     Example:  mcptap bundle --db ~/mcp.db time -o time-bug.zip
     """
     from mcptap.report import bundle
-    from mcptap.wire.textsafe import printable
 
     with one_line_errors():
         manifest = bundle.write(db, output, sessions or None,
-                                warn=lambda m: sys.stderr.write(f"mcptap: warning: {printable(m)}\n"))
+                                warn=warn_stderr)
     count = len(manifest["sessions"])
     if output != "-":
         typer.echo(f"wrote {output}: {count} session{'' if count == 1 else 's'}")
