@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap.errors import warn_stderr
+from mcptap.report import formats
 from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, SessionAlias, SessionsArgument, app, fail,
                                one_line_errors, sessions_of)
 
@@ -23,9 +24,9 @@ def export_cmd(
                                                        ".gz or .zst is compressed; parquet: the dataset's "
                                                        "folder).")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                     help="jsonl (frame log), otlp (OTLP JSON), har (HAR 1.2, HTTP sessions), "
-                                          "parquet (a Parquet dataset, docs/contract.md; an argument naming a "
-                                          "SQLite file is a database to export).")] = "jsonl",
+                                     help=f"{', '.join(formats.names(formats.FRAMES))} (`mcptap help formats` says "
+                                          "what each holds; parquet: an argument naming a SQLite file is a "
+                                          "database to export).")] = "jsonl",
     where: FilterOption = None,
     otlp_endpoint: Annotated[Optional[str], typer.Option(
         "--otlp-endpoint", metavar="URL", help="Send spans and metrics to this OTLP/HTTP collector "
@@ -52,7 +53,6 @@ def export_cmd(
     """
     from mcptap import store
     from mcptap.cli import progress
-    from mcptap.report import formats
 
     named = sessions_of(sessions, session)
     with one_line_errors():

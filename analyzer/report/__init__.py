@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # the analysis is loaded by the commands that analyse, not by
     from mcptap.engine import Report
 from mcptap.wire.textsafe import printable
 
-FORMATS = ("table", "json", "jsonl", "sarif")
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 RANK = {"error": 0, "warning": 1, "info": 2}
 PER_CODE = 5
@@ -317,16 +316,6 @@ def _terminal_width(out: IO[str]) -> int | None:
         return os.get_terminal_size(out.fileno()).columns if out.isatty() else None
     except (OSError, ValueError, AttributeError):
         return None
-
-
-WRITERS = {"json": write_json, "jsonl": write_jsonl, "sarif": write_sarif}
-
-
-def write(report: Report, fmt: str, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
-    if fmt == "table":
-        write_table(report, out, color=color, per_code=per_code)
-    else:
-        WRITERS[fmt](report, out)
 
 
 def reaches(report: Report, fail_on: str) -> bool:

@@ -94,13 +94,18 @@ class UnknownFormat(MCPTapError):
 def get(name: str, holds: str) -> Format:
     fmt = REGISTRY.get((holds, name))
     if fmt is None or fmt.writer is None:
-        names = ", ".join(f.name for f in formats(holds) if f.writer)
-        raise UnknownFormat(f"no {holds} format {name!r}; known: {names}")
+        raise UnknownFormat(f"no {holds} format {name!r}; known: {', '.join(names(holds))}")
     return fmt
 
 
 def formats(holds: str) -> list[Format]:
     return [f for (h, _), f in REGISTRY.items() if h == holds]
+
+
+def names(holds: str, *, readable: bool = False) -> list[str]:
+    """The names of the formats that write what `holds` names (that `mcptap import` reads, with
+    `readable`): the choices the commands offer."""
+    return [f.name for f in formats(holds) if (f.reader if readable else f.writer)]
 
 
 def reader_for(path: str, name: str | None = None) -> Format:
@@ -113,7 +118,7 @@ def reader_for(path: str, name: str | None = None) -> Format:
     if name is not None:
         fmt = next((f for f in readable if f.name == name), None)
         if fmt is None:
-            raise UnknownFormat(f"no format {name!r} to import; known: {', '.join(f.name for f in readable)}")
+            raise UnknownFormat(f"no format {name!r} to import; known: {', '.join(names(FRAMES, readable=True))}")
         return fmt
     try:
         kind = importer.detect_format(path)
