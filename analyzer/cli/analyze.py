@@ -15,6 +15,7 @@ import typer
 
 from mcptap import extras
 from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
 from mcptap.report import formats
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
@@ -165,8 +166,8 @@ def analyze(
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
         def write_report(out, color: bool = False) -> None:
-            formats.get(fmt, formats.ANALYSIS).write(result, out, color=color, per_code=max_per_code, root=sarif_root,
-                                                     sources=sources, fail_on=fail_on)
+            formats.get(fmt, formats.ANALYSIS).write(result, out, WriteOptions(
+                color=color, per_code=max_per_code, root=sarif_root, sources=sources, fail_on=fail_on))
 
         if output is None:
             write_report(sys.stdout, color=color_on(color))

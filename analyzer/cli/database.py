@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import warn_stderr
 from mcptap.report import formats
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
 from mcptap.report import formats
 from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, SessionAlias, SessionsArgument, app, fail,
                                one_line_errors, sessions_of)
@@ -73,17 +74,16 @@ def export_cmd(
             if transport not in chosen.transports:
                 raise fail(f"session {sid} is {transport}: {fmt} holds only {', '.join(chosen.transports)} sessions; "
                            f"export it as {' or '.join(formats.holding(transport))}")
-        options = {"content": otlp_content}
         keep = None
         if where is not None:
-            if not chosen.takes("keep"):
+            if not chosen.filters:
                 raise fail(f"--filter selects frames for a frame log (--format jsonl), not {fmt}")
             from mcptap.engine import selection
 
-            keep = options["keep"] = selection.select(db, where, ids if named else None)
+            keep = selection.select(db, where, ids if named else None)
         total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
         with progress.meter("exporting", total) as shown, formats.output(output, binary=chosen.binary) as out:
-            chosen.write(conn, out, ids, progress=shown.advance, **options)
+            chosen.write(conn, out, WriteOptions(sessions=ids, progress=shown.advance, keep=keep, content=otlp_content))
 
 
 def _is_database(arg: str) -> bool:
@@ -117,7 +117,8 @@ def _export_parquet(databases: list[str], refs: list[str], output: str | None) -
         if ids == []:
             continue
         with progress.meter(f"exporting {os.path.basename(path)}", total) as shown:
-            exported += len(dataset.export_database(path, output, ids, progress=shown.advance))
+            exported += len(dataset.export_database(path, output, WriteOptions(sessions=ids or (),
+                                                                                progress=shown.advance)))
     if refs and not exported:
         raise fail(f"no session {refs[0]} in {', '.join(databases)}")
     typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
