@@ -78,6 +78,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
     `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
     The number of frames written."""
+    from mcptap.outfile import WriteOptions
     from mcptap.report import formats
 
     chosen = formats.get(format, formats.FRAMES)
@@ -92,7 +93,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     try:
         ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         with formats.output(os.fspath(path), binary=chosen.binary) as out:
-            chosen.write(conn, out, ids, progress=counted)
+            chosen.write(conn, out, WriteOptions(sessions=ids, progress=counted))
         return written[0]
     finally:
         conn.close()

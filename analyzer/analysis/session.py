@@ -104,7 +104,6 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self._by_method: dict[str | None, tuple[str | None, dict]] = {}  # method as written -> (name, record)
         self._dispatch = _Dispatch.for_revision(self.revision)
         self._clean = self._dispatch.clean
-        self._progress_quiet = not self._dispatch.rules("notification", ("progress:ok",))
         self._check, self._check_exact = MessageChecks.hooks(self.revision, policy, self.add)  # each message's schemas
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(

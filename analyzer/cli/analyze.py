@@ -15,18 +15,15 @@ import typer
 
 from mcptap import extras
 from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
+from mcptap.report import formats
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
                                color_on, deprecated, diff_writer, fail, names_a_file, one_line_errors, sessions_of)
 
 
-class ReportFormat(str, Enum):
-    text = "text"
-    table = "table"  # the same as text
-    json = "json"
-    jsonl = "jsonl"
-    sarif = "sarif"
-    junit = "junit"
+ReportFormat = Enum("ReportFormat", [(name, name) for name in ("text", *formats.names(formats.ANALYSIS))], type=str)
+"""--format's choices: the analysis formats of the registry (report/formats.py), and text (table)."""
 
 
 class Engine(str, Enum):
@@ -169,10 +166,8 @@ def analyze(
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
         def write_report(out, color: bool = False) -> None:
-            from mcptap.report import formats
-
-            formats.get(fmt, formats.ANALYSIS).write(result, out, color=color, per_code=max_per_code, root=sarif_root,
-                                                     sources=sources, fail_on=fail_on)
+            formats.get(fmt, formats.ANALYSIS).write(result, out, WriteOptions(
+                color=color, per_code=max_per_code, root=sarif_root, sources=sources, fail_on=fail_on))
 
         if output is None:
             write_report(sys.stdout, color=color_on(color))

@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import warn_stderr
+from mcptap.report import formats
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
                                MaxPerCodeOption, NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption,
@@ -130,8 +132,9 @@ def import_cmd(
                          "document {\"imported\": [...]}; jsonl: one object per session imported, each "
                          "{file, session, name, merged, frames, stderr_lines}.")] = ListFormat.text,
     read_as: Annotated[Optional[str], typer.Option(
-        "--from", metavar="FORMAT", help="Read every file as this format (jsonl, har, mitm, bundle) instead of "
-                                         "the one its content (or, failing that, its extension) shows.")] = None,
+        "--from", metavar="FORMAT",
+        help=f"Read every file as this format ({', '.join(formats.names(formats.FRAMES, readable=True))}) instead "
+             "of the one its content (or, failing that, its extension) shows.")] = None,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w), HAR files and bundles (mcptap bundle). The format is detected from
@@ -143,11 +146,7 @@ def import_cmd(
     from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
-    from mcptap.report import formats
     from mcptap.wire.textsafe import printable
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
@@ -168,7 +167,7 @@ def import_cmd(
             for path in files:
                 with progress.meter(f"importing {os.path.basename(path)}",
                                     total_bytes=os.path.getsize(plain[path])) as shown:
-                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
+                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn_stderr,
                                                      progress=shown.update, keep_credentials=keep_credentials or no_redact,
                                                      redaction=redaction, max_frame=limit, origin=path,
                                                      kind=readers[path])

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import extras
-from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors, say_warning
+from mcptap.errors import warn_stderr
+from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors
 
 
 @app.command(short_help="Serve the viewer over a database of any size, on a loopback address.")
@@ -63,7 +64,7 @@ def analyse_missing(db: str) -> None:
         conn.close()
     missing = [sid for sid in ids if sid not in done]
     if missing and not os.access(db, os.W_OK):
-        say_warning(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
+        warn_stderr(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
                     "kind, method and id of their own bytes, without pairs, latency or findings")
     elif missing:
         from mcptap import engine

@@ -150,12 +150,6 @@ def frame_raw(conn: sqlite3.Connection, session_id: str, seq: int) -> str | byte
     return row[0] if row is not None else None
 
 
-def frame_at(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[float, str, str | bytes] | None:
-    """(ts, direction, raw) of one frame, or None without it."""
-    return conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
-                        (session_id, seq)).fetchone()
-
-
 def viewer_frames(conn: sqlite3.Connection, session_id: str, have: set[str], analysed: bool,
                   directions: Sequence[str], kinds: Sequence[str]) -> sqlite3.Cursor:
     """A session's frames in seq order for the HTML viewer, without their bytes: (seq, ts,

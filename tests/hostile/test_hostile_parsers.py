@@ -1,4 +1,4 @@
-"""The parsers accept what they promise (issue 15, items 4, 5, 13 and 14): JSON nested at any
+"""The parsers accept what they promise: JSON nested at any
 depth (orjson reads 1024 levels but writes only 254, so 255 to 1024 was the trap), numbers too
 large for a float (1e400, -1e400, 400 digits) in ids and in params, and database cells of the
 wrong type, in every command that reads frames (real subprocesses of the CLI: analyze in each
