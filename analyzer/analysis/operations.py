@@ -254,47 +254,78 @@ class Timed(NamedTuple):
     operation_latency_s: float | None
 
 
-def service_table(rows: Iterable[Timed]) -> list[dict]:
-    """`service_times` of every method as table rows: method, calls, errors, tool_errors, unanswered,
-    p50_s, p95_s, max_s (None where no latency)."""
-    return [{"method": method, "calls": s["calls"], "errors": s["errors"], "tool_errors": s["tool_errors"],
-             "unanswered": s["unanswered"], "p50_s": s["latencies"].quantile(0.5),
-             "p95_s": s["latencies"].quantile(0.95), "max_s": s["latencies"].max}
-            for method, s in service_times(rows).items()]
+class Counted(NamedTuple):
+    """One call in the service response time table: its method, its latency (None: not timed), and
+    whether it ended in a JSON-RPC error, a tool error, or is counted unanswered."""
+    method: str
+    latency_s: float | None
+    error: bool
+    tool_error: bool
+    unanswered: bool
 
 
-def service_times(rows: Iterable[Timed], *, joined_only: bool = False) -> dict[str, dict]:
-    """The service response time records (analysis/statistics.py's shape: calls, errors, tool_errors,
-    unanswered, a LatencySketch of latencies) per method, counted by operation: the one definition of
-    `mcptap analyze`'s table and of `mcptap.data.latency` over `mcptap.data.operations`. `rows`: each
-    paired request and notification (those are left out). A call per operation, of its first request's method; its latency from the first
-    request to the answer that ends it; an error or tool error by that answer; an operation without
-    that answer (its last answer input_required, or no answer) unanswered, unless cancelled or a task
-    (whose result was not fetched). `joined_only`: only the methods that start a joined operation."""
-    from mcptap.analysis.latency import LatencySketch
-
+def counted(rows: Iterable[Timed], *, joined_only: bool = False) -> Iterator[Counted]:
+    """The calls of these paired requests (notifications are left out), counted by operation: the
+    one definition of `mcptap analyze`'s table, of `mcptap.data.latency` and of the HTML report's.
+    A call per operation, of its first request's method; its latency from the first request to
+    the answer that ends it; an error or tool error by that answer; an operation without that
+    answer (its last answer input_required, or no answer) unanswered, unless cancelled or a task
+    (whose result was not fetched). `joined_only`: only the operations of more than one request."""
     groups: dict[Any, list[Timed]] = {}
     for row in rows:
         if row.outcome != paired.NOTIFICATION and row.operation is not None:
             groups.setdefault(row.operation, []).append(row)
     for members in groups.values():
-        members.sort(key=lambda r: (r.seq, r.idx))
-    joined = {members[0].method for members in groups.values() if len(members) > 1} if joined_only else None
-    out: dict[str, dict] = {}
-    for members in groups.values():
-        method = members[0].method
-        if joined is not None and method not in joined:
+        if joined_only and len(members) < 2:
             continue
-        stats = out.setdefault(method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
-                                        "latencies": LatencySketch()})
-        stats["calls"] += 1
+        members.sort(key=lambda r: (r.seq, r.idx))
         end = next((r for r in members if r.operation_latency_s is not None), None)
         if end is not None:
-            stats["latencies"].add(end.operation_latency_s)
-            stats["errors"] += end.outcome == paired.ERROR
-            stats["tool_errors"] += end.outcome == paired.TOOL_ERROR
-        elif members[-1].outcome != paired.CANCELLED and not any(r.step and r.step.startswith("task") for r in members):
-            stats["unanswered"] += 1
+            yield Counted(members[0].method, end.operation_latency_s, end.outcome == paired.ERROR,
+                          end.outcome == paired.TOOL_ERROR, False)
+        else:
+            yield Counted(members[0].method, None, False, False, members[-1].outcome != paired.CANCELLED and not any(
+                r.step and r.step.startswith("task") for r in members))
+
+
+def service_times(rows: Iterable[Timed], *, joined_only: bool = False) -> dict[str, dict]:
+    """The service response time records (analysis/statistics.py's shape: calls, errors, tool_errors,
+    unanswered, a LatencySketch of latencies) per method of these paired requests' calls
+    (`counted`). `joined_only`: only the methods that start a joined operation (more than one
+    request), each counting all its operations, joined or not."""
+    from mcptap.analysis.latency import LatencySketch
+
+    rows = list(rows)
+    calls = list(counted(rows))
+    if joined_only:
+        joined = {c.method for c in counted(rows, joined_only=True)}
+        calls = [c for c in calls if c.method in joined]
+    out: dict[str, dict] = {}
+    for call in calls:
+        stats = out.setdefault(call.method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                             "latencies": LatencySketch()})
+        stats["calls"] += 1
+        if call.latency_s is not None:
+            stats["latencies"].add(call.latency_s)
+        stats["errors"] += call.error
+        stats["tool_errors"] += call.tool_error
+        stats["unanswered"] += call.unanswered
+    return out
+
+
+def session_members(session_id: str, frames: list[tuple[int, float, str, bytes]]) -> dict[int, Member]:
+    """Frame seq -> its Member for each paired request and answer of a session's frames (seq, ts,
+    direction, raw, in seq order), joined from their own shapes, no analysis needed; unlike
+    `members`, an operation of one request too (a round answered input_required and never
+    retried has no answer that ends it): what the pandas API and the report read to count
+    operations as `mcptap analyze` does."""
+    out: dict[int, Member] = {}
+    for op in join(paired.operations(session_id, frames, _rows(frames))):
+        if op.outcome == paired.NOTIFICATION:
+            continue
+        out.setdefault(op.seq, Member(op.operation, op.step, op.parent))
+        if op.response_seq is not None:
+            out[op.response_seq] = Member(op.operation, op.step, op.parent, op.operation_latency_s, True)
     return out
 
 
