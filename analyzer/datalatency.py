@@ -9,7 +9,7 @@ import pandas as pd
 
 from mcptap.analysis import latency as latency_mod
 
-TASK_STEPS = ["task-poll", "task-result", "task-cancel"]
+TASK_STEPS = ["task-poll", "task-update", "task-result", "task-cancel"]
 """A task's steps that are also calls of their own (their methods' rows, as `mcptap analyze` counts)."""
 
 

@@ -1,13 +1,17 @@
 """Logical operations: the paired requests (analyzer/analysis/paired.py) that belong to one thing a
 requestor asked for, joined. A 2026-07-28 request answered `input_required` and its retries
-(MCP 2026-07-28 basic/patterns/mrtr), and a 2025-11-25 task-augmented request with its
+(MCP 2026-07-28 basic/patterns/mrtr), a 2025-11-25 task-augmented request with its
 `tasks/get` polls, `tasks/result`, `tasks/cancel` and `notifications/tasks/status` (MCP
-2025-11-25 basic/utilities/tasks) are one operation each; every other request is one on its own.
+2025-11-25 basic/utilities/tasks), and a 2026-07-28 request answered with a CreateTaskResult
+(`resultType: "task"`, the io.modelcontextprotocol/tasks extension, SEP-2663) with its `tasks/get`
+polls, `tasks/update`, `tasks/cancel` and `notifications/tasks` are one operation each; every
+other request is one on its own. A 2025-11-25 task ends at its `tasks/result` answer, a 2026-07-28
+one at the first `tasks/get` answer that reports it terminal (completed, failed, cancelled).
 
 Each paired operation is annotated as it passes (`join`): `operation` (the frame of the
 operation's first request, `seq` or `seq:idx` for a batch element), `parent` (the frame of the
 request this one continues: the round it retries, the request that created the task), `step`
-(request, retry, task-poll, task-result, task-cancel, task-status, notification) and, on the
+(request, retry, task-poll, task-update, task-result, task-cancel, task-status, notification) and, on the
 one whose answer ends the operation, `operation_latency_s`, from the first request to that
 answer. The operations rules (analyzer/analysis/rules/operations.py) judge each step (`Step`).
 Pure: paired operations in, the same annotated, and finding rows; memory grows with the rounds
@@ -26,8 +30,12 @@ from mcptap.analysis.messages import Finding, Message
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The client requests a server may answer with an InputRequiredResult (S/2026-07-28 mrtr §Supported Requests)."""
-TASK_METHODS = {"tasks/get": "task-poll", "tasks/result": "task-result", "tasks/cancel": "task-cancel"}
-TASK_STATUS = "notifications/tasks/status"
+TASK_METHODS = {"tasks/get": "task-poll", "tasks/result": "task-result", "tasks/cancel": "task-cancel",
+                "tasks/update": "task-update"}
+TASK_STATUS = frozenset({"notifications/tasks/status", "notifications/tasks"})
+"""A task's status notification: 2025-11-25's, and the tasks extension's (2026-07-28)."""
+TASK_RESULT = "task"
+"""The `resultType` of a CreateTaskResult (the tasks extension, 2026-07-28)."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 INPUT_REQUIRED = "input_required"
@@ -64,6 +72,8 @@ class _Round:
 @dataclass(slots=True)
 class _Task:
     first: paired.Operation
+    extension: bool = False  # a task of the tasks extension (2026-07-28), not a 2025-11-25 one
+    ended: bool = False  # an answer ended it (its result fetched, or reported terminal)
     seen: list[tuple[int, Any, paired.Operation, str]] = field(default_factory=list)  # (seq, status, op, step kind)
     cancels: list[paired.Operation] = field(default_factory=list)
 
@@ -99,7 +109,7 @@ class Joiner:
         op.operation, op.step = ref(op), "request"
         if op.outcome == paired.NOTIFICATION:
             op.step = "notification"
-            if op.method == TASK_STATUS:
+            if op.method in TASK_STATUS:
                 self._status_note(op)
             return
         if op.method in TASK_METHODS:
@@ -108,10 +118,15 @@ class Joiner:
             self._round(op)
         result = _result(op)
         task = result.get("task") if result is not None and isinstance(op.params.get("task"), dict) else None
+        extension = task is None and result is not None and result.get("resultType") == TASK_RESULT and (
+            op.method not in TASK_METHODS)
+        if extension:
+            task = result
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
-            t = self.tasks.setdefault((op.direction, task["taskId"]), _Task(op))
+            t = self.tasks.setdefault((op.direction, task["taskId"]), _Task(op, extension))
             t.seen.append((op.response_seq, task.get("status"), op, "created"))
-            self.steps.append(Step("task-created", op, status=task.get("status")))
+            if not extension:  # the extension's seed state may be any status (SEP-2663 §Creating a task)
+                self.steps.append(Step("task-created", op, status=task.get("status")))
             op.operation_latency_s = None
             return  # a task's first answer does not end it
         if op.response is not None and op.operation_latency_s is None and op.step == "request" and not (
@@ -165,10 +180,13 @@ class Joiner:
                 op.operation_latency_s = None if op.response_ts is None else op.response_ts - task.first.ts
                 self.steps.append(Step("task-result", op, task.first))
             return
-        if op.method == "tasks/cancel":
+        if op.method == "tasks/cancel" and not task.extension:  # the extension acknowledges any cancel
             task.cancels.append(op)
         if result is not None and "status" in result:
             task.seen.append((op.response_seq, result.get("status"), op, "task-status"))
+            if task.extension and not task.ended and op.method == "tasks/get" and result.get("status") in TERMINAL:
+                task.ended = True  # the extension's task ends at the poll that reports it terminal
+                op.operation_latency_s = None if op.response_ts is None else op.response_ts - task.first.ts
 
     def _status_note(self, op: paired.Operation) -> None:
         task_id = op.params.get("taskId")
