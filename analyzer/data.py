@@ -219,7 +219,9 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     """What `mcptap analyze` made of each frame: one row per frame (`idx` missing) and per batch
     element, with its kind, id (JSON text), method, the frame it pairs with and the latency, the
     frame's time, and `tool_error`: an answer to tools/call whose result says `isError: true` (the
-    call failed, though JSON-RPC-wise it was answered; those frames are read to tell)."""
+    call failed, though JSON-RPC-wise it was answered; those frames are read to tell); `operation`,
+    `step` and `operation_latency_s` as `operations()` has them, in sessions whose requests may join
+    (an input_required round, a task; missing elsewhere, and on a Parquet dataset)."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
     added = [c for c in ("tool_error", *JOIN_COLUMNS) if c in columns]
     if _parquet(db, filter):
@@ -356,10 +358,9 @@ def latency(source, *, session: str | Sequence[str] | None = None) -> pd.DataFra
     database, or a frame with `tool_error`), unanswered, and the p50, p95 and max latency in
     seconds (`p50_s`, `p95_s`, `max_s`, as in the JSON report). `source`: a database (path or
     connection; `session` narrows it), a `messages()` frame or an `operations()` frame. Counted by
-    operation whatever the source (one definition, analysis/operations.py `counted`): an
-    input_required request and its retries are one call, timed from the first request to the
-    answer that ends it; a task's polls belong to the request that created it. A messages frame
-    without the `operation` column (or from a Parquet dataset) counts each request apart."""
+    operation whatever the source (analysis/operations.py `counted`): an input_required request and
+    its retries, or a task, are one call timed from the first request to the answer that ends it (a
+    task's polls: calls of their own too). Without `operation` (Parquet) each request is apart."""
     if not isinstance(source, pd.DataFrame):
         source = _latency_rows(source, session)
     if "outcome" in source.columns and "operation" in source.columns:
