@@ -20,28 +20,12 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
+from sdk_shared import Memory  # noqa: E402 - the tools' folder is the script's own
 
 REDIRECT = "http://localhost:3000/callback"  # never dialled: the redirect's Location is read instead
 # The tool a scenario calls (other scenarios call every listed tool).
 CALLS = {"tools_call": ("add_numbers", {"a": 5, "b": 3}), "sse-retry": ("test_reconnection", {}),
          "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {})}
-
-
-class Memory:
-    def __init__(self):
-        self.tokens = self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, info):
-        self.client = info
 
 
 async def on_elicit(context, params):

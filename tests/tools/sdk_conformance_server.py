@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
+from sdk_shared import EventStore  # the tools' folder is the script's own
 
 warnings.filterwarnings("ignore", message="The sampling capability is deprecated")
 
@@ -243,28 +244,6 @@ low = server._lowlevel_server
 low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, accept)
 low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, accept)
 low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, accept)
-
-
-class EventStore:
-    """Every event kept in memory, numbered: the SSE events carry ids, and a client may resume."""
-
-    def __init__(self):
-        self.events = []  # (stream id, message)
-
-    async def store_event(self, stream_id, message):
-        self.events.append((stream_id, message))
-        return str(len(self.events))
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        from mcp.server.streamable_http import EventMessage
-
-        if not last_event_id.isdigit() or not 0 < int(last_event_id) <= len(self.events):
-            return None
-        stream = self.events[int(last_event_id) - 1][0]
-        for n, (sid, message) in enumerate(self.events[int(last_event_id):], int(last_event_id) + 1):
-            if sid == stream and message is not None:
-                await send_callback(EventMessage(message, str(n)))
-        return stream
 
 
 if __name__ == "__main__":
