@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
-from sdk_shared import EventStore  # the tools' folder is the script's own
+import sdk_conformance_mrtr  # the tools' folder is the script's own
+from sdk_shared import EventStore
 
 warnings.filterwarnings("ignore", message="The sampling capability is deprecated")
 
@@ -21,6 +22,7 @@ IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQI
 AUDIO = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 server = MCPServer("mcptap-conformance-server")
+sdk_conformance_mrtr.register(server)
 
 
 def text(value: str) -> types.TextContent:
