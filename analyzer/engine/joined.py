@@ -49,3 +49,20 @@ def frame_members(conn: sqlite3.Connection, sid: str, summary: dict, rows: list,
         return {}
     ops = paired.operations(sid, store.iter_raw_frames(conn, sid), rows, findings)
     return logical.members(logical.join(ops))
+
+
+def operation_members(conn: sqlite3.Connection, ids: list[str] | None) -> dict[str, dict[int, logical.Member]]:
+    """Session -> frame seq -> its place in a joined operation, for the analysed sessions among
+    these (None: all) whose requests may join (store.queries.joinable_sessions): what the pandas
+    API and the report read to count an operation once, as `mcptap analyze` does."""
+    from mcptap.store import queries
+
+    revisions = [r for r in mcp.KNOWN_REVISIONS if mcp.revision_at_least(r, "2025-11-25")]
+    if not store.has_table(conn, "analyses"):
+        return {}
+    out = {}
+    for sid in queries.joinable_sessions(conn, ids, revisions):
+        found = logical.session_members(sid, list(store.iter_raw_frames(conn, sid)))
+        if found:
+            out[sid] = found
+    return out

@@ -298,4 +298,45 @@ def test_the_pandas_latency_table_over_operations_is_the_one_analyze_prints(tmp_
             record["calls"], record["errors"], record["tool_errors"], record["unanswered"]), method
         assert (row.p50_s, row.max_s) == pytest.approx((record["latencies"].quantile(0.5), record["latencies"].max))
     assert table.loc["tools/call", "calls"] == 1  # the input_required round and its retry: one call, timed whole
-    assert mt.latency(mt.messages(path)).loc["tools/call", "calls"] == 2  # stored messages: each round
+
+
+def _shifted(fs, by):
+    return [(seq + by, ts + by / 1000, d, raw) for seq, ts, d, raw in fs]
+
+
+def test_analyze_json_the_pandas_api_over_a_database_and_messages_and_the_report_count_an_operation_alike(tmp_path):
+    import json
+    import re
+
+    import mcptap.data as mt
+    from mcptap.report import html
+    from tests.conftest import mcptap, run
+
+    left = frames(("c2s", modern(11, "tools/call", {"name": "t"})), ("s2c", ok(11, asked("A"))))
+    refused = frames(("c2s", modern(21, "tools/call", {"name": "u"})), ("s2c", ok(21, asked("B"))),
+                     ("c2s", modern(22, "tools/call", {"name": "u", "requestState": "B", "inputResponses": ANSWER})),
+                     ("s2c", err(22, -32602, "bad state")))
+    plain = frames(("c2s", modern(9, "tools/list")), ("s2c", ok(9, {"tools": [], "resultType": "complete"})),
+                   ("c2s", modern(8, "tools/call", {"name": "v"})), ("s2c", ok(8, DONE)))
+    path = stored(tmp_path, mrtr() + _shifted(left, 4) + _shifted(refused, 6) + _shifted(plain, 10))
+    done = run(mcptap("analyze", "--db", path, "--format", "json", "--fail-on", "never"))
+    assert done.returncode == 0, done.stderr
+    printed = {r["method"]: (r["calls"], r["errors"], r["unanswered"], r["p50_s"], r["max_s"])
+               for r in json.loads(done.stdout)["methods"]}
+    assert printed["tools/call"][:3] == (4, 1, 1)  # four operations of six requests: one error, one left waiting
+    page = html.render(path)
+    embedded = json.loads(re.search(r'id="mcptap-data">(.*?)</script>', page, re.S).group(1))["latency"]
+    reported = {r["method"]: (r["calls"], r["errors"], r["unanswered"], r["p50_ms"] / 1e3, r["max_ms"] / 1e3)
+                for r in embedded}
+    for table in (mt.latency(path), mt.latency(mt.messages(path)), mt.latency(mt.operations(path))):
+        found = {str(m): (r.calls, r.errors, r.unanswered, r.p50_s, r.max_s) for m, r in table.iterrows()}
+        assert found.keys() == printed.keys()
+        for method, row in found.items():
+            assert row[:3] == printed[method][:3], method
+            assert row[3:] == pytest.approx(printed[method][3:], abs=1e-6), method
+    assert reported.keys() == printed.keys()
+    for method, row in reported.items():
+        assert row[:3] == printed[method][:3] and row[3:] == pytest.approx(printed[method][3:], abs=1e-6), method
+    counted_apart = mt.latency(mt.messages(path, columns=["session_id", "frame_seq", "kind", "method",
+                                                            "paired_frame", "latency_s"]))
+    assert counted_apart.loc["tools/call", "calls"] == 6  # without the operation column: each request apart
