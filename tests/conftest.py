@@ -180,7 +180,7 @@ FAST_TIER = frozenset({
     "analysis/test_schema.py", "analysis/test_extensions.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "faces/test_transcript_tool_errors.py", "faces/test_quick.py",
-    "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",
+    "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py", "project/test_inprocess.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
 tests/: no real SDK or npm server, no proxy, no hostile input at scale, no wait for a timeout (the
