@@ -28,6 +28,9 @@ IN_PROCESS = True
 same tests, to check that in-process runs tell nothing different."""
 if os.environ.get("MCPTAP_TEST_SUBPROCESS") == "1":
     IN_PROCESS = False
+PROCESS_ONLY = frozenset({"record", "proxy"})
+"""Commands always run as a real process: the tee relays a server over the process's own file
+descriptors and the proxy serves until a signal."""
 
 
 @contextlib.contextmanager
@@ -64,7 +67,7 @@ def cli(*args: str, input: bytes | str = b"", env: dict | None = None, cwd=None,
     `run(mcptap(*args), input=..., env=..., cwd=...)` answers. `timeout` applies to a real process only."""
     argv = ["mcptap", *args]
     data = input.encode() if isinstance(input, str) else input
-    if not IN_PROCESS:
+    if not IN_PROCESS or args[:1] and args[0] in PROCESS_ONLY:
         from tests.conftest import PROCESS_TIMEOUT_S, mcptap
 
         return subprocess.run(mcptap(*args), input=data, capture_output=True, env=env, cwd=cwd,
