@@ -29,6 +29,8 @@ from mitmproxy.test import tflow
 from mcptap.wire.sse import SSEParser
 from tests.conftest import analyze_json, mcptap, run, wait_for
 from tests.support.http_helpers import mcptap_proxy
+from tests.support.rawhttp import RawServer, answer, read_request, stream_head
+from tests.support.rawhttp import chunk as send_chunk
 
 LIMIT = 1 << 20  # --max-frame in these tests
 BIG = 6 << 20  # the decoded size of each hostile frame
@@ -48,90 +50,59 @@ BOMB_ANSWER = padded(b'{"jsonrpc":"2.0","id":8,"result":{"pad":"', BIG)
 BIG_ANSWER = padded(b'{"jsonrpc":"2.0","id":9,"result":{"pad":"', BIG)
 
 
-class Upstream:
+class Upstream(RawServer):
     """An HTTP/1.1 server on raw sockets: each connection takes one request and answers as its
     JSON-RPC method asks (a gzip request body is read decoded); a GET gets an endless event."""
 
+    backlog = 32
+    quiet_resets = True  # the client (or the proxy, stopping) went away mid-stream
+
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(32)
-        self.port = self.sock.getsockname()[1]
         self.bodies: list[bytes] = []  # request bodies as they came off the wire
         self.sent: dict[str, bytes] = {}  # answer bodies as they went on it
-        self.faults: list[BaseException] = []
         self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            conn.settimeout(30)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head, _, body = data.partition(b"\r\n\r\n")
-            fields = {line.split(b":")[0].strip().lower(): line.partition(b":")[2].strip()
-                      for line in head.split(b"\r\n")[1:]}
-            length = int(fields.get(b"content-length", b"0"))
-            while len(body) < length:
-                body += conn.recv(65536)
-            if head.startswith(b"GET "):
-                return self._endless(conn)
-            self.bodies.append(body)
-            if fields.get(b"content-encoding") == b"gzip":
-                body = gzip.decompress(body)
-            request = json.loads(body)
-            getattr(self, "_" + request["method"].replace("/", "_"))(conn, request.get("id"))
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client (or the proxy, stopping) went away mid-stream
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.faults.append(exc)
-        finally:
-            conn.close()
+    def serve(self, conn: socket.socket) -> None:
+        request = read_request(conn)
+        if request is None:
+            return
+        if request.head.startswith(b"GET "):
+            return self._endless(conn)
+        body = request.body
+        self.bodies.append(body)
+        if request.fields.get(b"content-encoding") == b"gzip":
+            body = gzip.decompress(body)
+        rpc = json.loads(body)
+        getattr(self, "_" + rpc["method"].replace("/", "_"))(conn, rpc.get("id"))
 
     def _ping(self, conn, rid) -> None:
-        body = PONG % rid
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (len(body), body))
+        answer(conn, PONG % rid)
 
     def _bomb_answer(self, conn, rid) -> None:
         body = self.sent["bomb"] = gzip.compress(BOMB_ANSWER, 9)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        answer(conn, body, headers=b"Content-Encoding: gzip\r\n")
 
     def _big_answer(self, conn, rid) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (len(BIG_ANSWER), BIG_ANSWER))
+        answer(conn, BIG_ANSWER)
 
     def _stream_endless(self, conn, rid) -> None:
         self._endless(conn)
 
     def _endless(self, conn) -> None:
         """A first event, then one event that never ends, until the test says stop."""
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     b"Transfer-Encoding: chunked\r\n\r\n")
+        stream_head(conn)
         block = b"x" * 65536
         for data in [b"event: message\ndata: " + FIRST + b"\n\n", b'data: {"jsonrpc":"2.0","method":"n","params":"']:
-            conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+            send_chunk(conn, data)
         sent = 0
         while not self.stop.is_set() and sent < 256 << 20:
-            conn.sendall(b"%x\r\n%s\r\n" % (len(block), block))
+            send_chunk(conn, block)
             sent += len(block)
 
-    def close(self) -> None:
+    def close(self, join: float = 0) -> None:
         self.stop.set()
-        self.sock.close()
+        super().close(join)
 
 
 @contextlib.contextmanager
@@ -365,46 +336,29 @@ def test_a_record_larger_than_the_readers_buffer_comes_out_whole_and_a_torn_one_
     assert got == ([(0, 0.5, b"ok")] if torn else [(0, 0.5, b"ok"), (1, 1.0, big), (0, 2.0, b"end")])
 
 
-class HalvesUpstream:
+class HalvesUpstream(RawServer):
     """One exchange, in halves: the request body is read as it comes (`got_half` once half of it
     is here), and the answer's second half is sent only once the test says `release`."""
+
+    backlog = 4
 
     def __init__(self, answer: bytes) -> None:
         self.answer = answer
         self.body = b""
         self.got_half, self.release, self.done = threading.Event(), threading.Event(), threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.faults: list[BaseException] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-            with conn:
-                conn.settimeout(30)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                while len(body) < length:
-                    if len(body) >= length // 2:
-                        self.got_half.set()
-                    body += conn.recv(65536)
-                self.body = body
-                half = len(self.answer) // 2
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                             b"Connection: close\r\n\r\n%s" % (len(self.answer), self.answer[:half]))
-                assert self.release.wait(30), "the client never had the first half of the answer"
-                conn.sendall(self.answer[half:])
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.faults.append(exc)
-        finally:
-            self.sock.close()
-            self.done.set()
+    def serve(self, conn: socket.socket) -> None:
+        self.body = read_request(conn, on_half=self.got_half).body
+        half = len(self.answer) // 2
+        answer(conn, self.answer, send=half)
+        assert self.release.wait(30), "the client never had the first half of the answer"
+        conn.sendall(self.answer[half:])
+
+    def _connection(self, conn: socket.socket) -> None:
+        super()._connection(conn)  # its one exchange
+        self.sock.close()
+        self.done.set()
 
 
 # alone: with the other worker's load beside it, the recorder process (SCHED_IDLE until the proxy stops)
