@@ -57,6 +57,20 @@ def frames(db: Path | str, direction: str | None = None) -> list[bytes]:
     return [r[0] for r in rows]
 
 
+def rows(db: Path | str, sql: str, params: tuple = (), *, missing_ok: bool = False) -> list[tuple]:
+    """The rows of one query on a database (opened and closed around it); with `missing_ok`, no
+    rows while the tables are not there yet (a recorder that has not made them)."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:
+        if missing_ok:
+            return []
+        raise
+    finally:
+        conn.close()
+
+
 def alive(pid: int) -> bool:
     """Whether a process runs (a zombie does not)."""
     try:

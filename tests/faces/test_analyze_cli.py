@@ -14,7 +14,7 @@ import pytest
 from mcptap.store import BUSY_TIMEOUT_S
 from tests.conftest import analyze_json, copy_database, mcptap, run, tool
 from tests.support.inprocess import cli
-from tests.support.sessions import handshake, note, ok, req
+from tests.support.sessions import handshake, note, ok, req, write_log
 
 VIOLATIONS = handshake() + [
     ("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []})),
@@ -25,19 +25,12 @@ VIOLATIONS = handshake() + [
 ]
 
 
-def write_log(path, frames, session="incident"):
-    with open(path, "w", encoding="utf-8") as fh:
-        for i, (direction, raw) in enumerate(frames):
-            fh.write(json.dumps({"session": session, "seq": i + 1, "ts": 1000 + i / 100, "direction": direction,
-                                 "raw": raw}) + "\n")
-
-
 @pytest.fixture(scope="module")
 def incident_once(tmp_path_factory):
     """A database holding one imported session with known violations, imported once for the module."""
     folder = tmp_path_factory.mktemp("incident")
     log, db = folder / "incident.jsonl", folder / "incident.db"
-    write_log(log, VIOLATIONS)
+    write_log(log, VIOLATIONS, "incident")
     assert cli("import", "--db", str(db), str(log)).returncode == 0
     return db
 
@@ -45,7 +38,7 @@ def incident_once(tmp_path_factory):
 @pytest.fixture
 def incident(tmp_path, incident_once):
     """A database holding one imported session with known violations (each test its own copy), its log beside it."""
-    write_log(tmp_path / "incident.jsonl", VIOLATIONS)
+    write_log(tmp_path / "incident.jsonl", VIOLATIONS, "incident")
     return copy_database(incident_once, tmp_path / "incident.db")
 
 
@@ -73,7 +66,7 @@ def test_the_process_exits_with_the_status_fail_on_sets(incident):
 
 def test_info_findings_alone_exit_0_unless_asked(tmp_path):
     log, db = tmp_path / "l.jsonl", tmp_path / "l.db"
-    write_log(log, handshake() + [("c2s", note("notifications/cancelled", {"requestId": 42}))])
+    write_log(log, handshake() + [("c2s", note("notifications/cancelled", {"requestId": 42}))], "incident")
     cli("import", "--db", str(db), str(log))
     status, report = analyze_json(db, "--fail-on", "warning")
     assert status == 0 and [f["code"] for f in report["findings"]] == ["cancel-unknown-request"]

@@ -17,7 +17,6 @@ import io
 import json
 import os
 import socket
-import sqlite3
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
 from mcptap.wire.sse import SSEParser
-from tests.conftest import analyze_json, mcptap, run, wait_for
+from tests.conftest import analyze_json, mcptap, rows, run, wait_for
 from tests.support.http_helpers import mcptap_proxy
 from tests.support.rawhttp import RawServer, answer, read_request, stream_head
 from tests.support.rawhttp import chunk as send_chunk
@@ -143,15 +142,10 @@ def hold(url: str, method: str, body: bytes) -> None:
         request(url, method, body, timeout=60)
 
 
-def rows(db) -> list[tuple]:
+def frame_rows(db) -> list[tuple]:
     """(direction, length of raw, size, incomplete, the first bytes) of every frame, in order."""
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT direction, length(CAST(raw AS BLOB)), size, incomplete, "
-                            "CAST(substr(CAST(raw AS BLOB), 1, 40) AS BLOB) FROM frames "
-                            "ORDER BY session_id, seq").fetchall()
-    finally:
-        conn.close()
+    return rows(db, "SELECT direction, length(CAST(raw AS BLOB)), size, incomplete, "
+                    "CAST(substr(CAST(raw AS BLOB), 1, 40) AS BLOB) FROM frames ORDER BY session_id, seq")
 
 
 def cut(direction: str, whole: bytes) -> tuple:
@@ -180,7 +174,7 @@ def test_gzip_bombs_and_a_huge_answer_through_the_proxy_pass_untouched_and_are_s
         assert request(proxy.url, "POST", PING % 2) == (200, PONG % 2)
         assert proxy.stop() == 0, proxy.errors
     assert upstream.bodies[0] == packed  # the wire passed it as it came
-    assert rows(db) == [cut("c2s", BOMB_CALL), whole("s2c", PONG % 7), whole("c2s", call), cut("s2c", BOMB_ANSWER),
+    assert frame_rows(db) == [cut("c2s", BOMB_CALL), whole("s2c", PONG % 7), whole("c2s", call), cut("s2c", BOMB_ANSWER),
                         whole("c2s", big), cut("s2c", BIG_ANSWER), whole("c2s", PING % 2), whole("s2c", PONG % 2)]
     status, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]
@@ -203,13 +197,13 @@ def test_an_sse_event_that_never_ends_is_stored_cut_holds_back_no_other_client_a
         for rid in range(10, 20):  # other clients, while the event goes on
             assert request(proxy.url, "POST", PING % rid) == (200, PONG % rid)
         pings = [whole(d, raw % rid) for rid in range(10, 20) for d, raw in (("c2s", PING), ("s2c", PONG))]
-        wait_for(lambda: all(p in rows(db) for p in pings), 30, "the other clients' frames stored meanwhile")
+        wait_for(lambda: all(p in frame_rows(db) for p in pings), 30, "the other clients' frames stored meanwhile")
         began = time.monotonic()
         status = proxy.stop(timeout=30)
         stopped = time.monotonic() - began
         assert status == 0, proxy.errors
         assert stopped < STOP_S, stopped
-    stored = rows(db)
+    stored = frame_rows(db)
     events = [r for r in stored if r[0] == "s2c" and r[4].startswith(b'{"jsonrpc":"2.0","method":"n"')]
     assert events and all(r[1] == LIMIT and r[2] > LIMIT and r[3] == 2 for r in events), events
     assert any(r == whole("s2c", FIRST) for r in stored)
@@ -225,7 +219,7 @@ def test_a_stdio_line_longer_than_max_frame_passes_the_tee_whole_and_is_stored_c
                  input=wire, timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert hashlib.sha256(result.stdout).digest() == hashlib.sha256(wire).digest()  # the wire passed it whole
-    assert sorted(rows(db)) == sorted([cut("c2s", line), whole("c2s", PING % 2), cut("s2c", line),
+    assert sorted(frame_rows(db)) == sorted([cut("c2s", line), whole("c2s", PING % 2), cut("s2c", line),
                                        whole("s2c", PING % 2)])
     status, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]
@@ -243,7 +237,7 @@ def test_a_frame_stored_cut_is_exported_with_its_full_size_and_imports_as_the_sa
     assert exported.returncode == 0, exported.stderr.decode(errors="replace")
     imported = run(mcptap("import", "--db", str(again), str(log)), timeout=60)  # the default limit: 128M
     assert imported.returncode == 0, imported.stderr.decode(errors="replace")
-    assert sorted(rows(again)) == sorted(rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
+    assert sorted(frame_rows(again)) == sorted(frame_rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
 
 
 def test_max_frame_that_is_no_size_is_a_one_line_usage_error(tmp_path):
@@ -276,7 +270,7 @@ def test_importing_a_dump_of_decompression_bombs_stores_each_frame_cut_at_max_fr
     assert os.path.getsize(dump) < 64 << 10
     result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(dump)), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
-    assert rows(db) == [cut("c2s", BOMB_CALL), cut("s2c", BOMB_ANSWER)]
+    assert frame_rows(db) == [cut("c2s", BOMB_CALL), cut("s2c", BOMB_ANSWER)]
     assert os.path.getsize(db) < 4 * LIMIT
 
 
@@ -304,7 +298,7 @@ def test_importing_a_frame_log_with_a_frame_longer_than_max_frame_stores_it_cut(
     log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
-    assert rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
+    assert frame_rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
 
 
 @pytest.mark.parametrize("torn", [False, True])
@@ -394,4 +388,4 @@ def test_a_body_above_a_mib_passes_the_proxy_as_it_comes_and_is_stored_whole(tmp
         assert upstream.done.wait(30) and upstream.faults == []
         assert proxy.stop() == 0, proxy.errors
     assert upstream.body == call and got.partition(b"\r\n\r\n")[2] == answer
-    assert rows(db) == [whole("c2s", call), whole("s2c", answer)]
+    assert frame_rows(db) == [whole("c2s", call), whole("s2c", answer)]

@@ -29,8 +29,8 @@ from mcptap.readers import importer, importstate
 from mcptap.wire import framelog
 from mcptap.store.writer import Spool
 from tests.conftest import mcptap, run, wait_for
-from tests.support.inprocess import cli
 from tests.support.http_helpers import free_port, http_server
+from tests.support.inprocess import cli
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[31m\u202egnp.exe\u2066\u200f"
