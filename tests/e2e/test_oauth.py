@@ -21,14 +21,9 @@ from tests.conftest import assert_no_false_findings, mcptap, run, tool
 from tests.support.http_helpers import mcptap_proxy, mitmdump
 from tests.support.inprocess import cli
 from tests.support.oauth import assert_no_token_in_clear, exchanges, found_codes, running_oauth_server
+from tests.support.oauth import oauth_server  # noqa: F401  (a fixture, one server for the module)
 
 MODES = ["legacy", "auto"]
-
-
-@pytest.fixture(scope="module")
-def oauth_server(sdk_python):
-    with running_oauth_server(sdk_python) as urls:
-        yield urls
 
 
 def oauth_client(sdk_python: str, mode: str, url: str, proxy: str | None = None) -> dict:
