@@ -328,12 +328,14 @@ class LiveView:
         return {"rows": rows, "every": 1, "total": len(seqs)}
 
     def gaps(self, sid: str) -> list:
-        """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its start."""
+        """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its
+        start, and the one before its first frame."""
         n = self.number.get(sid)
         if n is None:
             return []
-        start = self.sessions[n]["started_at"]
-        return [[round(a - start, 6), round(b - start, 6)] for a, b in viewpages.idle_gaps(self.conn(), sid, IDLE_GAPS)]
+        start, first = self.sessions[n]["started_at"], self.sessions[n]["first_ts"]
+        gaps = [[round(a - start, 6), round(b - start, 6)] for a, b in viewpages.idle_gaps(self.conn(), sid, IDLE_GAPS)]
+        return ([[0.0, round(first - start, 6)]] if first is not None and first > start else []) + gaps
 
     def stderr(self, sid: str) -> list:
         n = self.number.get(sid)

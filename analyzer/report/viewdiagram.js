@@ -10,13 +10,14 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
   const zoomStatus = document.getElementById("zoom-status"), stderrBox = document.getElementById("stderr");
   const TOP = 40, MAX_HEIGHT = 15000000, LABEL_H = 14, CHAR_W = 7, AXIS_X = 74;
   const axis = MCPTAP.timeAxis(TOP);
-  let shown = -1, canvas = null, stderrOf = -1, gapsOf = -1, boxes = [];
+  let shown = -1, canvas = null, stderrOf = -1, gapsOf = -1, boxes = [], fitted = true, gapsKnown = false;
   function showSession(n, rec) {
     if (!diagram) return;
     if (n !== shown) {
       shown = n;
       const [t0, t1] = source.span(n);
       axis.set(t0, t1, []);
+      gapsKnown = false;
       const s = source.sessions[n];
       document.getElementById("diagram-title").textContent = "Sequence diagram of session " +
         printable(s.id) + (s.label ? " (" + printable(s.label) + ")" : "");
@@ -25,10 +26,13 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
       gapsOf = n;
       source.gaps(n, function (gaps) {  // the idle gaps drawn short: fitted again once known
         if (gapsOf !== n || shown !== n) return;
-        const [a, b] = source.span(n);
+        const [a, b] = source.span(n), t = axis.tOf(diagram.scrollTop);
         axis.set(a, b, gaps);
-        fit();
-        if (rec) centreOn(rec.t);
+        gapsKnown = true;
+        if (fitted) { fit(); if (rec) centreOn(rec.t); } else {  // zoomed meanwhile: the scale kept
+          dspacer.style.height = axis.height() + "px";
+          diagram.scrollTop = Math.max(0, axis.yOf(t));
+        }
         draw();
       });
     }
@@ -42,6 +46,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     draw();
   }
   function fit() {
+    fitted = true;
     axis.fit(Math.max(60, diagram.clientHeight - TOP * 2 - 10));
     dspacer.style.height = axis.height() + "px";
     diagram.scrollTop = 0;
@@ -55,6 +60,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     const ay = anchorY === undefined ? diagram.clientHeight / 2 : anchorY;
     const t = axis.tOf(diagram.scrollTop + ay), before = axis.scale();
     axis.setScale(before * factor);
+    fitted = false;
     if (axis.height() > MAX_HEIGHT) { axis.setScale(before); zoomStatus.textContent = "the closest zoom"; return; }
     dspacer.style.height = axis.height() + "px";
     diagram.scrollTop = Math.max(0, axis.yOf(t) - ay);
@@ -86,7 +92,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     const win = source.window(n, from, to, most);
     if (win === null && canvas) return;  // asked of the server: drawn when it answers
     if (canvas) canvas.remove();
-    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6) });
+    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6), "data-gaps": gapsKnown ? 1 : 0 });
     canvas.style.top = top + "px";
     diagram.appendChild(canvas);
     boxes = [];
@@ -118,10 +124,11 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     }
     if (win === null) { zoomStatus.textContent = "asking for the frames in sight…"; return; }
     if (!win.total) { zoomStatus.textContent = "no frames in sight"; return; }
+    const asking = win.stale ? " · asking for the frames in sight…" : "";
     const per100 = (100 / scale >= 1e-2 ? (100 / scale).toFixed(2) + " s" : (100000 / scale).toFixed(2) + " ms") + " per 100 px";
     if (win.density) {
       densityBand(win.density, xc, xs, top, h);
-      zoomStatus.textContent = win.total.toLocaleString("en") + " frames in sight, drawn as their density: zoom in (or click the band) for arrows · " + per100;
+      zoomStatus.textContent = win.total.toLocaleString("en") + " frames in sight, drawn as their density: zoom in (or click the band) for arrows · " + per100 + asking;
       return;
     }
     let lanes = [];
@@ -156,7 +163,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
       if (r.p > 0 && (r.k === "response" || r.k === "error") && r.pt !== null && r.pt < from) lanes = bracket(r.pt, r.t, r.l, xs, lanes);
     }
     zoomStatus.textContent = (win.every > 1 ? win.total.toLocaleString("en") + " frames in sight, 1 in " + win.every + " drawn: zoom in · " : "") +
-      per100 + (idle.length ? " · " + idle.length + " idle gaps drawn short" : "");
+      per100 + (idle.length ? " · " + idle.length + " idle gaps drawn short" : "") + asking;
   }
   function densityBand(d, xc, xs, top, h) {  // how many frames cross in each 2 px, as bars between the lifelines
     const ROW = 2, rows = Math.ceil(h / ROW) + 1, counts = new Float64Array(rows), hits = d.hits ? new Float64Array(rows) : null;

@@ -105,7 +105,7 @@ MCPTAP.liveSource = function (C, onChange) {
           (!w.density || (w.to - w.from) <= 3 * (to - from))) return w;
       wantedWindow = { n: n, from: from, to: to, max: max };
       if (!windowBusy) fetchWindow();
-      return w && w.n === n ? w : null;
+      return w && w.n === n ? Object.assign({ stale: true }, w) : null;  // drawn until the answer comes
     },
     gaps(n, cb) { get("gaps", { session: sessions[n].id }, cb, () => cb([])); },
     stderr(n, cb) { get("stderr", { session: sessions[n].id }, cb, () => cb([])); },

@@ -5,6 +5,7 @@ gaps, findings of some frames, one frame whole with its HTTP exchange, and the m
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Sequence
 
@@ -120,9 +121,16 @@ def time_histogram(conn: sqlite3.Connection, session_id: str, start: float, end:
 def idle_gaps(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[float, float]]:
     """The `limit` longest stretches without a frame between consecutive frames (in seq order) of
     the session, as (ts before, ts after), longest first."""
-    return conn.execute("SELECT before, ts FROM (SELECT ts, lag(ts) OVER (ORDER BY seq) AS before FROM frames "
-                        "WHERE session_id = ?) WHERE ts > before ORDER BY ts - before DESC LIMIT ?",
-                        (session_id, limit)).fetchall()
+    longest: list[tuple[float, float, float]] = []
+    before = None
+    for (ts,) in conn.execute("SELECT ts FROM frames WHERE session_id = ? ORDER BY seq", (session_id,)):
+        if before is not None and ts > before:
+            if len(longest) < limit:
+                heapq.heappush(longest, (ts - before, before, ts))
+            elif ts - before > longest[0][0]:
+                heapq.heapreplace(longest, (ts - before, before, ts))
+        before = ts
+    return [(a, b) for _, a, b in sorted(longest, reverse=True)]
 
 
 def findings_of(conn: sqlite3.Connection, session_id: str, seqs: Sequence[int]) -> list[tuple]:
