@@ -193,7 +193,7 @@ def pytest_addoption(parser):
     parser.addoption("--regenerate-golden", action="store_true",
                      help="rewrite tests/golden/expected/ from the analyzer's output (tests/analysis/test_golden.py)")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_diagram.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,14 +1,16 @@
 /* mcptap viewer, the sequence diagram's time axis: seconds since the session started to pixels
    down the page, linear at the zoom's scale except across the session's long idle gaps (the
-   longest stretches without a frame), each drawn IDLE_Y pixels tall once it would take more than
-   IDLE_PX; `fit` finds the scale at which the whole session fills a height. */
+   longest stretches without a frame, each a thousandth of the session or longer), each drawn
+   IDLE_Y pixels tall once it would take more than IDLE_PX; `fit` finds the scale at which the
+   whole session fills a height. */
 MCPTAP.timeAxis = function (TOP) {
   "use strict";
   const IDLE_PX = 120, IDLE_Y = 26;
   let t0 = 0, t1 = 0, scale = 1, gaps = [], idle = [];  // gaps: [from, to] in time order; idle: those drawn short
   function set(start, end, longest) {
     t0 = start; t1 = end;
-    gaps = (longest || []).filter(g => g[1] > g[0] && g[0] >= t0 && g[1] <= t1).sort((a, b) => a[0] - b[0]);
+    const least = (t1 - t0) / 1000;  // shorter gaps are the traffic's rhythm, not idleness
+    gaps = (longest || []).filter(g => g[1] - g[0] > least && g[0] >= t0 && g[1] <= t1).sort((a, b) => a[0] - b[0]);
     setScale(scale);
   }
   function extend(end) { t1 = end; setScale(scale); }
@@ -44,11 +46,11 @@ MCPTAP.timeAxis = function (TOP) {
     return g.b + (y - g.y - IDLE_Y) / scale;
   }
   function height() { return Math.max(60, yOf(t1) - TOP) + TOP * 2; }
-  function fit(avail) {  // the largest scale (up to 10,000 times the linear one) at which the session fits
+  function fit(avail) {  // the largest scale (up to 100 times the linear one) at which the session fits
     const span = t1 - t0;
     if (!(span > 0)) { setScale(1000); return scale; }
     const linear = Math.max(1e-6, avail / span);
-    let lo = Math.log(linear), hi = Math.log(linear * 1e4);
+    let lo = Math.log(linear), hi = Math.log(linear * 100);
     setScale(Math.exp(hi));
     if (yOf(t1) - TOP > avail) {
       for (let k = 0; k < 40; k++) {
