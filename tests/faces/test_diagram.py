@@ -225,3 +225,28 @@ def test_the_screenshots_in_docs_are_taken_from_the_current_code(chrome, demo, l
         assert png_size(kept) == png_size(folder / name), f"docs/img/{name} is stale: pytest tests/faces/test_diagram.py --update-screenshots"
     readme = (IMAGES.parents[1] / "README.md").read_text(encoding="utf-8")
     assert "docs/img/viewer-filter.png" in readme
+
+
+def test_mcptap_view_answers_a_window_past_its_limit_as_a_density_and_a_session_s_longest_idle_gaps(tmp_path):
+    from mcptap.report import livedata
+
+    db = tmp_path / "gaps.db"
+    times = [0.5, 0.501, 0.502, 3.0, 3.001, 10.0, 10.002, 10.004]  # idle 0-0.5 (before the first), 0.502-3, 3.001-10
+    conn = store.connect(str(db))
+    with store.write_transaction(conn):
+        store.insert_session(conn, {"id": "s", "transport": "stdio", "started_at": 100.0, "ended_at": 111.0})
+        store.insert_frames(conn, "s", [(k + 1, 100.0 + t, "c2s" if k % 2 == 0 else "s2c", b'{"jsonrpc":"2.0","method":"ping"}', 0)
+                                        for k, t in enumerate(times)])
+    conn.close()
+    view = livedata.LiveView(str(db))
+    gaps = view.gaps("s")
+    assert gaps[0] == [0.0, 0.5] and gaps[1] == pytest.approx([3.001, 10.0]) and gaps[2] == pytest.approx([0.502, 3.0])
+    arrows = view.window("s", 0, 11, 100)
+    assert [r["seq"] for r in arrows["rows"]] == list(range(1, 9)) and "density" not in arrows
+    band = view.window("s", 0, 11, 4)
+    assert band["rows"] == [] and band["total"] == 8 and sum(band["density"]["counts"]) == 8
+    assert band["density"]["counts"][int(3.0 / 11 * livedata.DENSITY_BUCKETS)] == 2  # 3.0 and 3.001 s
+    view.selection("seq <= 2")
+    marked = view.window("s", 0, 11, 100, "seq <= 2")
+    assert [r["v"] for r in marked["rows"]] == [1, 1, 0, 0, 0, 0, 0, 0]
+    assert "v" not in view.window("s", 0, 11, 100, "seq <=")["rows"][0]  # not a filter: nothing marked
