@@ -305,7 +305,7 @@ class LiveView:
         """The session's frames between two times (relative to its start) for the diagram, each
         marked `v` 1 or 0 by whether the display filter `text` (once its frames are found) keeps
         it; past `limit` frames, how many fall in each of DENSITY_BUCKETS slices of the window
-        instead (`density`)."""
+        instead (`density`: `counts`, and `hits` of the filter's frames)."""
         n = self.number.get(sid)
         if n is None:
             return {"rows": [], "every": 1, "total": 0}
@@ -314,8 +314,15 @@ class LiveView:
         counts = viewpages.time_histogram(self.conn(), sid, start + t_from, start + t_to, DENSITY_BUCKETS)
         total = sum(counts)
         if total > limit:
+            hits = None
+            if text.strip():
+                try:
+                    hits = filtersql.histogram(self.conn(), filterlang.parse(text), sid, start + t_from, start + t_to,
+                                               DENSITY_BUCKETS)
+                except filterlang.FilterError:
+                    hits = None
             return {"rows": [], "every": 1, "total": total,
-                    "density": {"from": t_from, "to": t_to, "counts": counts, "hits": None}}
+                    "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
         seqs = viewpages.seqs_in_time(self.conn(), sid, start + t_from, start + t_to)
         rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs))
         try:

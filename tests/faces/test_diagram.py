@@ -167,8 +167,9 @@ def test_the_display_filter_s_frames_are_marked_in_the_diagram(chrome, demo, fac
     assert browser.wait_for(lambda: (d := drawn(chrome)) and not d["hits"] and not d["dims"] and d, what="no marks")
 
 
-def test_the_display_filter_s_frames_are_marked_in_the_density_band(chrome, long):
-    browser.open_page(chrome, long["report"], timeout=60)
+@pytest.mark.parametrize("face", ["report", "view"])
+def test_the_display_filter_s_frames_are_marked_in_the_density_band(chrome, long, face):
+    browser.open_page(chrome, long[face], timeout=60)
     drawn(chrome, arrows=False)
     type_filter(chrome, "seq <= 600")
     assert browser.wait_for(lambda: drawn(chrome, arrows=False)["densityHits"], what="the marks")
@@ -250,3 +251,4 @@ def test_mcptap_view_answers_a_window_past_its_limit_as_a_density_and_a_session_
     marked = view.window("s", 0, 11, 100, "seq <= 2")
     assert [r["v"] for r in marked["rows"]] == [1, 1, 0, 0, 0, 0, 0, 0]
     assert "v" not in view.window("s", 0, 11, 100, "seq <=")["rows"][0]  # not a filter: nothing marked
+    assert sum(view.window("s", 0, 11, 4, "seq <= 2")["density"]["hits"]) == 2
