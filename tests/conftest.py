@@ -216,7 +216,7 @@ def pytest_addoption(parser):
     parser.addoption("--nightly", action="store_true", default=os.environ.get("MCPTAP_NIGHTLY") == "1",
                      help="run the nightly tier too (tests/conftest.py NIGHTLY_TIER: the million-frame fleet)")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_diagram.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -184,12 +184,34 @@ MCPTAP.localSource = function (D) {
       for (let j = FIRST[n]; j >= 0 && j < END[n]; j++) if (T[j] > t1) t1 = T[j];
       return [t0, t1];
     },
-    window(n, from, to, max) {
+    window(n, from, to, max) {  // the frames in a time window, or past `max` of them how many in each slice
       if (FIRST[n] < 0) return { rows: [], every: 1, total: 0 };
-      const a = lowerBound(FIRST[n], END[n], from), b = lowerBound(FIRST[n], END[n], to);
-      const total = b - a, every = Math.max(1, Math.ceil(total / max)), rows = [];
-      for (let j = a; j < b; j += every) rows.push(rec(j));
-      return { rows, every, total };
+      const a = lowerBound(FIRST[n], END[n], from), b = lowerBound(FIRST[n], END[n], to), total = b - a;
+      if (total <= max) {
+        const rows = [];
+        for (let j = a; j < b; j++) { const r = rec(j); if (VIEW !== null) r.v = positionOf(j) >= 0 ? 1 : 0; rows.push(r); }
+        return { rows, every: 1, total };
+      }
+      const B = 4096, width = (to - from) / B, counts = new Int32Array(B), hits = VIEW === null ? null : new Int32Array(B);
+      const slice = j => Math.max(0, Math.min(B - 1, Math.floor((T[j] - from) / width)));
+      for (let j = a; j < b; j++) counts[slice(j)]++;
+      if (hits) {
+        let lo = 0, hi = VN;
+        while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < a) lo = mid + 1; else hi = mid; }
+        for (let k = lo; k < VN && VIEW[k] < b; k++) hits[slice(VIEW[k])]++;
+      }
+      return { rows: [], every: 1, total, density: { from, to, counts, hits } };
+    },
+    gaps(n, cb) {  // the session's 64 longest stretches without a frame, [from, to]
+      const out = [];
+      if (FIRST[n] >= 0) {
+        const [t0, t1] = this.span(n), least = (t1 - t0) / 5000, at = [];
+        if (T[FIRST[n]] - t0 > least) out.push([t0, T[FIRST[n]]]);
+        for (let j = FIRST[n] + 1; j < END[n]; j++) if (T[j] - T[j - 1] > least) at.push(j);
+        at.sort((x, y) => (T[y] - T[y - 1]) - (T[x] - T[x - 1]));
+        for (const j of at.slice(0, 64)) out.push([T[j - 1], T[j]]);
+      }
+      cb(out);
     },
     stderr(n, cb) { cb(D.stderr[n] || []); },
   };

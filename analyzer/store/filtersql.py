@@ -1,7 +1,7 @@
 """A display filter (analyzer/store/filterlang.py) as SQL over the store: a WHERE clause over one
 frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange) that is 1 or
-0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), and the
-frames it selects. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
+0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), the
+frames it selects, and how many of a session's fall in each slice of a time window. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
 no pattern holds SQLite's callback for long), registered on the connection."""
 
 from __future__ import annotations
@@ -168,6 +168,22 @@ def first(conn: sqlite3.Connection, tree, session_id: str, limit: int) -> list[i
     sql, params = select(conn, tree, [session_id])
     sql = sql[:sql.rindex(" ORDER BY ")] + " ORDER BY f.seq LIMIT ?"
     return [seq for _, seq in conn.execute(sql, (*params, limit))]
+
+
+def histogram(conn: sqlite3.Connection, tree, session_id: str, start: float, end: float, buckets: int) -> list[int]:
+    """How many of the session's frames the filter selects fall in each of `buckets` equal slices
+    of start <= ts <= end."""
+    counts = [0] * buckets
+    width = (end - start) / buckets
+    if not width > 0:
+        return counts
+    sql, params = select(conn, tree, [session_id])
+    sql = sql[:sql.rindex(" ORDER BY ")].replace(
+        "SELECT f.session_id, f.seq FROM", "SELECT min(?, CAST((f.ts - ?) / ? AS INTEGER)), count(*) FROM", 1)
+    rows = conn.execute(sql + " AND f.ts BETWEEN ? AND ? GROUP BY 1", (buckets - 1, start, width, *params, start, end))
+    for b, n in rows:
+        counts[max(0, b)] += n
+    return counts
 
 
 def frames(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> Iterator[tuple[str, int]]:
