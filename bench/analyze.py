@@ -24,7 +24,7 @@ conformant, so findings beyond the injected ones are worth a look (false positiv
 generator mistake). The file is cached by its parameters in /tmp/mcptap-bench (--regenerate
 rebuilds it; so does a change of the product's migrations), with a JSON sidecar holding the
 composition. The report compares stored findings by code with what the injections should give,
-including two consequences the generator counts too (CONSEQUENCES).
+including three consequences the generator counts too (CONSEQUENCES).
 
 Measured in one run, each database first read through once so both sides find it in the page cache:
 (a) Baseline: in this process, single-threaded, every frame read in (session, seq) order,
@@ -121,7 +121,10 @@ EXPECTED_CODES = {
 CONSEQUENCES = {
     "duplicate-response": "second answer to a duplicated id",
     "request-id-reused": "null id used again in a handshake-era session",
+    "deprecated-feature": "a 2026-07-28 session that asked for logs: Logging is deprecated there, said once a session",
 }
+DEPRECATED_LOGGING = "deprecated-feature"
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 KINDS = ("request", "notification", "response", "error", "invalid", "batch", "unparseable")
 
 C2S, S2C = "c2s", "s2c"
@@ -249,6 +252,7 @@ class Session:
         self.next_sid = 0
         self.next_token = 0
         self.null_ids = 0
+        self.logged = False  # 2026-07-28: a request asked for logs (Logging is deprecated there)
         self.t = start
         self.out: list[tuple] = []
         client_info = '{"name":"%s","version":"%s"}' % self.client
@@ -374,6 +378,7 @@ class Session:
             token = '"pt-%d"' % tok if self.str_ids else str(tok)
             meta = '"progressToken":' + token
         if logs and self.modern:
+            self.logged = True
             meta += ("," if meta else "") + '"io.modelcontextprotocol/logLevel":"info"'
         body = '"name":"%s","arguments":%s' % (name, self.tool_args(props, dup=violation == "duplicate-key"))
         ev.append((t, C2S, self.request(C2S, rid, "tools/call", self.params(body, meta)), "request", "tools/call"))
@@ -635,6 +640,8 @@ class Generator:
                 s.fill(target - len(s.out))
                 if not s.modern and s.null_ids > 1:
                     st["consequences"]["request-id-reused"] += s.null_ids - 1
+                if s.logged:
+                    st["consequences"][DEPRECATED_LOGGING] += 1
                 sid = self.session_id(start)
                 end = s.t + 0.05
                 store.insert_session(conn, {
@@ -704,6 +711,10 @@ def ensure_database(n: int, seed: int, regenerate: bool,
         with open(side, encoding="utf-8") as fh:
             comp = json.load(fh)
         if comp.get("schema") == schema_version():
+            if DEPRECATED_LOGGING not in comp.get("consequences", {}):  # a sidecar written before it was counted
+                comp.setdefault("consequences", {})[DEPRECATED_LOGGING] = logging_sessions(db)
+                with open(side, "w", encoding="utf-8") as fh:
+                    json.dump(comp, fh, indent=1, sort_keys=True)
             return db, comp, None
         print("    (cached file has another schema: regenerating)")
     os.makedirs(CACHE_DIR, exist_ok=True)
@@ -721,6 +732,18 @@ def ensure_database(n: int, seed: int, regenerate: bool,
     with open(side, "w", encoding="utf-8") as fh:
         json.dump(stats, fh, indent=1, sort_keys=True)
     return db, json.loads(json.dumps(stats)), elapsed
+
+
+def logging_sessions(db: str) -> int:
+    """Sessions whose requests asked for logs in their `_meta` (only the generator's 2026-07-28
+    sessions do): what the generator counts as DEPRECATED_LOGGING, read from a database generated
+    before it counted them."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT count(DISTINCT session_id) FROM frames WHERE instr(CAST(raw AS BLOB), ?) > 0",
+                            (LOG_LEVEL_META.encode(),)).fetchone()[0]
+    finally:
+        conn.close()
 
 
 def warm(path: str) -> None:

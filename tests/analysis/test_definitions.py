@@ -179,3 +179,24 @@ def test_a_definition_nested_past_what_json_can_write_back_is_kept_bounded_and_i
     assert [sorted(x.items) for x in declared.listings] == [["add", "echo"], ["add"]]
     orjson.dumps(drift.document([(declared, None)]))  # a baseline of it can be written
     assert {f[3] for f in judged(session([tool, ADD], [ADD]))} == {"definition-removed"}
+
+
+def test_a_definition_listed_again_is_bounded_once_and_equal_to_its_first_listing():
+    from mcptap.analysis import definitions
+
+    long_text = {**ECHO, "description": "x" * (definitions.MAX_TEXT + 10)}
+    first = definitions.normalised_seen(long_text)
+    again = definitions.normalised_seen(dict(long_text))
+    assert again is first and first == definitions.normalised(long_text)
+    assert "[left out: 10 bytes" in first["description"]
+    listed = collect("s", frames(*session([ECHO, ADD], [ECHO, ADD])))
+    assert listed.listings[0].items == listed.listings[1].items == {"echo": ECHO, "add": ADD}
+
+
+def test_a_definition_orjson_cannot_write_is_still_bounded():
+    from mcptap.analysis import definitions
+    from mcptap.wire.jsonwire import NumberText
+
+    odd = {"name": "n", "inputSchema": {"maximum": NumberText("1e999")}, "description": "y" * (definitions.MAX_TEXT + 1)}
+    out = definitions.normalised_seen(odd)
+    assert out == definitions.normalised(odd) and out["inputSchema"]["maximum"] == "1e999"
