@@ -184,12 +184,15 @@ def test_a_definition_nested_past_what_json_can_write_back_is_kept_bounded_and_i
 def test_a_definition_listed_again_is_bounded_once_and_equal_to_its_first_listing():
     from mcptap.analysis import definitions
 
-    long_text = {**ECHO, "description": "x" * (definitions.MAX_TEXT + 10)}
-    first = definitions.normalised_seen(long_text)
-    again = definitions.normalised_seen(dict(long_text))
-    assert again is first and first == definitions.normalised(long_text)
-    assert "[left out: 10 bytes" in first["description"]
-    listed = collect("s", frames(*session([ECHO, ADD], [ECHO, ADD])))
+    deep: dict = {}
+    for _ in range(definitions.MAX_DEPTH + 5):
+        deep = {"a": deep}
+    tool = {**ECHO, "inputSchema": deep}
+    first = definitions.normalised_seen(tool)
+    again = definitions.normalised_seen(orjson.loads(orjson.dumps(tool)))
+    assert again is first and first == definitions.normalised(tool)
+    assert "[left out: " in orjson.dumps(first).decode()
+    listed = collect("s", session([ECHO, ADD], [ECHO, ADD]))
     assert listed.listings[0].items == listed.listings[1].items == {"echo": ECHO, "add": ADD}
 
 
