@@ -172,7 +172,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             msg = Msg(seq, None, ts, direction, value, sig, kind, None)
             self._fill(msg, value, sig, kind)
             self._observe(msg)
-            self._check_exact(msg, raw)
+            self._check_exact(msg, raw, value if parsed.plain else None)
             kinds[kind] = kinds.get(kind, 0) + 1
             self.last_sent[direction] = msg
             tags = [kind] if kind == INVALID else None
