@@ -26,7 +26,6 @@ from mcptap import __version__
 from mcptap.errors import MCPTapError, warn_stderr
 from mcptap.ids import new_session_id
 from mcptap.addons.shipping.background import hurry, recorder_env
-from mcptap.wire.bounded import DEFAULT_MAX_FRAME
 from mcptap.addons.shipping.chunkqueue import ChunkQueue
 from mcptap.addons.shipping.chunkwire import END, SESSION, chunk_header, json_record
 from mcptap.addons.stdio.server import spawn
@@ -88,7 +87,7 @@ def exit_status_of(returncode: int) -> int:
 
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
-                 redaction_args: list[str] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
+                 redaction_args: list[str] | None = None, max_frame: int | None = None,
                  server: subprocess.Popen | None = None):
         """`server`: `argv` already started by addons/stdio/server.py `spawn` (mcptap record starts it
         before importing this module); else run() starts it."""
@@ -109,7 +108,9 @@ class Tee:
         self.db_path = db_path
         self._warn = warn
         self._redaction_args = redaction_args or []  # for the recorder process (analyzer/redaction/__init__.py Redaction.to_args)
-        self._max_frame = max_frame  # a longer line is stored cut (analyzer/wire/bounded.py); the wire passes it whole
+        # a longer line is stored cut (None: the recorder's default, analyzer/wire/bounded.py DEFAULT_MAX_FRAME); the
+        # wire passes it whole
+        self._max_frame = max_frame
         db_folder = os.path.dirname(os.path.abspath(db_path))
         self._queue = ChunkQueue((db_folder, None))  # None: the system's temporary folder
         self._proc: subprocess.Popen | None = None
@@ -159,8 +160,8 @@ class Tee:
         env = recorder_env()
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "mcptap.addons.stdio.recorder", self.db_path, "--max-frame", str(self._max_frame),
-                 *self._redaction_args],
+                [sys.executable, "-P", "-m", "mcptap.addons.stdio.recorder", self.db_path,
+                 *(("--max-frame", str(self._max_frame)) if self._max_frame is not None else ()), *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )
         except OSError as exc:
