@@ -346,7 +346,7 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
     tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
     unanswered, and the p50, p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the
     JSON report). From an `operations()` frame: counted by operation, as `mcptap analyze` counts
-    (one definition, analysis/operations.py `service_times`: an input_required request and its
+    (one definition, analysis/logical_operations.py `service_times`: an input_required request and its
     retries are one call timed whole, a task's polls calls of their own). From a `messages` frame
     (requests and their answers, what is stored): each message counts, so each round apart."""
     if "operation" in msgs.columns:
@@ -369,7 +369,7 @@ def latency(msgs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _latency_by_operation(ops: pd.DataFrame) -> pd.DataFrame:
-    from mcptap.analysis.operations import Timed, service_table
+    from mcptap.analysis.logical_operations import Timed, service_table
 
     def cell(value):
         return None if pd.isna(value) else value

@@ -108,7 +108,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
     cancelled) and error; one per notification of its own (outcome notification); `notes` the
     progress and cancellation notifications that belong to it, `findings` the codes of its
-    findings. Its logical operation (analysis/operations.py): `operation` the frame of the
+    findings. Its logical operation (analysis/logical_operations.py): `operation` the frame of the
     operation's first request (`seq`, `seq:idx` in a batch), `parent` the frame of the request it
     continues, `step` (request, retry, task-poll, task-result, task-cancel, task-status,
     notification), `operation_latency_s` on the row whose answer ends the operation, from its first
@@ -117,14 +117,14 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     import orjson
 
     from mcptap.analysis import mcp
-    from mcptap.engine import operations as ops
+    from mcptap.engine import session_view as views
 
     rows = []
     conn = store.open_existing(_path(db))
     try:
         ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         for sid in ids:
-            for op in ops.session_view(conn, sid).operations:
+            for op in views.session_view(conn, sid).operations:
                 rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
                              None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
                              op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
@@ -149,12 +149,12 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
     definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
     model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
     the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
 
     conn = store.open_existing(_path(db))
     try:
         ids = store.resolve_sessions(conn, session)
-        figures = definitions.cost_report(conn, ids)
+        figures = declared_pass.cost_report(conn, ids)
     finally:
         conn.close()
     rows = []

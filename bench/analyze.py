@@ -701,8 +701,8 @@ def cache_paths(n: int, seed: int, sessions: int | None = None) -> tuple[str, st
 
 
 def schema_version() -> list[str]:
-    from mcptap.store import schema
-    return [name for name, _ in schema.MIGRATIONS]
+    from mcptap.store import migrations
+    return [name for name, _ in migrations.MIGRATIONS]
 
 
 def ensure_database(n: int, seed: int, regenerate: bool,

@@ -1,5 +1,5 @@
 """A session's messages checked against schemas, once each, where the session core has the frame:
-the revision's schema (analyzer/analysis/schema.py: `schema-violation`) and, for a tools/call
+the revision's schema (analyzer/analysis/schema_validation.py: `schema-violation`) and, for a tools/call
 result, the `outputSchema` the same session declared for that tool in a tools/list result
 (`structured-content-mismatch`; skipped when the result is `isError`). An output schema is
 compiled once (jsonschema-rs, never fetching a `$ref`; the `[schema]` extra) and kept by its
@@ -18,7 +18,7 @@ import orjson
 from mcptap.analysis import extschema, mcp
 from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
 from mcptap.analysis.rules import RULES, Hit, load
-from mcptap.analysis.schema import Failed, checker, describe, unjudged
+from mcptap.analysis.schema_validation import Failed, checker, describe, unjudged
 from mcptap.wire import jsonwire
 
 try:  # the [schema] extra

@@ -128,7 +128,7 @@ def analyze(
 
             filterlang.parse(where)  # a bad filter fails before the analysis
         if baseline is not None:
-            from mcptap.cli.definitions import read_baseline
+            from mcptap.cli.baseline import read_baseline
             rules_policy.baseline = read_baseline(baseline)
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from mcptap import store
-from mcptap.engine import definitions
+from mcptap.engine import declared_pass
 from mcptap.engine.job import FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
@@ -39,7 +39,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             workers: int | None = None, sessions: list[str] | None = None, cost: bool = False) -> Report:
     """`session`: one session named as users name it; `sessions`: these session ids (say, the
     ones just imported); neither: every session. `cost`: the report's `cost` too (what the
-    servers' definitions cost in a model's context: engine/definitions.py `cost_report`), from
+    servers' definitions cost in a model's context: engine/declared_pass.py `cost_report`), from
     the definitions the analysis read, not read again."""
     started = time.time()
     reader = store.open_existing(db_path)
@@ -91,7 +91,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
             report.not_stored_reason = result.not_stored_reason
     report.stored = report.not_stored_reason is None
     if cost:
-        report.cost = definitions.cost_of(_taken_declared(results, [s["id"] for s in report.sessions]))
+        report.cost = declared_pass.cost_of(_taken_declared(results, [s["id"] for s in report.sessions]))
     report.ended_at = time.time()
     if failed:
         sid, why = next(iter(failed.items()))

@@ -12,10 +12,10 @@ import time
 
 from mcptap import __version__, store
 from mcptap.analysis import revision
-from mcptap.analysis.definitions import wanted
+from mcptap.analysis.declared import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import definitions, joined as operations
+from mcptap.engine import declared_pass, joined as operations
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -103,7 +103,7 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         kept: list | None = [] if self.declared else None
-        extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
+        extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -254,7 +254,7 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     seqs: list[int] = []
     calls: list[int] = []
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
-    extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
+    extra += declared_pass.judge_session(reader, session_id, policy, seqs, calls)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1

@@ -36,10 +36,10 @@ class SecretLeft(MCPTapError):
 def _infos(conn: sqlite3.Connection, sid: str) -> dict:
     """The client's and server's `{name, version}` from the session's initialize (or a
     2026-07-28 request's `_meta` clientInfo)."""
-    from mcptap.engine import operations
+    from mcptap.engine import session_view as views
 
     found: dict = {}
-    for op in operations.session_view(conn, sid).operations:
+    for op in views.session_view(conn, sid).operations:
         params = op.params
         info = params.get("clientInfo") or op.meta.get("io.modelcontextprotocol/clientInfo")
         if isinstance(info, dict) and "client" not in found:

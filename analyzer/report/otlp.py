@@ -22,7 +22,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 import mcptap
 from mcptap import store
-from mcptap.engine import operations
+from mcptap.engine import session_view as views
 from mcptap.report import otlp_metrics, otlp_spans
 from mcptap.wire.textsafe import json_text
 
@@ -52,7 +52,7 @@ def requests(conn: sqlite3.Connection, session_ids: Iterable[str], *, content: b
     ExportMetricsServiceRequest of the duration histograms. `progress(n)`: n more frames done."""
     durations = otlp_metrics.Durations()
     for sid in session_ids:
-        view = operations.session_view(conn, sid)
+        view = views.session_view(conn, sid)
         facts = otlp_spans.SessionFacts(view.session, view.summary, view.exchanges)
         batch: list[tuple[str, trace_pb2.Span]] = []
         first = last = None

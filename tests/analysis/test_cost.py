@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcptap.analysis import cost
-from mcptap.analysis.definitions import collect
+from mcptap.analysis.declared import collect
 from tests.support.sessions import handshake, ok, req
 
 TOOL = {"name": "echo", "description": "Return the text.", "inputSchema": {"type": "object"},
@@ -119,7 +119,7 @@ def test_analyze_gives_the_cost_of_the_definitions_it_read_the_same_as_read_agai
     """The JSON report's `cost` comes from the definitions the analysis read (engine.analyze's
     `cost`), equal to `cost_report` reading them again, with and without worker processes."""
     from mcptap import engine, store
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass as definitions
 
     db = str(tmp_path / "cost.db")
     conn = store.connect(db)

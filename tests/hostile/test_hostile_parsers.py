@@ -28,7 +28,7 @@ import mcptap.data as mt
 from mcptap import engine, store
 from mcptap.replay import script
 from mcptap.report import listing, transcript
-from mcptap.store import cells, schema
+from mcptap.store import cells, migrations
 from mcptap.errors import SessionNotFound
 from tests.conftest import frames, mcptap, run, wait_for
 from tests.support.http_helpers import accepting, free_port
@@ -581,7 +581,7 @@ def test_report_refuses_a_wrong_typed_cell_in_one_line_naming_it(analysed, tmp_p
 def test_the_cell_types_cover_every_column_of_the_schema(tmp_path):
     conn = store.connect(tmp_path / "fresh.db")
     try:
-        for statement in schema.DERIVED_DDL:
+        for statement in migrations.DERIVED_DDL:
             conn.execute(statement)
         have = {t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in cells.COLUMNS}
     finally:

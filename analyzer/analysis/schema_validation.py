@@ -6,7 +6,7 @@ judged once per message by a check compiled once per (revision, direction, kind,
 JSON Schema pydantic gives of the model, compiled by jsonschema-rs (the `[schema]` extra) over the
 frame parsed by orjson, says whether it passes; one that does not, or any message without
 jsonschema-rs, is validated by the model itself (pydantic's JSON validator, strict: no coercion),
-whose errors become `schema-violation` findings (analyzer/analysis/rules/schema.py): one per
+whose errors become `schema-violation` findings (analyzer/analysis/rules/schema_checks.py): one per
 message and JSON path, in the schema's words.
 
 The same pass gives what the result semantics need (analyzer/analysis/results.py): the tool a

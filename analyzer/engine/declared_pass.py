@@ -1,4 +1,4 @@
-"""The definitions each stored session's server declared (analyzer/analysis/definitions.py), read
+"""The definitions each stored session's server declared (analyzer/analysis/declared.py), read
 from the store (only the frames that can hold them, filtered in SQLite), and a session's
 definitions findings (against the policy's baseline, and its own earlier listings), which the job
 stores beside its other findings."""
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from mcptap import store
 from mcptap.analysis import cost, drift
-from mcptap.analysis.definitions import NEEDLES, WANTED, Declared, collect
+from mcptap.analysis.declared import NEEDLES, WANTED, Declared, collect
 
 
 def declared(db_path: str, ids: list[str] | None = None, *, results: bool = False) -> list[tuple[Declared, str | None]]:

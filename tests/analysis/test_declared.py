@@ -1,4 +1,4 @@
-"""The definitions a server declared (analyzer/analysis/definitions.py) and the definitions rules
+"""The definitions a server declared (analyzer/analysis/declared.py) and the definitions rules
 (tool drift: analyzer/analysis/drift.py) on frames built in a line, no database involved."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from mcptap.analysis import drift
-from mcptap.analysis.definitions import collect, compare, paths
+from mcptap.analysis.declared import collect, compare, paths
 from mcptap.analysis.rules import load
 from tests.support.sessions import handshake, note, ok, req
 
@@ -182,7 +182,7 @@ def test_a_definition_nested_past_what_json_can_write_back_is_kept_bounded_and_i
 
 
 def test_a_definition_listed_again_is_bounded_once_and_equal_to_its_first_listing():
-    from mcptap.analysis import definitions
+    from mcptap.analysis import declared as definitions
 
     deep: dict = {}
     for _ in range(definitions.MAX_DEPTH + 5):
@@ -197,7 +197,7 @@ def test_a_definition_listed_again_is_bounded_once_and_equal_to_its_first_listin
 
 
 def test_a_definition_orjson_cannot_write_is_still_bounded():
-    from mcptap.analysis import definitions
+    from mcptap.analysis import declared as definitions
     from mcptap.wire.jsonwire import NumberText
 
     odd = {"name": "n", "inputSchema": {"maximum": NumberText("1e999")}, "description": "y" * (definitions.MAX_TEXT + 1)}
