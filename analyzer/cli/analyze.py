@@ -147,11 +147,8 @@ def analyze(
             conn.close()
             with progress.meter("analyzing", total) as shown:
                 result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
-                                        progress=shown.advance, workers=jobs, sessions=ids)
+                                        progress=shown.advance, workers=jobs, sessions=ids, cost=fmt.value == "json")
         fmt, fail_on = fmt.value, FailOn(fail_on).value
-        if fmt == "json" and dataset_dir is None:
-            from mcptap.engine import declared_pass
-            result.cost = declared_pass.cost_report(db, [s["id"] for s in result.sessions], results=False)
         fmt = "table" if fmt == "text" else fmt
         if where is not None:
             from mcptap.engine import selection

@@ -35,8 +35,11 @@ ANALYSED_TABLES = ("sessions", "frames", "exchanges")
 class Job:
     """Analyses sessions one at a time over one reader and (when storing) one writer connection."""
 
-    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, cleared: bool = False):
-        """`cleared`: the sessions' earlier results are already gone."""
+    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, cleared: bool = False,
+                 declared: bool = False):
+        """`cleared`: the sessions' earlier results are already gone. `declared`: each session's
+        result keeps what its last listings declared (SessionResult.declared), for the cost."""
+        self.declared = declared
         self.db_path = db_path
         self.fallback_revision = fallback_revision
         self.policy = policy
@@ -99,7 +102,8 @@ class Job:
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
-        extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        kept: list | None = [] if self.declared else None
+        extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -111,7 +115,8 @@ class Job:
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early, summary=summary)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
-        return SessionResult(summary, findings, analysis.method_stats, count, self.reason)
+        return SessionResult(summary, findings, analysis.method_stats, count, self.reason,
+                             declared=kept[0] if kept else None)
 
     def finish(self, results: list[SessionResult]) -> None:
         """Store what is still waiting; a failure to is every session's reason."""

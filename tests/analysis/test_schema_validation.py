@@ -209,3 +209,25 @@ def test_the_schemas_cache_is_rebuilt_when_missing_or_damaged_and_gives_the_same
         cache.write_bytes(damaged)
         assert run() == ["CallToolRequest", "True", "False", "True"]
     assert run()[-1] == "False"
+
+
+def test_the_exact_path_hands_the_schema_check_the_frame_it_read_and_it_is_not_parsed_again(monkeypatch):
+    import types
+
+    import orjson
+
+    from mcptap.analysis import schema_validation as schema
+    from mcptap.analysis.session import SessionAnalysis
+
+    parsed = []
+    counting = types.SimpleNamespace(JSONDecodeError=orjson.JSONDecodeError, dumps=orjson.dumps,
+                                     loads=lambda raw: parsed.append(raw) or orjson.loads(raw))
+    monkeypatch.setattr(schema, "orjson", counting)
+    frames = H + [("c2s", req(1, "tools/call", {"arguments": {}})), ("s2c", ok(1, {"content": []}))]
+    analysis = SessionAnalysis("s", revision="2025-11-25", revision_source="option", stdio=True, ended=True,
+                               exact_only=True)
+    analysis.feed([(i, 1000.0 + i, d, raw.encode()) for i, (d, raw) in enumerate(frames, 1)])
+    analysis.end()
+    found = [f[5] for f in analysis.take_findings() if f[3] == "schema-violation"]
+    assert found == ["$.params.name: required by the schema, absent (CallToolRequest, 2025-11-25 schema)"]
+    assert parsed == []
