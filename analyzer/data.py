@@ -6,8 +6,7 @@
     mt.import_log(db, "incident.jsonl")                     # frame-log, mitmproxy dump or HAR: sessions imported
     mt.analyze(db)                                          # mcptap analyze: one row per session analysed
     mt.export_log(db, "audit.jsonl", session="inc")         # frame-log JSONL, as mcptap export
-    mt.sessions("mcp.db")                                   # one row per session
-    mt.runs("mcp.db")                                       # one row per run: a host process's (or client's) sessions
+    mt.sessions("mcp.db")                                   # one row per session (mt.runs: one per run)
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
@@ -44,11 +43,9 @@ import numpy as np  # noqa: E402 - after the check that names the extra
 import pandas as pd  # noqa: E402
 
 from mcptap import store  # noqa: E402
-
 from mcptap import dataparquet, datalatency as latency_rows  # noqa: E402
 from mcptap.dataruns import runs  # noqa: E402,F401  (mcptap.data.runs)
 from mcptap.store import cells, queries
-
 from mcptap.wire import jsonwire
 
 CHUNK_ROWS = 200_000

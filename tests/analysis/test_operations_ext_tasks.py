@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcptap.analysis import logical_operations as operations
-from tests.analysis.test_operations import ANSWER, ELICIT, R26, codes, frames, joined, stats, stored
+from tests.analysis.test_logical_operations import ANSWER, ELICIT, R26, codes, frames, joined, stats, stored
 from tests.support.sessions import err, note, ok
 from tests.support.sessions import modern as _modern
 
