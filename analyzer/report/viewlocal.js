@@ -85,7 +85,7 @@ MCPTAP.localSource = function (D) {
   function has(field) {
     if (Array.isArray(field)) return i => member(i, field)[0];
     return {
-      session: () => true, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
+      session: () => true, run: i => !!SESSIONS[S[i]].run, server: i => SESSIONS[S[i]].label != null, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
       kind: i => K[i] >= 0, method: i => M[i] >= 0, id: i => IDS[i] !== null, latency: i => !isNaN(L[i]),
       finding: i => FINDINGS.has(i), severity: i => FINDINGS.has(i), status: i => !isNaN(statusOf(i)),
     }[field];
@@ -107,6 +107,11 @@ MCPTAP.localSource = function (D) {
     }
     if (field === "session" && cmp === "==") return byTable(SESSIONS.map(s => s.id), s => s.startsWith(v[1]), i => S[i]);
     if (field === "session") return byTable(SESSIONS.map(s => s.id), textTest(cmp, v), i => S[i]);
+    if (field === "run" || field === "server") {  // of the frame's session: its run (== also a start or end of it), its label
+      const t = field === "run" && cmp === "==" ? (r => r.startsWith(v[1]) || r.endsWith(v[1])) : textTest(cmp, v);
+      const ok = SESSIONS.map(s => { const x = field === "run" ? s.run : s.label; return x != null && t(x); });
+      return i => ok[S[i]];
+    }
     if (field === "method") return byTable(METHODS, textTest(cmp, v), i => M[i]);
     if (field === "kind") return byTable(KINDS, textTest(cmp, v), i => K[i]);
     if (field === "dir") return byTable(D.directions, textTest(cmp, v), i => DIR[i]);

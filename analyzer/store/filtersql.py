@@ -11,11 +11,12 @@ import sqlite3
 from collections.abc import Iterator
 
 from mcptap.store import filterlang
+from mcptap.store.connections import has_column
 from mcptap.store.queries import frame_columns
 
 _COLUMNS = {"session": "f.session_id", "seq": "f.seq", "time": "(f.ts - s.started_at)", "dir": "f.direction",
             "kind": "m.kind", "method": "m.method", "id": "m.id", "latency": "m.latency_s", "size": "f.size",
-            "status": "x.status", "text": "f.raw"}
+            "status": "x.status", "text": "f.raw", "run": "s.run", "server": "s.label"}
 _FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity"}
 
 
@@ -90,6 +91,9 @@ def _test(field, cmp: str, value, params: list) -> str:
     if field == "session" and cmp == "==":
         params.extend([len(v), v])
         return "(substr(f.session_id, 1, ?) = ?)"
+    if field == "run" and cmp == "==":  # the run's id, a start of it, or its handle (an end of it)
+        params.extend([len(v), v, len(v), v])
+        return "(substr(s.run, 1, ?) = ? OR substr(s.run, -?) = ?)"
     if field == "id" and cmp == "==":
         v = filterlang.id_text(value)
     return _compare(_COLUMNS[field], cmp, v, params)
@@ -142,7 +146,8 @@ def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) ->
     have = frame_columns(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     clause, params = where(tree)
-    joins = " JOIN sessions s ON s.id = f.session_id"
+    sessions_table = "sessions" if has_column(conn, "sessions", "run") else "(SELECT *, NULL AS run FROM sessions)"
+    joins = f" JOIN {sessions_table} s ON s.id = f.session_id"  # a file recorded before runs: none has one
     if "messages" in tables:
         joins += (" JOIN" if needs_message(tree) else " LEFT JOIN") + " messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
     else:
