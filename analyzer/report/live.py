@@ -253,7 +253,13 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
     def stderr(request):
         return answer(view.stderr(request.query_params.get("session", "")))
 
-    routes = [Route("/", index)] + [Route(f"/api/{fn.__name__}", endpoint(fn))
+    def metrics(request):
+        from mcptap.report import metrics as prometheus
+
+        body, kind = prometheus.exposition(view.conn())
+        return Response(body, media_type=kind, headers=HEADERS)
+
+    routes = [Route("/", index), Route("/metrics", metrics)] + [Route(f"/api/{fn.__name__}", endpoint(fn))
                                      for fn in (summary, poll, rows, locate, frame, window, gaps, stderr)]
     return Guard(Starlette(routes=routes), policy, token)
 
