@@ -7,7 +7,7 @@ User-Agent form a run while each starts within RUN_WINDOW_S of the run's last on
 
 from __future__ import annotations
 
-import hashlib
+import binascii
 import json
 import os
 import time
@@ -80,10 +80,16 @@ def host_process(start: int | None = None) -> dict:
     return {"pid": pid, "exe": _exe(pid), "started_at": started, "ticks": ticks}
 
 
+def _crc(text: str) -> int:
+    return binascii.crc32(text.encode("utf-8", "surrogatepass"))
+
+
 def stdio_run(machine: str, host: dict) -> str:
-    """The run id of the sessions a host process starts: the same in every tee that process starts."""
-    key = f"{machine}\0{host['pid']}\0{host['ticks'] if host['ticks'] is not None else host['exe']}"
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """The run id of the sessions a host process starts, the same in every tee that process starts:
+    the machine's name (a checksum), the process id and its start in clock ticks, in hex (no hash
+    library: the tee starts before the server's first answer)."""
+    ticks = host["ticks"] if host["ticks"] is not None else _crc(host["exe"] or "")
+    return f"{_crc(machine):08x}{host['pid']:07x}{ticks:010x}"
 
 
 def stdio_client(host: dict) -> str:
@@ -106,7 +112,7 @@ class HttpRuns:
         if held is not None and now - held[1] <= self.window:
             run = held[0]
         else:
-            run = hashlib.sha256(f"{key[0]}\0{key[1]}\0{now}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            run = f"{_crc(key[0] + chr(0) + key[1]):08x}{int(now * 1000):011x}"
         self._open[key] = (run, now)
         return run
 
