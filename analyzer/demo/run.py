@@ -81,7 +81,7 @@ def run_demo(db: str, out=None) -> int:
                             "notebooks", "explore.ipynb")
     if os.path.exists(notebook):
         out.write(f"Explore it in a notebook: MCPTAP_NOTEBOOK_DB={shown(os.path.abspath(db))} jupyter lab "
-                  f"{shown(notebook)}\n")
+                  f"{shown(notebook)}  (JupyterLab is no extra of mcptap's: pip install jupyterlab)\n")
     out.flush()
     return 0 if status == 0 else 1
 
