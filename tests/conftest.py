@@ -195,7 +195,7 @@ FAST_TIER = frozenset({
     "analysis/test_declared.py", "analysis/test_cost.py", "analysis/test_logical_operations.py",
     "analysis/test_schema_validation.py", "analysis/test_extensions.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_mcpface.py",
+    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_formats.py", "faces/test_mcpface.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py", "project/test_inprocess.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
