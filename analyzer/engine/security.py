@@ -9,9 +9,12 @@ import sqlite3
 
 from mcptap import store
 from mcptap.analysis import drift, rules
+from mcptap.analysis.definitions import collect
 from mcptap.analysis.security.reading import Reading
 
 SHADOWING = "tool-shadowing"
+LISTING_NEEDLES = (b'"tools":', b'"tools" :', b'"serverInfo"', b'"tools/list"', b'"initialize"')
+"""Every tools/list and initialize request and answer has one of these (a tools/call has none)."""
 
 
 def enabled(policy, code: str | None = None) -> bool:
@@ -37,11 +40,10 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
 def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
     """{session id: {tool name: the other servers that declare it}} over these sessions: a server is
     its serverInfo name (else the session's label); sessions of one server are not others."""
-    from mcptap.engine.definitions import each_declared
-
     servers: dict[str, tuple[str, set[str]]] = {}
-    for declared, label in each_declared(conn, ids):
-        name = drift.server_key(declared, label)[0]
+    for sid in ids:
+        declared = collect(sid, store.frames_mentioning(conn, sid, LISTING_NEEDLES))
+        name = drift.server_key(declared, store.get_session(conn, sid).get("label"))[0]
         tools = set(declared.definitions().get("tools", {}))
         servers[declared.session_id] = (name, tools)
     by_tool: dict[str, set[str]] = {}

@@ -150,7 +150,11 @@ class Reading:
     # -- frames ---------------------------------------------------------------------------------
 
     def frame(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None) -> None:
-        """One frame (`recorded`: its `redacted` paths, JSON)."""
+        """One frame (`recorded`: its `redacted` paths, JSON). A server's frame that is no listing,
+        initialize answer or request, and holds no secret, is left unparsed (a tool's answer)."""
+        if (direction == "s2c" and not recorded and b'"tools"' not in raw and b"serverInfo" not in raw
+                and b'"method"' not in raw and not secrets.may_hold(raw)):
+            return
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:

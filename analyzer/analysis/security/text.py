@@ -47,6 +47,15 @@ def _suspect(ch: str) -> bool:
     return unicodedata.category(ch) in _SUSPECT_CATEGORIES
 
 
+def _emoji_joiner(text: str, i: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (between two symbols, a variation selector or
+    a skin-tone modifier before it): how emoji are written, not hidden text."""
+    if text[i] != "\u200d" or i == 0 or i + 1 >= len(text):
+        return False
+    before, after = text[i - 1], text[i + 1]
+    return (unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f") and unicodedata.category(after) == "So"
+
+
 def _script(ch: str) -> str | None:
     name = unicodedata.name(ch, "")
     for script in _SCRIPTS:
@@ -65,7 +74,7 @@ def in_text(text: str) -> list[tuple[int, str]]:
         return out
     word_start, scripts = 0, set()
     for i, ch in enumerate(text + " "):
-        if _suspect(ch) and i < len(text):
+        if _suspect(ch) and i < len(text) and not _emoji_joiner(text, i):
             out.append((i, escaped(ch)))
         if ch.isalpha():
             if not scripts:
