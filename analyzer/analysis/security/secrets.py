@@ -39,9 +39,17 @@ def kind_of(path: str) -> str:
     return found.group(1) or found.group(2)
 
 
+def _free_text(raw: bytes) -> bool:
+    """Whether `raw` has what the free-text detectors replace (literal searches first: most frames
+    have neither a Bearer token, nor a URL with a password, nor a query parameter)."""
+    if not (b"earer" in raw or b"EARER" in raw or b"://" in raw or b"=" in raw):
+        return False
+    return FREE_TEXT.search(raw) is not None
+
+
 def may_hold(raw: bytes) -> bool:
     """False when `found` certainly finds nothing in `raw` besides what capture recorded."""
-    return FREE_TEXT.search(raw) is not None or _detector().might_hold(raw)
+    return _free_text(raw) or _detector().might_hold(raw)
 
 
 def found(raw: bytes, recorded: list[str] | None, under: str) -> list[tuple[str, str]]:
@@ -49,7 +57,7 @@ def found(raw: bytes, recorded: list[str] | None, under: str) -> list[tuple[str,
     `$.result`) of a frame: recorded at capture (`recorded`) or found now in `raw`."""
     paths = list(recorded or ())
     detector = _detector()
-    if FREE_TEXT.search(raw) is not None:
+    if _free_text(raw):
         paths += detector.text(raw)[1] or ()
     elif detector.might_hold(raw):
         paths += detector.frame(raw)[1] or ()

@@ -5,6 +5,7 @@ with Cyrillic or Greek lookalikes. Each is given with its JSON path and position
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any, NamedTuple
 
@@ -14,6 +15,7 @@ ALLOWED = frozenset("\n\r\t")
 """Controls a description may hold: line breaks and tabs."""
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 _SUSPECT_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"})
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_SHOWN = 6
 """Hidden characters a finding names, at most."""
 
@@ -114,6 +116,8 @@ def safe(text: str) -> str:
     """`text` with every hidden character written as its escape (`\\u200b`): what a finding's
     message may hold of a definition or an argument."""
     if text.isascii():
+        if _ASCII_CONTROL.search(text) is None:
+            return text
         return "".join(ch if " " <= ch < "\x7f" or ch in ALLOWED else f"\\u{ord(ch):04x}" for ch in text)
     return "".join(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
                    if _suspect(ch) or ch < " " and ch not in ALLOWED else ch for ch in text)
