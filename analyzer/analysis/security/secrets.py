@@ -42,7 +42,7 @@ def kind_of(path: str) -> str:
 def _free_text(raw: bytes) -> bool:
     """Whether `raw` has what the free-text detectors replace (literal searches first: most frames
     have neither a Bearer token, nor a URL with a password, nor a query parameter)."""
-    if not (b"earer" in raw or b"EARER" in raw or b"://" in raw or b"=" in raw):
+    if not (b"earer" in raw or b"EARER" in raw or b"://" in raw or (b"=" in raw and (b"?" in raw or b"&" in raw))):
         return False
     return FREE_TEXT.search(raw) is not None
 
