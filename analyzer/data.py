@@ -6,7 +6,7 @@
     mt.import_log(db, "incident.jsonl")                     # frame-log, mitmproxy dump or HAR: sessions imported
     mt.analyze(db)                                          # mcptap analyze: one row per session analysed
     mt.export_log(db, "audit.jsonl", session="inc")         # frame-log JSONL, as mcptap export
-    mt.sessions("mcp.db")                                   # one row per session
+    mt.sessions("mcp.db")                                   # one row per session (mt.runs: one per run)
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
@@ -43,10 +43,9 @@ import numpy as np  # noqa: E402 - after the check that names the extra
 import pandas as pd  # noqa: E402
 
 from mcptap import store  # noqa: E402
-
 from mcptap import dataparquet, datalatency as latency_rows  # noqa: E402
+from mcptap.dataruns import runs  # noqa: E402,F401  (mcptap.data.runs)
 from mcptap.store import cells, queries
-
 from mcptap.wire import jsonwire
 
 CHUNK_ROWS = 200_000
@@ -153,7 +152,8 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     if _parquet(db):
         return dataparquet.sessions(db)
     with _conn(db, ("sessions", "frames", "analyses")) as conn:
-        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"))
+        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"),
+                                        run=store.has_column(conn, "sessions", "run"))
         frame = pd.read_sql_query(sql, conn)
         end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
         frame["duration_s"] = (end - frame["started_at"]).astype("float64")
@@ -358,7 +358,7 @@ def latency(source, *, session: str | Sequence[str] | None = None) -> pd.DataFra
     database, or a frame with `tool_error`), unanswered, and the p50, p95 and max latency in
     seconds (`p50_s`, `p95_s`, `max_s`, as in the JSON report). `source`: a database (path or
     connection; `session` narrows it), a `messages()` frame or an `operations()` frame. Counted by
-    operation whatever the source (analysis/operations.py `counted`): an input_required request and
+    operation whatever the source (analysis/logical_operations.py `counted`): an input_required request and
     its retries, or a task, are one call timed from the first request to the answer that ends it (a
     task's polls: calls of their own too). Without `operation` (Parquet) each request is apart."""
     if not isinstance(source, pd.DataFrame):

@@ -1,6 +1,6 @@
 """mcptap.data.latency: the per-method service response time table of a database, a `messages()`
 frame or an `operations()` frame, counted by operation as `mcptap analyze` counts (the analysis'
-join, analyzer/analysis/operations.py `counted`), percentiles by nearest rank (analysis/latency.py)."""
+join, analyzer/analysis/logical_operations.py `counted`), percentiles by nearest rank (analysis/latency.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def mark_tool_errors(read: pd.DataFrame, failed: set) -> None:
 
 def mark_operations(read: pd.DataFrame, members: dict) -> None:
     """The joined-operation columns (`operation`, `step`, `operation_latency_s`: the analysis'
-    join, analysis/operations.py members) of each row of a frame of a joined operation; missing
+    join, analysis/logical_operations.py members) of each row of a frame of a joined operation; missing
     on the others, each an operation of its own."""
     places = [members.get(str(s), {}).get(int(f)) if members else None
               for s, f in zip(read["session_id"], read["frame_seq"])]
@@ -87,10 +87,10 @@ _REQUEST_COLUMNS = ["session_id", "operation", "seq", "idx", "method", "outcome"
 def _count(requests: pd.DataFrame, *, with_tool_errors: bool) -> pd.DataFrame:
     """The latency table of these requests (`_REQUEST_COLUMNS`), as `mcptap analyze` counts: in a
     session, a method that starts a joined operation (more than one request) is counted by
-    operation through analysis/operations.py `counted` (each of its operations one call, timed
+    operation through analysis/logical_operations.py `counted` (each of its operations one call, timed
     whole); every other request (and a task's polls, result and cancel) is a call of its own."""
     from mcptap.analysis import paired
-    from mcptap.analysis.operations import Timed, counted
+    from mcptap.analysis.logical_operations import Timed, counted
 
     keys = [(s, o) for s, o in zip(requests["session_id"], requests["operation"])]
     groups: dict = {}

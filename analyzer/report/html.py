@@ -45,7 +45,7 @@ def _asset(name: str) -> str:
     return resources.files("mcptap.report").joinpath(name).read_text(encoding="utf-8")
 
 
-SCRIPTS = ("filter.js", "viewcommon.js", "viewlocal.js", "viewlive.js", "viewdetail.js", "viewdiagram.js",
+SCRIPTS = ("filter.js", "viewcommon.js", "viewlocal.js", "viewlive.js", "viewdetail.js", "viewaxis.js", "viewdiagram.js",
            "viewer.js")
 """The viewer's script, in the order the page holds them: the filter language, shared helpers, the
 two sources of frames (the embedded document; `mcptap view`'s server), the detail pane, the

@@ -60,11 +60,13 @@ EMPTY = "SELECT 1 WHERE 0"
 """A statement that reads nothing (a table not there yet)."""
 
 
-def sessions_overview(analysed: bool) -> str:
+def sessions_overview(analysed: bool, run: bool = False) -> str:
     """One row per session: the recorded row, its frame count and last frame time, and, once
-    analysed (`analysed`: the table is there), its revision and finding counts."""
+    analysed (`analysed`: the table is there), its revision and finding counts; `run`: the run it
+    belongs to too."""
     return ("SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
-            "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
+            + ("s.run, " if run else "")
+            + "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
             "(SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts"
             + (", a.revision, a.revision_source, a.errors, a.warnings, a.infos FROM sessions s "
                "LEFT JOIN analyses a ON a.session_id = s.id" if analysed else
@@ -161,12 +163,6 @@ def frame_raw(conn: sqlite3.Connection, session_id: str, seq: int) -> str | byte
     """One frame's stored raw (str when UTF-8, else bytes), or None without that frame."""
     row = conn.execute("SELECT raw FROM frames WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()
     return row[0] if row is not None else None
-
-
-def frame_at(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[float, str, str | bytes] | None:
-    """(ts, direction, raw) of one frame, or None without it."""
-    return conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
-                        (session_id, seq)).fetchone()
 
 
 def viewer_frames(conn: sqlite3.Connection, session_id: str, have: set[str], analysed: bool,

@@ -1,5 +1,5 @@
 """2026-07-28 tasks (the io.modelcontextprotocol/tasks extension, SEP-2663) joined into operations
-(analyzer/analysis/operations.py): a tools/call answered with a CreateTaskResult, its `tasks/get`
+(analyzer/analysis/logical_operations.py): a tools/call answered with a CreateTaskResult, its `tasks/get`
 polls, `tasks/update` and `tasks/cancel` and its `notifications/tasks` are one operation, ending at
 the first poll that reports the task terminal. Planted: neither the `mcp` SDK nor the TypeScript
 SDK cached for the tests speaks the extension (their tasks are 2025-11-25's)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcptap.analysis import operations
-from tests.analysis.test_operations import ANSWER, ELICIT, R26, codes, frames, joined, stats, stored
+from mcptap.analysis import logical_operations as operations
+from tests.analysis.test_logical_operations import ANSWER, ELICIT, R26, codes, frames, joined, stats, stored
 from tests.support.sessions import err, note, ok
 from tests.support.sessions import modern as _modern
 

@@ -13,7 +13,7 @@ operation's first request, `seq` or `seq:idx` for a batch element), `parent` (th
 request this one continues: the round it retries, the request that created the task), `step`
 (request, retry, task-poll, task-update, task-result, task-cancel, task-status, notification) and, on the
 one whose answer ends the operation, `operation_latency_s`, from the first request to that
-answer. The operations rules (analyzer/analysis/rules/operations.py) judge each step (`Step`).
+answer. The operations rules (analyzer/analysis/rules/operation_checks.py) judge each step (`Step`).
 Pure: paired operations in, the same annotated, and finding rows; memory grows with the rounds
 awaiting their retry and the tasks of the session."""
 

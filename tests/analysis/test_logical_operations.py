@@ -1,4 +1,4 @@
-"""Logical operations (analyzer/analysis/operations.py): a 2026-07-28 request answered input_required
+"""Logical operations (analyzer/analysis/logical_operations.py): a 2026-07-28 request answered input_required
 and its retries, and a 2025-11-25 task with its polls, cancellation and result, joined into one
 operation each; and the operations rules, each with a case that fires it and a neighbour that
 must not, on frames built in a line, no database involved."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcptap.analysis import operations, paired
+from mcptap.analysis import logical_operations, paired
 from mcptap.analysis.rules import load
 from tests.support.sessions import err, handshake, note, ok, req
 from tests.support.sessions import modern as _modern
@@ -51,15 +51,15 @@ def mrtr(echo="S1", issued="S1", retry_id=2, name="greet", inputs=True):
 
 
 def rows(fs):
-    return operations._rows(fs)
+    return logical_operations._rows(fs)
 
 
 def joined(fs):
-    return sorted(operations.join(paired.operations("S", fs, rows(fs))), key=lambda o: (o.seq, o.idx or 0))
+    return sorted(logical_operations.join(paired.operations("S", fs, rows(fs))), key=lambda o: (o.seq, o.idx or 0))
 
 
 def codes(fs, revision=R26):
-    return {f[3] for f in operations.findings("S", fs, revision)}
+    return {f[3] for f in logical_operations.findings("S", fs, revision)}
 
 
 CAPS = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
@@ -186,7 +186,7 @@ def test_without_a_known_revision_no_operations_rule_judges():
 
 
 def stats(fs, revision=R26):
-    return operations.judge("S", fs, revision)[1]
+    return logical_operations.judge("S", fs, revision)[1]
 
 
 def test_the_method_table_counts_a_retried_call_once_timed_from_its_first_request():
@@ -219,7 +219,7 @@ def test_a_task_call_counts_once_timed_to_its_result_and_its_polls_stay_polls():
 
 
 def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_the_latency():
-    found = operations.members(joined(mrtr()))
+    found = logical_operations.members(joined(mrtr()))
     assert {seq: (m.operation, m.step, m.parent, m.answer) for seq, m in found.items()} == {
         1: ("1", "request", None, False), 2: ("1", "request", None, True),
         3: ("1", "retry", 1, False), 4: ("1", "retry", 1, True)}
@@ -228,7 +228,7 @@ def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_th
 
 def test_frames_of_operations_of_their_own_have_no_place_to_show():
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
-    assert operations.members(joined(fs)) == {}
+    assert logical_operations.members(joined(fs)) == {}
 
 
 def stored(tmp_path, fs) -> str:
@@ -257,7 +257,7 @@ def test_analyze_stores_the_operations_findings_and_counts_a_retried_call_once(t
 
 def test_analyze_reads_no_frame_again_for_a_session_without_operations(tmp_path, monkeypatch):
     from mcptap import engine
-    from mcptap.analysis import operations as logical
+    from mcptap.analysis import logical_operations as logical
 
     monkeypatch.setattr(logical, "judge", lambda *a, **k: pytest.fail("judged a session without operations"))
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
@@ -279,8 +279,8 @@ def test_any_value_where_a_member_is_read_is_judged_without_failing(odd):
                              ("c2s", req(4, "tasks/result", {"taskId": odd})), ("s2c", ok(4, {"_meta": odd})),
                              ("c2s", req(5, "tasks/cancel", {"taskId": "T1"})), ("s2c", ok(5, odd)))
     for fs, revision in ((mrtr_odd, R26), (tasks_odd, R25)):
-        operations.judge("S", fs, revision)
-        operations.members(joined(fs))
+        logical_operations.judge("S", fs, revision)
+        logical_operations.members(joined(fs))
 
 
 def test_the_pandas_latency_table_over_operations_is_the_one_analyze_prints(tmp_path):
