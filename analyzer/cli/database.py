@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sqlite3
 import sys
-import tempfile
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -137,51 +133,30 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from mcptap import outfile, store
+    from mcptap import api
     from mcptap.cli import progress
-    from mcptap.readers import importer
-    from mcptap.report import formats
+    from mcptap.errors import warn_stderr
     from mcptap.wire.textsafe import printable
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
-    if files.count("-") > 1:
-        raise fail("- (stdin) can be read once")
     fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
-    with one_line_errors(), contextlib.ExitStack() as stack:
-        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
-        plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
-        stack.enter_context(outfile.named_as_given(plain))
-        readers = {path: formats.reader_for(plain[path], read_as).reader for path in files}
-        try:
-            conn = store.connect(db)
-        except (sqlite3.Error, OSError) as exc:
-            raise fail(f"cannot open {db}: {exc}") from None
-
-        def each_file():
-            for path in files:
-                with progress.meter(f"importing {os.path.basename(path)}",
-                                    total_bytes=os.path.getsize(plain[path])) as shown:
-                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
-                                                     progress=shown.update, keep_credentials=keep_credentials or no_redact,
-                                                     redaction=redaction, max_frame=limit, origin=path,
-                                                     kind=readers[path])
-
+    with one_line_errors():
+        each_file = api.import_files(db, files, new_id=new_id, keep_credentials=keep_credentials or no_redact,
+                                     redaction=redaction, max_frame=limit, read_as=read_as, warn=warn_stderr,
+                                     meter=progress.meter)
         if fmt is not ListFormat.text:
             from mcptap.report import jsonout
 
             objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
-                        "stderr_lines": s.stderr_lines} for path, imported in each_file() for s in imported)
+                        "stderr_lines": s.stderr_lines} for path, imported, _ in each_file for s in imported)
             if fmt is ListFormat.json:
                 jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
             else:
                 jsonout.write_lines(sys.stdout, objects)
             sys.stdout.flush()
             return
-        for path, imported in each_file():
+        for path, imported, _ in each_file:
             listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
             rest = [0, 0]
             for n, s in enumerate(imported):
@@ -194,13 +169,6 @@ def import_cmd(
                            f"{s.stderr_lines} stderr lines")
             if len(imported) > listed:
                 typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
-
-
-def _folder(parent: str, n: int) -> str:
-    """A folder of its own for the n-th file's plain copy (two files may have one name)."""
-    path = os.path.join(parent, str(n))
-    os.mkdir(path, 0o700)
-    return path
 
 
 IMPORT_LISTED = 20

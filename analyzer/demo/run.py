@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 
-from mcptap import engine, report, store
+from mcptap import api, store
 
 from mcptap.report import html as htmlreport, listing, transcript
 from mcptap.demo.client import run_http_session, run_session
@@ -69,7 +69,8 @@ def run_demo(db: str, out=None) -> int:
         for line in transcript.transcript(conn, sid, width=150):
             out.write(line + "\n")
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
-        report.write(engine.analyze(db, session=sid), "table", out)
+        with api.analyze(db, sessions=[sid]) as done:
+            api.write_analysis(done, out)
     conn.close()
     page = shown(os.path.splitext(db)[0] + "-report.html")
     htmlreport.write(db, page)
