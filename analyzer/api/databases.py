@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -55,6 +53,9 @@ def import_files(db: str | os.PathLike, files: Sequence[str], *, new_id: bool = 
 
 def _importing(db: str, files: list[str], *, new_id, keep_credentials, redaction, max_frame, read_as, locate, warn,
                meter, by_content) -> Iterator:
+    import sqlite3
+    import tempfile
+
     from mcptap import outfile, store
     from mcptap.readers import importer
     from mcptap.report import formats
@@ -93,6 +94,8 @@ def session_of_log(log: str, db: str | None = None, *, cleanup: contextlib.ExitS
                    warn: Callable[[str], None] | None = None) -> tuple[str, str]:
     """A frame log (or capture; `-` is stdin) that holds one session, imported into `db`, or into
     a temporary database `cleanup` removes when `db` is None: (the database, the session id)."""
+    import tempfile
+
     if db is None:
         db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "log.db")
     imported = [s for _, found, _ in import_files(db, [log], warn=warn, by_content=True) for s in found]

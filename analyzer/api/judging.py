@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -132,6 +131,8 @@ def _analyze_database(done: Analysis, files, named, revision, rules, jobs, cost:
             raise AnalysisError(f"{named[0]!r} is no file: a SESSION of a database cannot be combined with FILE "
                                 "arguments")
         if not done.db:
+            import tempfile
+
             done.db = os.path.join(done._cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")),
                                    "analyze.db")
         from mcptap.report import sarif
