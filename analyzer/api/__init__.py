@@ -13,7 +13,8 @@ almost nothing.
         print(api.reaches(done, "error"))
 """
 
-from mcptap.api.databases import export_log, import_files, open_db, operations, session_of_log, sessions
+from mcptap.api.databases import (export_log, import_files, open_db, operations, session_list, session_of_log,
+                                  sessions)
 from mcptap.api.declared import baseline, cost, read_baseline
 from mcptap.api.judging import ENGINES, Analysis, analyze, check_revision, reaches, write_analysis, write_rules
 from mcptap.api.progress import Meter
@@ -21,6 +22,6 @@ from mcptap.errors import AnalysisError, MCPTapError
 
 __all__ = [
     "Analysis", "AnalysisError", "ENGINES", "MCPTapError", "Meter", "analyze", "baseline", "check_revision", "cost",
-    "export_log", "import_files", "open_db", "operations", "reaches", "read_baseline", "session_of_log", "sessions",
-    "write_analysis", "write_rules",
+    "export_log", "import_files", "open_db", "operations", "reaches", "read_baseline", "session_list",
+    "session_of_log", "sessions", "write_analysis", "write_rules",
 ]

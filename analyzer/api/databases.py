@@ -141,6 +141,19 @@ def sessions(db: str, named: Sequence[str] | None = None) -> list[str]:
         conn.close()
 
 
+def session_list(db: str) -> list[dict]:
+    """Every session as `mcptap sessions --format json` gives it (id, handle, label, transport,
+    revision, times, frames, finding counts once analysed, exit status), oldest first."""
+    from mcptap import store
+    from mcptap.report import listing
+
+    conn = store.open_existing(db)
+    try:
+        return listing.session_objects(conn)
+    finally:
+        conn.close()
+
+
 def operations(db: str, named: Sequence[str] | None = None) -> Iterator[tuple[str, Any]]:
     """The paired view of each session named (default every one), analysed in memory (nothing
     stored), one at a time: (session id, operation) for each request with its answer and each

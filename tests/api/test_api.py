@@ -70,6 +70,7 @@ def test_import_analyse_and_write_as_the_commands_do(tmp_path):
     assert path.endswith("small.jsonl.gz") and how.name == "jsonl"
     assert [(s.id, s.frames) for s in imported] == [(SID, len(FRAMES))]
     assert api.sessions(db) == [SID] and api.sessions(db, ["small"]) == [SID]
+    assert [(s["id"], s["label"], s["frames"]) for s in api.session_list(db)] == [(SID, "small", len(FRAMES))]
     with api.analyze(db) as analysis:
         out = io.StringIO()
         api.write_analysis(analysis, out, "json")
