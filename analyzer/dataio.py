@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mcptap import api, store
+from mcptap import store
+from mcptap.api import databases, declared, judging  # not the package: its HTML report reads this module
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -20,7 +21,7 @@ def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
     """The database at `path`, with mcptap's tables (created when there is none); its path, for
     the other calls. `fresh`: a database made anew, for an audit each run repeats: an SQLite file
     there (and its -wal and -shm) is removed first; any other file is refused (ValueError)."""
-    return api.open_db(path, fresh=fresh)
+    return databases.open_db(path, fresh=fresh)
 
 
 def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
@@ -36,7 +37,7 @@ def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     unless kept): one row per session imported, its `id`, `name` (as the log called it), `frames`,
     `stderr_lines`, `merged`. `format`: a format of the registry (mcptap.report.formats: jsonl, har,
     mitm, bundle) to read it as; default: the one its content shows."""
-    imported = [s for _, found, _ in api.import_files(_path(db), [os.fspath(path)], new_id=new_id,
+    imported = [s for _, found, _ in databases.import_files(_path(db), [os.fspath(path)], new_id=new_id,
                                                        keep_credentials=keep_credentials, read_as=format)
                 for s in found]
     return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
@@ -49,7 +50,7 @@ def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None =
     session by when it does not say; the policy of ./mcptap.toml when there is one, as the
     command's), storing its messages and findings: one row per session analysed, its `id`,
     `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
-    with api.analyze(_path(db), sessions=[session] if session else None, revision=revision) as done:
+    with judging.analyze(_path(db), sessions=[session] if session else None, revision=revision) as done:
         rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
                  for level in SEVERITIES)) for s in done.report.sessions]
     return pd.DataFrame(rows, columns=["id", "revision", "revision_source", "frames", "errors", "warnings", "infos"])
@@ -61,7 +62,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
     `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
     The number of frames written."""
-    return api.export_log(_path(db), path, sessions=session, format=format)
+    return databases.export_log(_path(db), path, sessions=session, format=format)
 
 
 OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
@@ -88,7 +89,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
              None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq, op.response_ts,
              op.latency_s, op.outcome, op.error_code, op.error_message, len(op.notes), [f.code for f in op.findings],
              op.operation, op.parent, op.step, op.operation_latency_s)
-            for sid, op in api.operations(_path(db), [session] if isinstance(session, str) else session)]
+            for sid, op in databases.operations(_path(db), [session] if isinstance(session, str) else session)]
     frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
     for column in ("ts", "response_ts"):
         frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
@@ -106,7 +107,7 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
     definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
     model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
     the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
-    figures = api.cost(_path(db), [session] if isinstance(session, str) else session)
+    figures = declared.cost(_path(db), [session] if isinstance(session, str) else session)
     rows = []
     kinds = (("tools", "tool"), ("prompts", "prompt"), ("resources", "resource"),
              ("resourceTemplates", "resource template"))

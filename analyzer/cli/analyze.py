@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap import extras
 from mcptap.errors import warn_stderr
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
@@ -153,16 +152,13 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    named = sessions_of(session_arg, session)
-    with one_line_errors():
-        extras.need("notebook", "mcptap report")
-        from mcptap.cli import progress
-        from mcptap.report import html as htmlreport
+    from mcptap import api
+    from mcptap.cli import progress
 
+    with one_line_errors():
         try:
-            with progress.meter() as shown:
-                htmlreport.write(db, output, sessions=named, progress=shown.advance, stage=shown.stage,
-                                 max_frames=max_frames)
+            api.report_html(db, output, sessions=sessions_of(session_arg, session), max_frames=max_frames,
+                            meter=progress.meter)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     if output != "-":

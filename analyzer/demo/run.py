@@ -18,7 +18,7 @@ import threading
 
 from mcptap import api, store
 
-from mcptap.report import html as htmlreport, listing, transcript
+from mcptap.report import listing, transcript
 from mcptap.demo.client import run_http_session, run_session
 from mcptap.errors import MCPTapError
 
@@ -73,7 +73,7 @@ def run_demo(db: str, out=None) -> int:
             api.write_analysis(done, out)
     conn.close()
     page = shown(os.path.splitext(db)[0] + "-report.html")
-    htmlreport.write(db, page)
+    api.report_html(db, page)
     handle = store.handles(store.session_ids(store.open_existing(db))).get(sids[0], sids[0])
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {shown(db)} {handle}, "
               f"or: mcptap analyze --db {shown(db)}\nThe HTML report (every frame, a display filter, the sequence "
