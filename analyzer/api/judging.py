@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import IO, Any
 
 from mcptap.errors import AnalysisError
@@ -20,19 +19,17 @@ ENGINES = ("local", "spark")
 """Where a Parquet dataset is analysed: worker processes here, or a Spark cluster."""
 
 
-@dataclass
 class Analysis:
     """What `analyze` gives: the engine's Report (`report`: sessions, findings, whether it was
-    stored), the database it read (a temporary one while the Analysis is open), the imported
-    files' sources by session id (FILE arguments: the SARIF locations), and whether `db` is a
-    Parquet dataset. Close it (or use it in a `with`) to remove what was temporary."""
+    stored), the database it read (`db`: a temporary one while the Analysis is open), the
+    imported files' sources by session id (`sources`, FILE arguments: the SARIF locations), the
+    session ids analysed (`ids`, None: every one), and whether `db` is a Parquet dataset. Close it
+    (or use it in a `with`) to remove what was temporary."""
 
-    report: Any
-    db: str
-    sources: dict | None = None
-    ids: list[str] | None = None
-    dataset: bool = False
-    _cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    def __init__(self, report: Any, db: str, sources: dict | None = None, ids: list[str] | None = None,
+                 dataset: bool = False):
+        self.report, self.db, self.sources, self.ids, self.dataset = report, db, sources, ids, dataset
+        self._cleanup = contextlib.ExitStack()
 
     def close(self) -> None:
         self._cleanup.close()

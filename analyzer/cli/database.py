@@ -133,46 +133,12 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from mcptap import api
     from mcptap.cli import progress
-    from mcptap.errors import warn_stderr
-    from mcptap.wire.textsafe import printable
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
-    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
-    with one_line_errors():
-        each_file = api.import_files(db, files, new_id=new_id, keep_credentials=keep_credentials or no_redact,
-                                     redaction=redaction, max_frame=limit, read_as=read_as, warn=warn_stderr,
-                                     meter=progress.meter)
-        if fmt is not ListFormat.text:
-            from mcptap.report import jsonout
-
-            objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
-                        "stderr_lines": s.stderr_lines} for path, imported, _ in each_file for s in imported)
-            if fmt is ListFormat.json:
-                jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
-            else:
-                jsonout.write_lines(sys.stdout, objects)
-            sys.stdout.flush()
-            return
-        for path, imported, _ in each_file:
-            listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
-            rest = [0, 0]
-            for n, s in enumerate(imported):
-                if n >= listed:
-                    rest[0] += s.frames
-                    rest[1] += s.stderr_lines
-                    continue
-                verb = "merged into" if s.merged else "imported"
-                typer.echo(f"{verb} session {printable(s.id)} ({printable(s.name)}): {s.frames} frames, "
-                           f"{s.stderr_lines} stderr lines")
-            if len(imported) > listed:
-                typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
-
-
-IMPORT_LISTED = 20
-"""Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
+    _quick("import_logs", db=db, files=files, fmt=ListFormat(fmt).value, new_id=new_id, read_as=read_as,
+           keep_credentials=keep_credentials or no_redact, redaction=redaction, max_frame=limit, meter=progress.meter)
 
 
 @app.command("redact", short_help='Redact the secrets of a database already written.')
