@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mcptap import store
-from mcptap.api import databases, declared, judging  # not the package: its HTML report reads this module
+from mcptap.api import databases, judging, servers  # not the package: its HTML report reads this module
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -107,7 +107,7 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
     definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
     model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
     the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
-    figures = declared.cost(_path(db), [session] if isinstance(session, str) else session)
+    figures = servers.cost(_path(db), [session] if isinstance(session, str) else session)
     rows = []
     kinds = (("tools", "tool"), ("prompts", "prompt"), ("resources", "resource"),
              ("resourceTemplates", "resource template"))

@@ -15,10 +15,10 @@ almost nothing.
 
 from mcptap.api.databases import (export_log, import_files, open_db, operations, session_list, session_of_log,
                                   sessions)
-from mcptap.api.declared import baseline, cost, read_baseline
+from mcptap.api.servers import baseline, cost, read_baseline
 from mcptap.api.judging import ENGINES, Analysis, analyze, check_revision, reaches, write_analysis, write_rules
 from mcptap.api.pages import report_html
-from mcptap.api.progress import Meter
+from mcptap.api.meters import Meter
 from mcptap.errors import AnalysisError, MCPTapError
 
 __all__ = [

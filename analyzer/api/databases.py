@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mcptap.errors import MCPTapError
-from mcptap.api.progress import Meter, _quiet
+from mcptap.api.meters import Meter, _quiet
 
 
 def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:

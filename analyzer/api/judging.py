@@ -11,8 +11,8 @@ from typing import IO, Any
 
 from mcptap.errors import AnalysisError
 from mcptap.api.databases import import_files
-from mcptap.api.declared import read_baseline
-from mcptap.api.progress import Meter, _quiet
+from mcptap.api.servers import read_baseline
+from mcptap.api.meters import Meter, _quiet
 
 
 ENGINES = ("local", "spark")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcptap.api.progress import Meter, _quiet
+from mcptap.api.meters import Meter, _quiet
 
 
 def report_html(db: str, output: str, *, sessions: Sequence[str] | None = None, max_frames: int = 200_000,

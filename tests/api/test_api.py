@@ -58,7 +58,7 @@ def test_importing_the_library_loads_nothing_but_itself_and_the_standard_library
     loaded = set(done.stdout.split())
     ours = {m for m in loaded if m.startswith("mcptap")}
     assert ours <= {"mcptap", "mcptap.errors", *(f"mcptap.api{part}" for part in (
-        "", ".databases", ".declared", ".judging", ".pages", ".progress"))}, sorted(ours)
+        "", ".databases", ".judging", ".meters", ".pages", ".servers"))}, sorted(ours)
     assert not {m for m in loaded if m.split(".")[0] in ("sqlite3", "typer", "pydantic", "pandas", "orjson",
                                                          "mcp_types")}, sorted(loaded)
 
