@@ -70,10 +70,8 @@ def _importing(db: str, files: list[str], *, new_id, keep_credentials, redaction
             plain[path] = stack.enter_context(outfile.frames_in(path, os.path.join(folder, str(n))))
         stack.enter_context(outfile.named_as_given(plain))
         if by_content:
-            from mcptap.readers import importer as sniff
-
             for path in files:
-                sniff.detect_format(plain[path])
+                importer.detect_format(plain[path])
         how = {path: formats.reader_for(plain[path], read_as) for path in files}
         try:
             conn = store.connect(db)
