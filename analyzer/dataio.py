@@ -75,7 +75,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
     cancelled) and error; one per notification of its own (outcome notification); `notes` the
     progress and cancellation notifications that belong to it, `findings` the codes of its
-    findings. Its logical operation (analysis/operations.py): `operation` the frame of the
+    findings. Its logical operation (analysis/logical_operations.py): `operation` the frame of the
     operation's first request (`seq`, `seq:idx` in a batch), `parent` the frame of the request it
     continues, `step` (request, retry, task-poll, task-result, task-cancel, task-status,
     notification), `operation_latency_s` on the row whose answer ends the operation, from its first

@@ -108,6 +108,7 @@ def export_log(db: str | os.PathLike, path: str | os.PathLike, *, sessions: str 
     of the registry (jsonl, the default, every recorded table of each, which `import_files` gives
     back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name: the frames written."""
     from mcptap import store
+    from mcptap.outfile import WriteOptions
     from mcptap.report import formats
 
     chosen = formats.get(format, formats.FRAMES)
@@ -122,7 +123,7 @@ def export_log(db: str | os.PathLike, path: str | os.PathLike, *, sessions: str 
     try:
         ids = store.resolve_sessions(conn, sessions) or store.session_ids(conn)
         with formats.output(os.fspath(path), binary=chosen.binary) as out:
-            chosen.write(conn, out, ids, progress=counted)
+            chosen.write(conn, out, WriteOptions(sessions=ids, progress=counted))
         return written[0]
     finally:
         conn.close()
@@ -157,7 +158,7 @@ def operations(db: str, named: Sequence[str] | None = None) -> Iterator[tuple[st
     stored), one at a time: (session id, operation) for each request with its answer and each
     notification of its own (analysis/paired.py, analysis/operations.py)."""
     from mcptap import store
-    from mcptap.engine import operations as paired
+    from mcptap.engine import session_view as paired
 
     conn = store.open_existing(db)
     try:

@@ -149,11 +149,7 @@ def _analyze_database(done: Analysis, files, named, revision, rules, jobs, cost:
         conn.close()
     with meter("analyzing", total) as shown:
         done.report = engine.analyze(done.db, fallback_revision=revision, policy=rules, progress=shown.advance,
-                                     workers=jobs, sessions=done.ids)
-    if cost:
-        from mcptap.engine import definitions
-
-        done.report.cost = definitions.cost_report(done.db, [s["id"] for s in done.report.sessions], results=False)
+                                     workers=jobs, sessions=done.ids, cost=cost)
 
 
 def _keep_selected(done: Analysis, where: str) -> None:
@@ -182,10 +178,11 @@ def write_analysis(done: Analysis, out: IO[str], fmt: str = "text", *, color: bo
     """The analysis in a format of the registry (text, json, jsonl, sarif, junit) to `out`; text
     lists `per_code` findings of a code per session (0: all); SARIF's locations are relative to
     `root` (default: the current folder)."""
+    from mcptap.outfile import WriteOptions
     from mcptap.report import formats
 
-    formats.get("table" if fmt == "text" else fmt, formats.ANALYSIS).write(
-        done.report, out, color=color, per_code=per_code, root=root, sources=done.sources, fail_on=fail_on)
+    formats.get("table" if fmt == "text" else fmt, formats.ANALYSIS).write(done.report, out, WriteOptions(
+        color=color, per_code=per_code, root=root, sources=done.sources, fail_on=fail_on))
 
 
 def write_rules(out: IO[str], fmt: str = "text") -> None:

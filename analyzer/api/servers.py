@@ -13,9 +13,9 @@ def baseline(db: str, servers: Sequence[str] | None = None) -> dict:
     """The baseline document (`mcptap baseline`): the definitions each server declared, keyed by
     server name and version; `servers`: only these (AnalysisError naming one that declared none)."""
     from mcptap.analysis import drift
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
 
-    doc = drift.document(definitions.declared(db))
+    doc = drift.document(declared_pass.declared(db))
     if servers:
         missing = [name for name in servers if name not in doc["servers"]]
         if missing:
@@ -45,6 +45,6 @@ def read_baseline(path: str) -> dict:
 def cost(db: str, named: Sequence[str] | None = None, *, results: bool = True) -> dict:
     """What each server and session costs in a model's context (`mcptap cost`): bytes and tokens
     of each definition and, with `results`, of each tool's results; the tokenizer named."""
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
 
-    return definitions.cost_report(db, sessions(db, named) if named else None, results=results)
+    return declared_pass.cost_report(db, sessions(db, named) if named else None, results=results)

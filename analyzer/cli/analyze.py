@@ -11,18 +11,14 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap.errors import warn_stderr
+from mcptap.report import formats
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
                                color_on, deprecated, diff_writer, fail, names_a_file, one_line_errors, sessions_of)
 
 
-class ReportFormat(str, Enum):
-    text = "text"
-    table = "table"  # the same as text
-    json = "json"
-    jsonl = "jsonl"
-    sarif = "sarif"
-    junit = "junit"
+ReportFormat = Enum("ReportFormat", [(name, name) for name in ("text", *formats.names(formats.ANALYSIS))], type=str)
+"""--format's choices: the analysis formats of the registry (report/formats.py), and text (table)."""
 
 
 class Engine(str, Enum):
