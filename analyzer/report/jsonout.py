@@ -114,26 +114,26 @@ def write_lines(out: IO[str], items: Iterable) -> None:
         out.write(dumps(item) + "\n")
 
 
-def _client(text: str | None):
-    """The recorded client (stored as a JSON object); the text if it is not one."""
+def _stored_json(text: str | None, kind: type):
+    """A cell stored as JSON text (a command line's array, a client's object) as its value when it
+    is one of `kind`; else the text as it is."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except (ValueError, TypeError, RecursionError):
         return text
-    return value if isinstance(value, dict) else text
+    return value if isinstance(value, kind) else text
+
+
+def _client(text: str | None):
+    """The recorded client (stored as a JSON object)."""
+    return _stored_json(text, dict)
 
 
 def _command(text: str | None):
     """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, TypeError, RecursionError):
-        return text
-    return value if isinstance(value, list) else text
+    return _stored_json(text, list)
 
 
 def session_object(s: dict, analysis: dict | None) -> dict:
