@@ -192,10 +192,10 @@ FAST_TIER = frozenset({
     "readers/test_importer.py", "readers/test_exchangelog.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
-    "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_operations.py",
-    "analysis/test_schema.py", "analysis/test_extensions.py",
+    "analysis/test_declared.py", "analysis/test_cost.py", "analysis/test_logical_operations.py",
+    "analysis/test_schema_validation.py", "analysis/test_extensions.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "faces/test_transcript_tool_errors.py", "faces/test_quick.py",
+    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_mcpface.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py", "project/test_inprocess.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
@@ -216,7 +216,7 @@ def pytest_addoption(parser):
     parser.addoption("--nightly", action="store_true", default=os.environ.get("MCPTAP_NIGHTLY") == "1",
                      help="run the nightly tier too (tests/conftest.py NIGHTLY_TIER: the million-frame fleet)")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_diagram.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -292,3 +292,19 @@ def test_the_command_line_lists_as_many_of_each_code_as_the_report_module_says()
     from mcptap import cli, report
 
     assert cli.PER_CODE == report.PER_CODE
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_analyze_json_prints_the_analyzed_at_it_stored(tmp_path, jobs):
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[1] / "golden" / "corpus" / "demo.jsonl"
+    db = str(tmp_path / "a.db")
+    assert run(mcptap("import", "--db", db, str(corpus))).returncode == 0
+    done = run(mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never", "--jobs", jobs))
+    assert done.returncode == 0, done.stderr
+    printed = {s["id"]: s["analyzed_at"] for s in json.loads(done.stdout)["sessions"]}
+    conn = sqlite3.connect(db)
+    stored = dict(conn.execute("SELECT session_id, analyzed_at FROM analyses"))
+    conn.close()
+    assert printed and printed == stored

@@ -292,6 +292,28 @@ def test_a_wrong_choice_is_said_in_mcptaps_words(demo_db):
     assert done.returncode == 2 and b"'nope' is not one of" in done.stderr and b"Value error" not in done.stderr
 
 
+@pytest.mark.parametrize("args, words", [
+    (("--jobs", "0"), b"'--jobs': must be 1 or more"),
+    (("--jobs", "two"), b"'--jobs': not a whole number"),
+    (("--max-per-code", "-1"), b"'--max-per-code': must be 0 or more"),
+])
+def test_a_number_out_of_its_bounds_is_said_in_mcptaps_words(demo_db, args, words):
+    done = run(mcptap("analyze", "--db", str(demo_db), *args))
+    assert done.returncode == 2 and words in done.stderr and b"Input should" not in done.stderr
+
+
+def test_every_usage_line_writes_its_arguments_alike():
+    """SESSION when required, [SESSION] when not, ... when repeated (as git, click and record do):
+    never typer's {SESSION} nor a doubled bracket."""
+    from mcptap.cli import clidocs
+
+    usages = [line for line in clidocs.markdown().splitlines() if re.match(r"(Usage: )?mcptap [a-z-]+ \[OPTIONS\]", line)]
+    assert len(usages) >= 20
+    assert [u for u in usages if "{" in u or "[[" in u] == []
+    assert "mcptap diff [OPTIONS] SESSION_A SESSION_B" in usages and "mcptap import [OPTIONS] FILE..." in usages
+    assert "mcptap export [OPTIONS] [SESSION]..." in usages and "mcptap show [OPTIONS] [SESSION]" in usages
+
+
 def test_record_speaks_as_every_other_command():
     record = cli("record", "--help").stdout.decode()
     show = cli("show", "--help").stdout.decode()

@@ -1,4 +1,4 @@
-"""Bounded resources in capture and import (issue 15, items 2, 3 and 9): a frame larger than
+"""Bounded resources in capture and import: a frame larger than
 `--max-frame` is stored cut at the limit and marked (`incomplete` 2, `size` its full size) while
 the wire passes untouched; decompression is a step at a time; the SSE parser is linear and keeps
 only the unfinished event; a huge event holds back no other client's frames; the proxy stops

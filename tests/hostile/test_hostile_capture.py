@@ -1,4 +1,4 @@
-"""Capture never dies on a byte (issue 15, items 1 and 10): a real `mcptap proxy` in front of a
+"""Capture never dies on a byte: a real `mcptap proxy` in front of a
 real upstream carrying header and URL bytes that are not UTF-8, and crafted mitmproxy dumps (every
 field of a flow given a value of the wrong type, written with mitmproxy's own io writer), each
 imported whole or refused with a one-line error."""

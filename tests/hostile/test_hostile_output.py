@@ -1,4 +1,4 @@
-"""Output is safe and bounded (issue 15, items 8, 11, 12, 15): terminal and bidi characters from
+"""Output is safe and bounded: terminal and bidi characters from
 the traffic are escaped in every command and in the HTML report, every file written from
 recorded frames is 0600, a spool merges only into the session its recorder wrote (and counts
 what it stored), and many tiny sessions give bounded memory and output. A hostile server (a real

@@ -1,4 +1,4 @@
-"""The parsers accept what they promise (issue 15, items 4, 5, 13 and 14): JSON nested at any
+"""The parsers accept what they promise: JSON nested at any
 depth (orjson reads 1024 levels but writes only 254, so 255 to 1024 was the trap), numbers too
 large for a float (1e400, -1e400, 400 digits) in ids and in params, and database cells of the
 wrong type, in every command that reads frames (real subprocesses of the CLI: analyze in each
@@ -28,7 +28,7 @@ import mcptap.data as mt
 from mcptap import engine, store
 from mcptap.replay import script
 from mcptap.report import listing, transcript
-from mcptap.store import cells, schema
+from mcptap.store import cells, migrations
 from mcptap.errors import SessionNotFound
 from tests.conftest import frames, mcptap, run, wait_for
 from tests.support.http_helpers import accepting, free_port
@@ -572,7 +572,7 @@ def test_report_refuses_a_wrong_typed_cell_in_one_line_naming_it(analysed, tmp_p
 def test_the_cell_types_cover_every_column_of_the_schema(tmp_path):
     conn = store.connect(tmp_path / "fresh.db")
     try:
-        for statement in schema.DERIVED_DDL:
+        for statement in migrations.DERIVED_DDL:
             conn.execute(statement)
         have = {t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in cells.COLUMNS}
     finally:
