@@ -101,9 +101,8 @@ def analyze(
     Example:  mcptap analyze fleet/ --engine spark --master spark://head:7077
     Example:  mcptap analyze --db ~/mcp.db --filter 'method == "tools/call"'  (the findings on those frames)
     """
-    from mcptap import engine, outfile, report, store
+    from mcptap import outfile, report
     from mcptap.analysis import mcp, policy
-    from mcptap.cli import progress
 
     fmt = ReportFormat.text if ReportFormat(fmt) is ReportFormat.table else ReportFormat(fmt)
     if as_json:
@@ -135,22 +134,9 @@ def analyze(
         if dataset_dir is not None:
             result = _analyze_dataset(dataset_dir, engine_name, master, revision, rules_policy, jobs)
             db = dataset_dir
-        elif files:
-            if named:
-                raise fail(f"{named[0]!r} is no file: a SESSION of a database cannot be combined with FILE arguments")
-            source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
-            if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
-                db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
-            sources = _import_for_analysis(db, files, cleanup)
-        if dataset_dir is None:
-            conn = store.open_existing(db)
-            ids = list(sources) if sources is not None else \
-                store.resolve_sessions(conn, named) if named else None
-            total = store.count_frames(conn, ids)
-            conn.close()
-            with progress.meter("analyzing", total) as shown:
-                result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
-                                        progress=shown.advance, workers=jobs, sessions=ids)
+        else:
+            result, sources, db, ids = analysed(ctx, cleanup, files, named, db=db, revision=revision,
+                                                rules_policy=rules_policy, jobs=jobs)
         fmt, fail_on = fmt.value, FailOn(fail_on).value
         if fmt == "json" and dataset_dir is None:
             from mcptap.engine import definitions
@@ -181,6 +167,33 @@ def analyze(
             with outfile.private_text(output) as fh:
                 write_report(fh)
         raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
+
+
+def analysed(ctx: typer.Context, cleanup: contextlib.ExitStack, files: list[str], named: list[str], *, db: str,
+             revision: str | None, rules_policy, jobs: int | None):
+    """The analysis `analyze` and `audit` report, with a progress meter: FILEs imported into a
+    temporary database (into --db when it is given on the command line) and only they analysed,
+    else the named SESSIONs of `db`, else every session. (report, the imported sessions' files by
+    id or None, the database analysed, the session ids analysed or None for all.)"""
+    from mcptap import engine, store
+    from mcptap.cli import progress
+
+    sources = None
+    if files:
+        if named:
+            raise fail(f"{named[0]!r} is no file: a SESSION of a database cannot be combined with FILE arguments")
+        source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
+        if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
+            db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
+        sources = _import_for_analysis(db, files, cleanup)
+    conn = store.open_existing(db)
+    ids = list(sources) if sources is not None else store.resolve_sessions(conn, named) if named else None
+    total = store.count_frames(conn, ids)
+    conn.close()
+    with progress.meter("analyzing", total) as shown:
+        result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
+                                progress=shown.advance, workers=jobs, sessions=ids)
+    return result, sources, db, ids
 
 
 def _dataset_argument(files: list[str], named: list[str], engine_name, master: str | None) -> str | None:

@@ -190,6 +190,19 @@ def exchange_bodies(db: Database) -> None:
             db.execute(f"ALTER TABLE exchanges ADD COLUMN {name} TEXT")
 
 
+def finding_groups(db: Database) -> None:
+    """Each finding code's group (the rule registry's), written by every analysis, so that a filter
+    selects findings by group (`finding.group == "security"`) from the store alone."""
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS finding_groups (
+            code  TEXT PRIMARY KEY,  -- a finding code (findings.code)
+            grp   TEXT NOT NULL      -- its rule's group (mcptap analyze --rules)
+        )
+        """
+    )
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 
 MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
@@ -200,6 +213,7 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0005_frame_redactions", frame_redactions),
     ("0006_cut_frames", cut_frames),
     ("0007_exchange_bodies", exchange_bodies),
+    ("0008_finding_groups", finding_groups),
 ]
 
 
