@@ -147,6 +147,16 @@ def assert_no_false_findings(db: Path | str) -> dict:
     return report
 
 
+def assert_no_security_findings(report: dict) -> None:
+    """Real traffic with honest servers (an `analyze --format json` report of it): no finding of the
+    `security` group, of any severity (docs/security.md: no false alarm on the reference servers)."""
+    from mcptap.analysis import rules
+
+    security = {code for code, r in rules.load().items() if r.group == "security"}
+    found = [f for f in report["findings"] if f["code"] in security]
+    assert found == [], found
+
+
 @pytest.fixture(scope="module")
 def make_client(request):
     """plan_clients.Client(sdk, mode), with what that SDK needs to run (fixtures asked for only when used)."""

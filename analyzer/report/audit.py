@@ -147,6 +147,28 @@ def write_table(audit: Audit, out: IO[str], *, color: bool = False) -> None:
               f"{counted(totals['warning'], 'warning')}, {counted(totals['info'], 'info')}\n")
 
 
+SECTION_ROWS = 200
+"""Security findings the report's and the viewer's Security section list; the rest are counted."""
+
+
+def section_row(session_id: str, label: str | None, seq: int | None, code: str, severity: str, message: str) -> dict:
+    """A security finding as the Security section of the report and the viewer lists it (the
+    template escapes it; `filter`: the display filter that shows its frame)."""
+    return {"severity": severity, "code": code, "session": label or session_id[:13], "frame": seq,
+            "message": message,
+            "filter": f'session == "{session_id}"' + ("" if seq is None else f" and seq == {seq}")}
+
+
+def section(findings: list[list], codes: dict[str, dict], sessions: list[dict]) -> tuple[list[dict], int]:
+    """The report's Security section from the viewer's document: its findings rows ([session
+    number, seq, idx, code, severity, message, related]) whose code's group is `security`, the first
+    SECTION_ROWS of them as `section_row`s, and how many there are."""
+    mine = [f for f in findings if codes.get(f[3], {}).get("group") == GROUP]
+    rows = [section_row(sessions[n]["id"], sessions[n].get("label"), seq or None, code, severity, message)
+            for n, seq, _idx, code, severity, message, _related in mine[:SECTION_ROWS]]
+    return rows, len(mine)
+
+
 def write_sarif(audit: Audit, out: IO[str], *, root: str | None = None, sources=None) -> None:
     """SARIF 2.1.0 of the security findings (analyzer/report/sarif.py: every rule of group
     `security` carries `security-severity` and the tag `security`)."""
