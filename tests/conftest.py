@@ -149,7 +149,7 @@ def assert_no_false_findings(db: Path | str) -> dict:
 
 def assert_no_security_findings(report: dict) -> None:
     """Real traffic with honest servers (an `analyze --format json` report of it): no finding of the
-    `security` group, of any severity (docs/security.md: no false alarm on the reference servers)."""
+    `security` group, of any severity: the security rules raise no false alarm on honest servers."""
     from mcptap.analysis import rules
 
     security = {code for code, r in rules.load().items() if r.group == "security"}

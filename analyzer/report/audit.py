@@ -163,10 +163,14 @@ def section(findings: list[list], codes: dict[str, dict], sessions: list[dict]) 
     """The report's Security section from the viewer's document: its findings rows ([session
     number, seq, idx, code, severity, message, related]) whose code's group is `security`, the first
     SECTION_ROWS of them as `section_row`s, and how many there are."""
-    mine = [f for f in findings if codes.get(f[3], {}).get("group") == GROUP]
-    rows = [section_row(sessions[n]["id"], sessions[n].get("label"), seq or None, code, severity, message)
-            for n, seq, _idx, code, severity, message, _related in mine[:SECTION_ROWS]]
-    return rows, len(mine)
+    rows, total = [], 0
+    for n, seq, _idx, code, severity, message, _related in findings:
+        if codes.get(code, {}).get("group") != GROUP:
+            continue
+        total += 1
+        if len(rows) < SECTION_ROWS:
+            rows.append(section_row(sessions[n]["id"], sessions[n].get("label"), seq or None, code, severity, message))
+    return rows, total
 
 
 def write_sarif(audit: Audit, out: IO[str], *, root: str | None = None, sources=None) -> None:
