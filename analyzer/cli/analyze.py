@@ -71,9 +71,11 @@ def analyze(
                                                   help="Write the report here instead of stdout.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
                                                 help="Worker processes (default: one per CPU for large databases).")] = None,
-    list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
+    list_rules: Annotated[bool, typer.Option("--rules", help="Alone: list every finding code (code, group, severity, "
                                                              "summary, spec reference) and exit; with --format "
-                                                             "json or jsonl as JSON.")] = False,
+                                                             "json or jsonl as JSON. Followed by GROUP[,GROUP] "
+                                                             "(e.g. --rules security): run only the rules of "
+                                                             "those groups.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", metavar="FILE", help="Report every tool, prompt, resource or instructions that differ from "
@@ -100,6 +102,8 @@ def analyze(
 
     Example:  mcptap analyze fleet/ --engine spark --master spark://head:7077
     Example:  mcptap analyze --db ~/mcp.db --filter 'method == "tools/call"'  (the findings on those frames)
+
+    Example:  mcptap analyze --rules security incident.jsonl  (the security reading alone)
     """
     from mcptap import outfile, report
     from mcptap.analysis import mcp, policy
@@ -110,6 +114,9 @@ def analyze(
     if ignore:
         deprecated("--ignore", "--ignore-code")
     codes = [*(ignore_code or ()), *(ignore or ())]
+    groups = None
+    if list_rules and files and _groups(files[0]) is not None:
+        groups, files, list_rules = _groups(files[0]), files[1:], False
     if list_rules:
         if fmt in (ReportFormat.sarif, ReportFormat.junit):
             raise fail("--rules lists in text, json or jsonl")
@@ -121,7 +128,7 @@ def analyze(
             raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")
         if sarif_root is not None and not os.path.isdir(sarif_root):
             raise fail(f"--sarif-root: no folder {sarif_root}")
-        rules_policy = policy.build(codes, severity or (), config)
+        rules_policy = policy.build(codes, severity or (), config, groups=groups)
         if where is not None:
             from mcptap.store import filterlang
 
@@ -220,6 +227,17 @@ def _analyze_dataset(path: str, engine_name, master, revision, rules_policy, job
         return fleet.analyze_dataset(path, engine=(engine_name or Engine.local).value, master=master,
                                      workers=jobs, fallback_revision=revision, policy=rules_policy,
                                      progress=shown.advance)
+
+
+def _groups(arg: str) -> frozenset[str] | None:
+    """The rule groups `--rules GROUP[,GROUP]` names (the argument after --rules), or None when it
+    names none (a file or session instead)."""
+    from mcptap.analysis.rules import GROUPS
+
+    names = [g.strip() for g in arg.split(",")]
+    if os.path.exists(arg) or not all(n in GROUPS for n in names):
+        return None
+    return frozenset(names)
 
 
 def _files_and_sessions(args: list[str], alias: list[str] | None) -> tuple[list[str], list[str]]:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from mcptap import store
 from mcptap.engine.job import (FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer,
                                write_groups)
+from mcptap.engine import security
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
 from mcptap.store import cells
@@ -51,6 +52,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         cells.check_cheap(reader, ids if sessions is not None or session else None)
         counts = store.frames_per_session(reader)
         sizes = {sid: counts.get(sid, 0) for sid in ids}
+        policy = security.prepared(reader, ids, policy)  # which servers declare which tools, across the sessions
     finally:
         reader.close()
     report = Report(db_path=db_path, started_at=started)

@@ -15,7 +15,8 @@ from mcptap.analysis import revision
 from mcptap.analysis.definitions import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import definitions, joined as operations
+from mcptap.analysis.security import reading as security_reading
+from mcptap.engine import definitions, joined as operations, security
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -84,6 +85,7 @@ class Job:
         analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)
         self.wanted: list[int] = []  # the frames the session's definitions are read from
         self.calls: list[int] = []  # its tools/call requests
+        self.secure: list[int] = []  # the frames the security reading needs
         findings: list[tuple] = []
         first = True
         count = 0
@@ -99,7 +101,9 @@ class Job:
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
+        security_reading.wanted(early, self.secure)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        extra += security.judge_session(self.frames, sid, self.policy, self.secure)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -127,6 +131,7 @@ class Job:
         session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
         wanted(rows, self.wanted, self.calls)
+        security_reading.wanted(rows, self.secure)
         if early:  # the rows taken already (`early`: their frames noted in `wanted`) go first
             rows = early + rows
         findings.extend(found)
@@ -250,6 +255,9 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     calls: list[int] = []
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
     extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
+    secure: list[int] = []
+    security_reading.wanted(rows, secure)
+    extra += security.judge_session(reader, session_id, policy, secure)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1

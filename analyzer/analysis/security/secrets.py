@@ -1,0 +1,49 @@
+"""Which kinds of secret a tool call's arguments or its result carry, as the redaction detectors
+(analyzer/redaction/) see them: the members capture replaced (the frame's `redacted` paths, kept
+with the frame, so a redacted recording still says a secret went out), and what the detectors find
+in the frame as stored (credential members, also inside strings holding JSON, `Bearer` tokens and
+URLs with credentials in free text). A kind is the name that announced the secret (`apiKey`,
+`Authorization`, `url`, `bearer`); the value is never kept."""
+
+from __future__ import annotations
+
+import re
+
+from mcptap.redaction import FrameRedactor
+from mcptap.redaction.http import Redactor
+
+_KEY = b"mcptap security reading"
+"""A key for the detectors' stand-ins, which are thrown away: only the paths they name are read."""
+_DETECTORS: list[FrameRedactor] = []
+_STEP = re.compile(r"\.([^.\[\]|]+)$|\[\"?([^\]\"]+)\"?\]$")
+
+
+def _detector() -> FrameRedactor:
+    if not _DETECTORS:
+        _DETECTORS.append(FrameRedactor(masker=Redactor(key=_KEY)))
+    return _DETECTORS[0]
+
+
+def kind_of(path: str) -> str:
+    """The name a redacted path ends in: `$.params.arguments.apiKey` -> apiKey,
+    `$.params.arguments.note|url` -> url."""
+    last = path.rsplit("|", 1)[-1]
+    found = _STEP.search(last)
+    if found is None:
+        return last.lstrip("$.") or "secret"
+    return found.group(1) or found.group(2)
+
+
+def found(raw: bytes, recorded: list[str] | None, under: str) -> list[tuple[str, str]]:
+    """(JSON path, kind) of each secret under the JSON path `under` (`$.params.arguments`,
+    `$.result`) of a frame: recorded at capture (`recorded`) or found now in `raw`."""
+    paths = list(recorded or ())
+    detector = _detector()
+    if detector._free.gate(raw) or detector.might_hold(raw):
+        paths += detector.text(raw)[1] or ()
+    out: dict[str, str] = {}
+    for path in paths:
+        if type(path) is str and (path == under or path.startswith(under + ".") or path.startswith(under + "[")
+                                  or path.startswith(under + "|")):
+            out.setdefault(path.split("|", 1)[0] if "|" not in path else path, kind_of(path))
+    return sorted(out.items())
