@@ -187,7 +187,7 @@ FAST_TIER = frozenset({
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_operations.py",
-    "analysis/test_schema.py", "analysis/test_extensions.py",
+    "analysis/test_schema.py", "analysis/test_extensions.py", "analysis/test_poisoned_corpus.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
     "faces/test_transcript_tool_errors.py", "faces/test_quick.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",

@@ -40,7 +40,8 @@ class Entry:
 
 @dataclass
 class Audit:
-    """The analysis (its findings the security ones alone) and an Entry per finding, in order."""
+    """The analysis (its findings the security ones alone, by session then frame) and an Entry per
+    finding, in that order."""
 
     report: Report
     entries: list[Entry]
@@ -57,7 +58,9 @@ def read(report: Report) -> Audit:
     """The security reading of `report` (an analysis of `report.db_path`): its security findings,
     each with its server, tool and what followed it, read from the database's definitions."""
     codes = security_codes()
-    findings = [f for f in report.findings if f.code in codes]
+    order = {s["id"]: n for n, s in enumerate(report.sessions)}
+    findings = sorted((f for f in report.findings if f.code in codes),
+                      key=lambda f: (order.get(f.session_id, len(order)), -1 if f.frame_seq is None else f.frame_seq))
     audit = Audit(replace(report, findings=findings), [])
     if not findings:
         return audit
