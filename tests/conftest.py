@@ -139,21 +139,36 @@ def analyze_json(db: Path | str, *args: str) -> tuple[int, dict]:
     return result.returncode, json.loads(result.stdout)
 
 
-def assert_no_false_findings(db: Path | str) -> dict:
-    """Real, conformant traffic: no error and no warning (info is allowed), exit 0 at --fail-on warning."""
+def assert_no_false_findings(db: Path | str, deliberate: tuple[tuple[str, str], ...] = ()) -> dict:
+    """Real, conformant traffic: no error and no warning (info is allowed), exit 0 at --fail-on warning.
+    `deliberate`: (code, text of its message) of each finding the test's client provokes on purpose
+    (a call of a tool nobody declared): each is there once, and is left out of the report returned."""
     status, report = analyze_json(db, "--fail-on", "warning")
+    provoked = [f for f in report["findings"] if any(f["code"] == c and t in f["message"] for c, t in deliberate)]
+    assert sorted(f["code"] for f in provoked) == sorted(c for c, _ in deliberate), provoked
+    report["findings"] = [f for f in report["findings"] if f not in provoked]
     loud = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
-    assert loud == [] and status == 0, loud
+    assert loud == [] and status == (1 if any(f["severity"] != "info" for f in provoked) else 0), loud
     return report
+
+
+EVERYTHING_PROBES = (("tool-undeclared", "'no-such-tool'"),)
+"""The findings tests/tools/sdk_client_everything.py provokes on purpose (`deliberate`): it calls a
+tool server-everything never declared, to see the error answer."""
+
+
+def security_findings(report: dict) -> list[dict]:
+    """The findings of the `security` group in an `analyze --format json` report."""
+    from mcptap.analysis import rules
+
+    security = {code for code, r in rules.load().items() if r.group == "security"}
+    return [f for f in report["findings"] if f["code"] in security]
 
 
 def assert_no_security_findings(report: dict) -> None:
     """Real traffic with honest servers (an `analyze --format json` report of it): no finding of the
     `security` group, of any severity: the security rules raise no false alarm on honest servers."""
-    from mcptap.analysis import rules
-
-    security = {code for code, r in rules.load().items() if r.group == "security"}
-    found = [f for f in report["findings"] if f["code"] in security]
+    found = security_findings(report)
     assert found == [], found
 
 
