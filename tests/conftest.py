@@ -153,8 +153,9 @@ def assert_no_false_findings(db: Path | str, deliberate: tuple[tuple[str, str], 
 
 
 EVERYTHING_PROBES = (("tool-undeclared", "'no-such-tool'"),)
-"""The findings tests/tools/sdk_client_everything.py provokes on purpose (`deliberate`): it calls a
-tool server-everything never declared, to see the error answer."""
+"""The findings the clients of server-everything (tests/tools/sdk_client_everything.py, the plan of
+tests/e2e/test_e2e_ts_sdk.py) provoke on purpose (`deliberate`): a call of a tool it never
+declared, to see the error answer."""
 
 
 def security_findings(report: dict) -> list[dict]:
