@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import sqlite3
 
+import orjson
+
 from mcptap import store
-from mcptap.analysis import drift, rules
+from mcptap.analysis import rules
 from mcptap.analysis.security.reading import Reading
 
 SHADOWING = "tool-shadowing"
+LISTING_NEEDLES = (b'"tools"',)
+"""Every tools/list answer has this, and the initialize answer of a server with tools (its
+capability); a tools/call has not."""
 
 
 def enabled(policy, code: str | None = None) -> bool:
@@ -36,14 +41,17 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
 
 def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
     """{session id: {tool name: the other servers that declare it}} over these sessions: a server is
-    its serverInfo name (else the session's label); sessions of one server are not others."""
-    from mcptap.engine.definitions import each_declared
-
+    its serverInfo name (else the session's label); sessions of one server are not others. Read
+    from the frames that can be initialize or tools/list answers (filtered in SQLite)."""
     servers: dict[str, tuple[str, set[str]]] = {}
-    for declared, label in each_declared(conn, ids):
-        name = drift.server_key(declared, label)[0]
-        tools = set(declared.definitions().get("tools", {}))
-        servers[declared.session_id] = (name, tools)
+    for sid in ids:
+        server, tools = None, set()
+        for _seq, direction, raw in store.frames_mentioning(conn, sid, LISTING_NEEDLES):
+            if direction == "s2c":
+                found, names = _listed(raw)
+                server = server or found
+                tools |= names
+        servers[sid] = (server or store.get_session(conn, sid).get("label") or sid, tools)
     by_tool: dict[str, set[str]] = {}
     for name, tools in servers.values():
         for tool in tools:
@@ -53,6 +61,22 @@ def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, l
         others = {tool: sorted(s for s in names if s != name) for tool, names in by_tool.items()}
         out[sid] = {tool: names for tool, names in others.items() if names}
     return out
+
+
+def _listed(raw: bytes) -> tuple[str | None, set[str]]:
+    """The server name an initialize answer gives, and the tool names a tools/list answer gives."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, set()
+    result = value.get("result") if type(value) is dict else None
+    if type(result) is not dict:
+        return None, set()
+    info = result.get("serverInfo")
+    name = info.get("name") if type(info) is dict and type(info.get("name")) is str else None
+    tools = result.get("tools")
+    names = {t["name"] for t in tools if type(t) is dict and type(t.get("name")) is str} if type(tools) is list else set()
+    return name, names
 
 
 def prepared(conn: sqlite3.Connection, ids: list[str], policy):

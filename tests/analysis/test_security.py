@@ -248,3 +248,8 @@ def test_a_secret_in_a_result_headed_to_the_model_is_found():
 def test_a_url_mode_elicitation_is_not_judged():
     rows = session([("s2c", req(7, "elicitation/create", {**ELICIT_SECRET, "mode": "url", "url": "https://x.example"}))])
     assert codes(rows) == []
+
+
+def test_an_emoji_sequence_joined_by_a_zero_width_joiner_is_not_hidden_text():
+    assert hidden({"description": "Pair programming \U0001f468\u200d\U0001f4bb mode."}) == []
+    assert len(hidden({"description": "pay\u200dpal"})) == 1

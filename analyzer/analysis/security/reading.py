@@ -32,6 +32,8 @@ RUG_PATHS = ("$.description", "$.title", "$.inputSchema", "$.outputSchema", "$.a
 LOOP_CALLS, LOOP_SECONDS = 3, 60.0
 """The default of `call-loop`: the same call this many times within this many seconds."""
 SHOWN_CALLS = 8
+MAX_TEXT = 65_536
+"""Characters of a call's arguments (as JSON) kept to compare and search."""
 
 
 def wanted(rows, into: list[int]) -> None:
@@ -129,6 +131,8 @@ class Reading:
         self.findings: list[Finding] = []
         self.server: str | None = None
         self.seen: dict[tuple[str, str], Definition] = {}  # (kind, name) -> its last definition
+        self._raw: dict[tuple[str, str], dict] = {}  # (kind, name) -> its last definition as parsed
+        self._validators: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its validator)
         self.current: set[str] | None = None  # tool names of the latest listing (None: no listing yet)
         self.removed: dict[str, int] = {}  # tool name -> the listing frame that dropped it
         self._pages: dict[str, set[str]] = {}  # kind -> names of a listing still fetching pages
@@ -150,7 +154,11 @@ class Reading:
     # -- frames ---------------------------------------------------------------------------------
 
     def frame(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None) -> None:
-        """One frame (`recorded`: its `redacted` paths, JSON)."""
+        """One frame (`recorded`: its `redacted` paths, JSON). A server's frame that is no listing,
+        initialize answer or request, and holds no secret, is left unparsed (a tool's answer)."""
+        if (direction == "s2c" and not recorded and b'"tools"' not in raw and b"serverInfo" not in raw
+                and b'"method"' not in raw and not secrets.may_hold(raw)):
+            return
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -214,7 +222,9 @@ class Reading:
             if type(item) is dict and type(item.get(key)) is str:
                 name = item[key]
                 names.add(name)
-                self._definition(kind, name, normalised(item), seq, announced)
+                if self._raw.get((kind, name)) != item:  # new or changed: judged (a repeated listing costs a comparison)
+                    self._raw[(kind, name)] = item
+                    self._definition(kind, name, normalised(item), seq, announced)
         if kind == "tools":
             before = self.current
             self.current = set(names) if not continues or before is None else before | names
@@ -244,11 +254,14 @@ class Reading:
 
     def _call(self, seq: int, ts: float, params: dict, raw: bytes, recorded) -> Call:
         name = params.get("name") if type(params.get("name")) is str else None
-        arguments = normalised(params.get("arguments"))
+        arguments = params.get("arguments")
         try:
             text = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
-        except TypeError:
+        except (TypeError, orjson.JSONEncodeError):  # past what orjson writes (depth, a huge number)
+            arguments = normalised(arguments)
             text = repr(arguments)
+        if len(text) > MAX_TEXT:
+            text = text[:MAX_TEXT] + f"… [{len(text)} characters]"
         call = Call(seq, ts, name, arguments, text, listed=self.current is not None, raw=raw, recorded=recorded)
         if name is not None:
             if self.current is not None and name in self.current:
@@ -263,13 +276,16 @@ class Reading:
         call.raw = call.recorded = None  # read by the rules now or never
         return call
 
-    @staticmethod
-    def validator(schema: Any) -> Any:
+    def validator(self, schema: Any) -> Any:
         """The compiled validator of a tool's inputSchema (analyzer/analysis/results.py `compiled`: the
-        same cache as the output schemas'), or None where it cannot be compiled or jsonschema-rs is absent."""
+        same cache as the output schemas', asked once per definition), or None where it cannot be
+        compiled or jsonschema-rs is absent."""
         if results.jsonschema_rs is None:
             return None
-        return results.compiled(schema)
+        known = self._validators.get(id(schema))
+        if known is None or known[0] is not schema:
+            known = self._validators[id(schema)] = (schema, results.compiled(schema))
+        return known[1]
 
     def repeats(self, call: Call) -> list[int]:
         """The frames of the calls of the same tool with the same arguments within the loop window

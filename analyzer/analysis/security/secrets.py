@@ -15,6 +15,11 @@ from mcptap.redaction.http import Redactor
 _KEY = b"mcptap security reading"
 """A key for the detectors' stand-ins, which are thrown away: only the paths they name are read."""
 _DETECTORS: list[FrameRedactor] = []
+FREE_TEXT = re.compile(rb"(?i)bearer\s+[a-z0-9._~+/-]{8,}|://[^/\s\"@]*:[^/\s\"@]*@|[?&][a-z_.-]*(?:token|key|secret|"
+                       rb"password|passwd|sig|signature|auth)[a-z_.-]*=")
+"""What the free-text detectors can replace looks like this (a Bearer token, a URL with a password
+or a token parameter): only a frame that has it is given to them, the others to the member
+detectors alone (their own search rules most frames out at once)."""
 _STEP = re.compile(r"\.([^.\[\]|]+)$|\[\"?([^\]\"]+)\"?\]$")
 
 
@@ -34,13 +39,28 @@ def kind_of(path: str) -> str:
     return found.group(1) or found.group(2)
 
 
+def _free_text(raw: bytes) -> bool:
+    """Whether `raw` has what the free-text detectors replace (literal searches first: most frames
+    have neither a Bearer token, nor a URL with a password, nor a query parameter)."""
+    if not (b"earer" in raw or b"EARER" in raw or b"://" in raw or b"=" in raw):
+        return False
+    return FREE_TEXT.search(raw) is not None
+
+
+def may_hold(raw: bytes) -> bool:
+    """False when `found` certainly finds nothing in `raw` besides what capture recorded."""
+    return _free_text(raw) or _detector().might_hold(raw)
+
+
 def found(raw: bytes, recorded: list[str] | None, under: str) -> list[tuple[str, str]]:
     """(JSON path, kind) of each secret under the JSON path `under` (`$.params.arguments`,
     `$.result`) of a frame: recorded at capture (`recorded`) or found now in `raw`."""
     paths = list(recorded or ())
     detector = _detector()
-    if detector._free.gate(raw) or detector.might_hold(raw):
+    if _free_text(raw):
         paths += detector.text(raw)[1] or ()
+    elif detector.might_hold(raw):
+        paths += detector.frame(raw)[1] or ()
     out: dict[str, str] = {}
     for path in paths:
         if type(path) is str and (path == under or path.startswith(under + ".") or path.startswith(under + "[")

@@ -5,6 +5,7 @@ with Cyrillic or Greek lookalikes. Each is given with its JSON path and position
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any, NamedTuple
 
@@ -14,6 +15,7 @@ ALLOWED = frozenset("\n\r\t")
 """Controls a description may hold: line breaks and tabs."""
 _SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 _SUSPECT_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"})
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_SHOWN = 6
 """Hidden characters a finding names, at most."""
 
@@ -47,6 +49,15 @@ def _suspect(ch: str) -> bool:
     return unicodedata.category(ch) in _SUSPECT_CATEGORIES
 
 
+def _emoji_joiner(text: str, i: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (between two symbols, a variation selector or
+    a skin-tone modifier before it): how emoji are written, not hidden text."""
+    if text[i] != "\u200d" or i == 0 or i + 1 >= len(text):
+        return False
+    before, after = text[i - 1], text[i + 1]
+    return (unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f") and unicodedata.category(after) == "So"
+
+
 def _script(ch: str) -> str | None:
     name = unicodedata.name(ch, "")
     for script in _SCRIPTS:
@@ -65,7 +76,7 @@ def in_text(text: str) -> list[tuple[int, str]]:
         return out
     word_start, scripts = 0, set()
     for i, ch in enumerate(text + " "):
-        if _suspect(ch) and i < len(text):
+        if _suspect(ch) and i < len(text) and not _emoji_joiner(text, i):
             out.append((i, escaped(ch)))
         if ch.isalpha():
             if not scripts:
@@ -105,6 +116,8 @@ def safe(text: str) -> str:
     """`text` with every hidden character written as its escape (`\\u200b`): what a finding's
     message may hold of a definition or an argument."""
     if text.isascii():
+        if _ASCII_CONTROL.search(text) is None:
+            return text
         return "".join(ch if " " <= ch < "\x7f" or ch in ALLOWED else f"\\u{ord(ch):04x}" for ch in text)
     return "".join(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
                    if _suspect(ch) or ch < " " and ch not in ALLOWED else ch for ch in text)
