@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
+import urllib.request
 
 import pytest
 
 from tests.conftest import copy_database, mcptap, run, tee, tool
+from tests.support.viewing import viewing
 
 EXPECTED = {"description-hidden-text", "description-instructs-model", "definition-changed-after-use",
             "tool-undeclared", "arguments-schema-violation", "secret-in-arguments", "call-loop",
@@ -120,6 +123,20 @@ def test_the_report_has_a_security_section_with_the_findings(obeyed, tmp_path):
     section = page[page.index('id="security-part"'):page.index('id="stats-part"')]
     assert "elicitation-asks-secret" in section and "tool-undeclared" in section
     assert "finding.group%20%3D%3D%20%22security%22" in section
+
+
+def test_the_live_viewer_has_the_security_section_and_selects_by_finding_group(obeyed):
+    audit(obeyed, "--fail-on", "never")
+    with viewing(obeyed) as url:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            page = answer.read().decode("utf-8")
+        section = page[page.index('id="security-part"'):page.index('id="stats-part"')]
+        assert "elicitation-asks-secret" in section and "definition-changed-after-use" in section
+        query = urllib.parse.quote('finding.group == "security"')
+        request = urllib.request.Request(url.split("?")[0] + f"api/rows?filter={query}",
+                                         headers={"X-Mcptap-Token": url.split("token=")[1]})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200 and b"elicitation-asks-secret" in answer.read()
 
 
 def test_the_same_server_honestly_described_and_plainly_used_gives_no_security_finding(plain_once, tmp_path):
