@@ -205,7 +205,7 @@ FAST_TIER = frozenset({
     "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_operations.py",
     "analysis/test_schema.py", "analysis/test_extensions.py", "analysis/test_poisoned_corpus.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "faces/test_transcript_tool_errors.py", "faces/test_quick.py",
+    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_audit.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
