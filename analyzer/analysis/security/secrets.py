@@ -15,11 +15,12 @@ from mcptap.redaction.http import Redactor
 _KEY = b"mcptap security reading"
 """A key for the detectors' stand-ins, which are thrown away: only the paths they name are read."""
 _DETECTORS: list[FrameRedactor] = []
-FREE_TEXT = re.compile(rb"(?i)bearer\s+[a-z0-9._~+/-]{8,}|://[^/\s\"@]*:[^/\s\"@]*@|[?&][a-z_.-]*(?:token|key|secret|"
-                       rb"password|passwd|sig|signature|auth)[a-z_.-]*=")
-"""What the free-text detectors can replace looks like this (a Bearer token, a URL with a password
-or a token parameter): only a frame that has it is given to them, the others to the member
-detectors alone (their own search rules most frames out at once)."""
+_BEARER = re.compile(rb"(?i:bearer)[ \t]+[A-Za-z0-9._~+/-]{8,}")
+_URL = re.compile(rb"://[^\s\"'<>]*(?:@|[?&][^\s\"'<>]*=)")
+"""What the free-text detectors can replace looks like one of these (a Bearer token; a URL with a
+password or a query parameter, which the detectors replace when it is a token): only a frame that
+has one is given to them, the others to the member detectors alone (whose own search rules most
+frames out at once)."""
 _STEP = re.compile(r"\.([^.\[\]|]+)$|\[\"?([^\]\"]+)\"?\]$")
 
 
@@ -40,11 +41,10 @@ def kind_of(path: str) -> str:
 
 
 def _free_text(raw: bytes) -> bool:
-    """Whether `raw` has what the free-text detectors replace (literal searches first: most frames
-    have neither a Bearer token, nor a URL with a password, nor a query parameter)."""
-    if not (b"earer" in raw or b"EARER" in raw or b"://" in raw or b"=" in raw):
-        return False
-    return FREE_TEXT.search(raw) is not None
+    """Whether `raw` has what the free-text detectors replace (literal searches first)."""
+    if (b"earer" in raw or b"EARER" in raw) and _BEARER.search(raw) is not None:
+        return True
+    return b"://" in raw and _URL.search(raw) is not None
 
 
 def may_hold(raw: bytes) -> bool:

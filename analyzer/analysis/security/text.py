@@ -114,10 +114,20 @@ def hidden(definition: Any) -> list[Hidden]:
 
 def safe(text: str) -> str:
     """`text` with every hidden character written as its escape (`\\u200b`): what a finding's
-    message may hold of a definition or an argument."""
+    message may hold of a definition or an argument (controls, format characters, private-use
+    code points and surrogates; unassigned ones are escaped where the faces print)."""
     if text.isascii():
         if _ASCII_CONTROL.search(text) is None:
             return text
-        return "".join(ch if " " <= ch < "\x7f" or ch in ALLOWED else f"\\u{ord(ch):04x}" for ch in text)
-    return "".join(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
-                   if _suspect(ch) or ch < " " and ch not in ALLOWED else ch for ch in text)
+    elif _HIDDEN.search(text) is None:
+        return text
+    return _HIDDEN.sub(_escape, text)
+
+
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\uf8ff\U000e0000-\U000e0fff\U000f0000-\U0010ffff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group(0))
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
