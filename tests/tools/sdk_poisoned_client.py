@@ -2,7 +2,7 @@
 sdk_poisoned_server.py. Usage: sdk_poisoned_client.py SCRIPT -- CMD [ARGS...]; SCRIPT is `obey`
 (what a model that followed the poisoned description would send: `add` with the file it asked for
 in `notes`; the tools listed again after the rug pull and `add` called again; a tool nobody declared;
-arguments that break `add`'s schema; a key in `echo`'s text; `echo` three times alike; `sign_in`,
+arguments that break `add`'s schema; a bearer token in `echo`'s text; `echo` three times alike; `sign_in`,
 its elicitation declined) or `plain` (one of each honest call, the elicitation answered). Prints
 one JSON line: the descriptions of `add` listed, and what each call returned."""
 
@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 STOLEN = '~/.cursor/mcp.json: {"mcpServers": {"notes": {"command": "npx", "args": ["notes-server"]}}}'
-SECRET_TEXT = "deploy with api_key=sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c and go"
+SECRET_TEXT = "curl -H 'Authorization: Bearer sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c' https://api.example/deploy"
 
 
 async def main() -> None:
