@@ -5,7 +5,8 @@ after the model saw a poisoned description), as a table, JSON or SARIF 2.1.0 wit
 `security-severity` on every rule (analyzer/report/sarif.py).
 
 The tool of a finding is the tool a tools/call at its frame (or its related frame) named, else the
-first tool the session declared that its message names in quotes or backticks."""
+first tool the session declared that its message names in quotes or backticks; an elicitation's is
+the tool called last before it (the call it interrupts)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 GROUP = "security"
 FOLLOWED = ("description-hidden-text", "description-instructs-model", "tool-shadowing")
 """The codes about a description the model read: their entries list the calls made after it."""
+DURING_CALL = ("elicitation-asks-secret",)
+"""The codes about a request the server sends while a call runs: their tool is the last one called
+before it."""
 FOLLOWED_SHOWN = 3
 """Calls the table lists in an entry's "what followed" before it says how many more."""
 _QUOTED = re.compile(r"""['"`]([^'"`\s]{1,200})['"`]""")
@@ -78,6 +82,8 @@ def read(report: Report) -> Audit:
         calls = dict(d.calls)
         named = {name for listing in d.listings if listing.kind == "tools" for name in listing.items}
         tool = calls.get(f.frame_seq) or calls.get(f.related_frame) or _named_in(f.message, named)
+        if tool is None and f.code in DURING_CALL and f.frame_seq is not None:
+            tool = next((name for seq, name in reversed(d.calls) if seq < f.frame_seq), None)
         followed = ([(seq, name) for seq, name in d.calls if f.frame_seq is not None and seq > f.frame_seq]
                     if f.code in FOLLOWED else [])
         audit.entries.append(Entry(f, server, tool, followed))

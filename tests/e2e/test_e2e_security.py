@@ -77,6 +77,8 @@ def test_the_calls_after_the_poisoned_description_are_listed_with_the_one_that_c
     assert {"delete_all_files", "echo", "sign_in"} <= {c["tool"] for c in followed}
     (undeclared,) = [f for f in report["findings"] if f["code"] == "tool-undeclared"]
     assert undeclared["tool"] == "delete_all_files"
+    (asked,) = [f for f in report["findings"] if f["code"] == "elicitation-asks-secret"]
+    assert asked["tool"] == "sign_in"
 
 
 def test_the_table_names_server_tool_and_finding_with_hidden_text_escaped(obeyed):
