@@ -86,6 +86,7 @@ class Job:
         self.wanted: list[int] = []  # the frames the session's definitions are read from
         self.calls: list[int] = []  # its tools/call requests
         self.secure: list[int] = []  # the frames the security reading needs
+        self.answers: list[int] = []  # and the tools/call answers it may read
         findings: list[tuple] = []
         first = True
         count = 0
@@ -101,9 +102,9 @@ class Job:
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
-        security_reading.wanted(early, self.secure)
+        security_reading.wanted(early, self.secure, self.answers)
         extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
-        extra += security.judge_session(self.frames, sid, self.policy, self.secure)
+        extra += security.judge_session(self.frames, sid, self.policy, self.secure, self.answers)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -131,7 +132,7 @@ class Job:
         session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
         wanted(rows, self.wanted, self.calls)
-        security_reading.wanted(rows, self.secure)
+        security_reading.wanted(rows, self.secure, self.answers)
         if early:  # the rows taken already (`early`: their frames noted in `wanted`) go first
             rows = early + rows
         findings.extend(found)
@@ -256,8 +257,9 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
     extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
     secure: list[int] = []
-    security_reading.wanted(rows, secure)
-    extra += security.judge_session(reader, session_id, policy, secure)
+    answers: list[int] = []
+    security_reading.wanted(rows, secure, answers)
+    extra += security.judge_session(reader, session_id, policy, secure, answers)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1

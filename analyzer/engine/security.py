@@ -11,7 +11,7 @@ import orjson
 
 from mcptap import store
 from mcptap.analysis import rules
-from mcptap.analysis.security.reading import Reading
+from mcptap.analysis.security.reading import ANSWER_NEEDLES, Reading
 
 SHADOWING = "tool-shadowing"
 LISTING_NEEDLES = (b'"tools"',)
@@ -25,16 +25,21 @@ def enabled(policy, code: str | None = None) -> bool:
     return any(policy is None or policy.severity(c, "error") is not None for c in codes)
 
 
-def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None) -> list[tuple]:
-    """The security findings of one session, read from the frames `seqs` (`reading.wanted` of its
-    message rows)."""
+def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None,
+                  answers: list[int] | None = None) -> list[tuple]:
+    """The security findings of one session, read from the frames `seqs` and the tools/call
+    answers among `answers` that capture redacted something in or that hold what the free-text
+    detectors look for (`reading.wanted` of its message rows)."""
     if not seqs:
         return []
     catalogue = (getattr(policy, "catalogue", None) or {}).get(sid)
     reading = Reading(sid, policy, catalogue)
     if not reading.active:
         return []
-    for seq, ts, direction, raw, redacted in store.frames_read_by_seq(conn, sid, seqs):
+    frames = store.frames_read_by_seq(conn, sid, seqs)
+    if answers and reading.rules["result"]:
+        frames = sorted(frames + store.frames_read_if_marked(conn, sid, answers, ANSWER_NEEDLES))
+    for seq, ts, direction, raw, redacted in frames:
         reading.frame(seq, ts, direction, raw, redacted)
     return reading.end()
 

@@ -316,6 +316,22 @@ def frames_read_by_seq(conn: sqlite3.Connection, session_id: str,
     return out
 
 
+def frames_read_if_marked(conn: sqlite3.Connection, session_id: str, seqs: Iterable[int],
+                          needles: Sequence[bytes]) -> list[tuple[int, float, str, bytes, str | None]]:
+    """`frames_read_by_seq` of those of these frames that capture redacted something in, or that
+    hold one of `needles` (the filter runs in SQLite)."""
+    wanted = sorted(set(seqs))
+    marks = " OR ".join("instr(CAST(raw AS BLOB), ?) > 0" for _ in needles) or "0"
+    out: list = []
+    for i in range(0, len(wanted), 500):
+        part = wanted[i:i + 500]
+        out.extend(conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), redacted FROM frames WHERE session_id = ? "
+                                f"AND seq IN ({','.join('?' * len(part))}) AND (redacted IS NOT NULL OR {marks})",
+                                (session_id, *part, *needles)))
+    out.sort()
+    return out
+
+
 def frames_of_methods(conn: sqlite3.Connection, session_id: str,
                       methods: Sequence[str]) -> list[tuple[int, str, bytes]] | None:
     """(seq, direction, raw bytes) of the session's frames whose analysed messages have one of

@@ -55,3 +55,20 @@ def test_rules_names_an_unknown_policy_value_in_one_line(tmp_path):
     (tmp_path / "bad.toml").write_text("[analyze]\ncall_loop = { calls = 1 }\n", encoding="utf-8")
     done = run(mcptap("analyze", "--rules", "security", "--config", str(tmp_path / "bad.toml"), str(tmp_path / "x.jsonl")))
     assert done.returncode == 2 and b"call_loop" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_secret_redacted_at_import_is_still_reported_by_kind_and_never_by_value(tmp_path):
+    frames = server("calculator", ADD, 0) + [
+        ("c2s", req(20, "tools/call", {"name": "add", "arguments": {"a": 1, "api_key": "sk-live-0123456789"}})),
+        ("s2c", ok(20, {"content": [{"type": "text", "text": '{"password": "hunter2-hunter2"}'}]})),
+        ("c2s", req(21, "tools/call", {"name": "add", "arguments": {"a": 2}})),
+        ("s2c", ok(21, {"content": [{"type": "text", "text": "3"}]})),
+    ]
+    log, db = tmp_path / "secret.jsonl", tmp_path / "secret.db"
+    write_log(log, {"s": frames})
+    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    done = run(mcptap("analyze", "--db", str(db), "--rules", "security", "--format", "json", "--fail-on", "never"))
+    assert b"sk-live-0123456789" not in done.stdout and b"hunter2" not in done.stdout
+    found = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "secret-in-arguments"]
+    assert sorted(f["frame"] for f in found) == [6, 7]
+    assert "api_key at $.params.arguments.api_key" in found[0]["message"] and "password" in found[1]["message"]

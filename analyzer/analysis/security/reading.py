@@ -36,11 +36,18 @@ MAX_TEXT = 65_536
 """Characters of a call's arguments (as JSON) kept to compare and search."""
 
 
-def wanted(rows, into: list[int]) -> None:
-    """The frames among these message rows (MessageRow) the reading needs, added to `into`."""
-    for _sid, seq, _idx, _direction, _kind, _id, method, _paired, _latency in rows:
+ANSWER_NEEDLES = (b"earer", b"EARER", b"://")
+"""What a tool's answer that capture did not redact must hold to be read: what the free-text
+detectors replace (analyzer/analysis/security/secrets.py); a credential member in it was redacted
+at capture, and its path recorded with the frame."""
+
+
+def wanted(rows, into: list[int], answers: list[int] | None = None) -> None:
+    """The frames among these message rows (MessageRow) the reading needs, added to `into`; the
+    tools/call answers to `answers` when given (read only where they may carry a secret)."""
+    for _sid, seq, _idx, _direction, kind, _id, method, _paired, _latency in rows:
         if method in METHODS:
-            into.append(seq)
+            (answers if answers is not None and method == "tools/call" and kind != "request" else into).append(seq)
 
 
 @dataclass
