@@ -6,13 +6,13 @@
     mt.import_log(db, "incident.jsonl")                     # frame-log, mitmproxy dump or HAR: sessions imported
     mt.analyze(db)                                          # mcptap analyze: one row per session analysed
     mt.export_log(db, "audit.jsonl", session="inc")         # frame-log JSONL, as mcptap export
-    mt.sessions("mcp.db")                                   # one row per session
+    mt.sessions("mcp.db")                                   # one row per session (mt.runs: one per run)
     mt.frames("mcp.db", session="0193b2", columns=["seq", "ts", "direction", "size"])
     mt.messages("mcp.db", start="2026-11-30 10:00", end="2026-11-30 10:05")
     mt.findings("mcp.db", severity="error")
     mt.exchanges("mcp.db")                                  # HTTP exchanges
     mt.frames("mcp.db", filter='method == "tools/call" and latency > 500ms')  # a display filter
-    mt.latency(mt.messages("mcp.db"))                       # per method: calls, errors, tool_errors, p50_s, ...
+    mt.latency("mcp.db")                                    # per method: calls, errors, tool_errors, p50_s, ...
     mt.operations("mcp.db", session="0193b2")               # each request with its answer, outcome, findings
     mt.raw("mcp.db", session, 4012)                         # a frame's exact text (bytes if not UTF-8)
     mt.value("mcp.db", session, 4012)                       # ... parsed, exactly (analyzer/wire/jsonwire.py)
@@ -43,11 +43,9 @@ import numpy as np  # noqa: E402 - after the check that names the extra
 import pandas as pd  # noqa: E402
 
 from mcptap import store  # noqa: E402
-from mcptap.analysis import latency as latency_mod  # noqa: E402
-
-from mcptap import dataparquet  # noqa: E402
+from mcptap import dataparquet, datalatency as latency_rows  # noqa: E402
+from mcptap.dataruns import runs  # noqa: E402,F401  (mcptap.data.runs)
 from mcptap.store import cells, queries
-
 from mcptap.wire import jsonwire
 
 CHUNK_ROWS = 200_000
@@ -59,7 +57,8 @@ SEVERITIES = ["error", "warning", "info"]
 FRAME_COLUMNS = ["session_id", "seq", "ts", "direction", "size", "incomplete", "exchange_id", "event_id", "redacted",
                  "raw"]
 MESSAGE_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "direction", "kind", "id", "method", "paired_frame",
-                   "latency_s", "tool_error"]
+                   "latency_s", "tool_error", "operation", "step", "operation_latency_s"]
+JOIN_COLUMNS = ["operation", "step", "operation_latency_s"]
 FINDING_COLUMNS = ["session_id", "frame_seq", "idx", "ts", "code", "severity", "message", "related_frame"]
 
 
@@ -153,7 +152,8 @@ def sessions(db: str | sqlite3.Connection) -> pd.DataFrame:
     if _parquet(db):
         return dataparquet.sessions(db)
     with _conn(db, ("sessions", "frames", "analyses")) as conn:
-        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"))
+        sql = queries.sessions_overview(analysed=store.has_table(conn, "analyses"),
+                                        run=store.has_column(conn, "sessions", "run"))
         frame = pd.read_sql_query(sql, conn)
         end = frame["ended_at"].where(frame["ended_at"].notna(), frame["last_ts"])
         frame["duration_s"] = (end - frame["started_at"]).astype("float64")
@@ -219,22 +219,33 @@ def messages(db: str | sqlite3.Connection, *, session: str | Sequence[str] | Non
     """What `mcptap analyze` made of each frame: one row per frame (`idx` missing) and per batch
     element, with its kind, id (JSON text), method, the frame it pairs with and the latency, the
     frame's time, and `tool_error`: an answer to tools/call whose result says `isError: true` (the
-    call failed, though JSON-RPC-wise it was answered; those frames are read to tell)."""
+    call failed, though JSON-RPC-wise it was answered; those frames are read to tell); `operation`,
+    `step` and `operation_latency_s` as `operations()` has them, in sessions whose requests may join
+    (an input_required round, a task; missing elsewhere, and on a Parquet dataset)."""
     columns = _pick(columns, MESSAGE_COLUMNS, MESSAGE_COLUMNS)
+    added = [c for c in ("tool_error", *JOIN_COLUMNS) if c in columns]
     if _parquet(db, filter):
-        return dataparquet.messages(db, columns, session=session, start=start, end=end)
-    if "tool_error" not in columns:
+        read = dataparquet.messages(db, [c for c in columns if c not in JOIN_COLUMNS], session=session, start=start,
+                                    end=end)
+        latency_rows.blank_operations(read, [c for c in JOIN_COLUMNS if c in columns])
+        return read[columns]
+    if not added:
         return _messages(db, session, start, end, columns, filter)
     keys = [c for c in ("session_id", "frame_seq", "idx") if c not in columns]
-    read = _messages(db, session, start, end, [c for c in columns if c != "tool_error"] + keys, filter)
+    read = _messages(db, session, start, end, [c for c in columns if c not in added] + keys, filter)
     with _conn(db, ("sessions", "frames", "messages")) as conn:
-        failed = tool_errors(conn, _sessions_filter(conn, session)) if not read.empty else set()
-    if failed:
-        read["tool_error"] = [(str(s), int(f), None if pd.isna(i) else int(i)) in failed
-                              for s, f, i in zip(read["session_id"], read["frame_seq"], read["idx"])]
-    else:
-        read["tool_error"] = pd.Series(False, index=read.index, dtype="bool")
+        ids = _sessions_filter(conn, session)
+        if "tool_error" in columns:
+            latency_rows.mark_tool_errors(read, tool_errors(conn, ids) if not read.empty else set())
+        if any(c in columns for c in JOIN_COLUMNS):
+            latency_rows.mark_operations(read, _members(conn, ids) if not read.empty else {})
     return read[columns]
+
+
+def _members(conn: sqlite3.Connection, ids: list[str] | None) -> dict:
+    from mcptap.engine import joined
+
+    return joined.operation_members(conn, ids)
 
 
 def tool_errors(conn: sqlite3.Connection, ids: list[str] | None = None) -> set[tuple[str, int, int | None]]:
@@ -341,54 +352,47 @@ def _kept(frame: pd.DataFrame, keep: dict[str, set[int]], seq_column: str) -> pd
     return frame[[seq in keep.get(sid, ()) for sid, seq in pairs]]
 
 
-def latency(msgs: pd.DataFrame) -> pd.DataFrame:
-    """Per method, Wireshark's service response time: calls, errors (JSON-RPC error answers),
-    tool errors (tools/call results with `isError: true`; when `msgs` has `tool_error`),
-    unanswered, and the p50, p95 and max latency in seconds (`p50_s`, `p95_s`, `max_s`, as in the
-    JSON report). From an `operations()` frame: counted by operation, as `mcptap analyze` counts
-    (one definition, analysis/operations.py `service_times`: an input_required request and its
-    retries are one call timed whole, a task's polls calls of their own). From a `messages` frame
-    (requests and their answers, what is stored): each message counts, so each round apart."""
-    if "operation" in msgs.columns:
-        return _latency_by_operation(msgs)
-    requests = msgs[msgs["kind"] == "request"]
-    errors = msgs[msgs["kind"] == "error"].groupby("method", observed=True).size()
-    grouped = requests.groupby("method", observed=True)
-    counts = {"calls": grouped.size(), "errors": errors.reindex(grouped.size().index, fill_value=0)}
-    if "tool_error" in msgs:
-        failed = msgs[msgs["tool_error"].fillna(False).astype(bool)].groupby("method", observed=True).size()
-        counts["tool_errors"] = failed.reindex(grouped.size().index, fill_value=0)
-    table = pd.DataFrame({
-        **counts,
-        "unanswered": grouped["paired_frame"].apply(lambda s: int(s.isna().sum())),
-        "p50_s": grouped["latency_s"].agg(lambda v: _percentile(v, 0.5)),
-        "p95_s": grouped["latency_s"].agg(lambda v: _percentile(v, 0.95)),
-        "max_s": grouped["latency_s"].max(),
-    })
-    return table.sort_values("calls", ascending=False)
+def latency(source, *, session: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """Per method, Wireshark's service response time, as `mcptap analyze` prints it: calls, errors
+    (JSON-RPC error answers), tool errors (tools/call results with `isError: true`; from a
+    database, or a frame with `tool_error`), unanswered, and the p50, p95 and max latency in
+    seconds (`p50_s`, `p95_s`, `max_s`, as in the JSON report). `source`: a database (path or
+    connection; `session` narrows it), a `messages()` frame or an `operations()` frame. Counted by
+    operation whatever the source (analysis/logical_operations.py `counted`): an input_required request and
+    its retries, or a task, are one call timed from the first request to the answer that ends it (a
+    task's polls: calls of their own too). Without `operation` (Parquet) each request is apart."""
+    if not isinstance(source, pd.DataFrame):
+        source = _latency_rows(source, session)
+    if "outcome" in source.columns and "operation" in source.columns:
+        return latency_rows.of_operations(source)
+    return latency_rows.of_messages(source)
 
 
-def _latency_by_operation(ops: pd.DataFrame) -> pd.DataFrame:
-    from mcptap.analysis.operations import Timed, service_table
+def _latency_rows(db, session) -> pd.DataFrame:
+    """The messages rows latency reads of a database (requests, error answers, every answer of a
+    session whose requests may join), with tool_error and the joined-operation columns, in one
+    query: messages() reads session by session, which thousands of small sessions made take a
+    minute."""
+    with _conn(db, ("sessions", "frames", "messages")) as conn:
+        if not store.has_table(conn, "messages"):
+            return pd.DataFrame(columns=["session_id", "frame_seq", "idx", "kind", "method", "paired_frame",
+                                         "latency_s", "tool_error", *JOIN_COLUMNS])
+        ids = _sessions_filter(conn, session)
+        members = _members(conn, ids)
+        sql, params = queries.requests_and_errors(ids, sorted(members))
+        rows = pd.read_sql_query(sql, conn, params=params, dtype={"paired_frame": "Int64", "latency_s": "float64",
+                                                                  "idx": "Int64"})
+        failed = tool_errors(conn, ids)
+        extra = [(s, f, i) for s, f, i in failed if s not in members]  # tool error answers not read above
+        if extra:
+            rows = pd.concat([rows, pd.DataFrame({"session_id": [e[0] for e in extra], "frame_seq": [e[1] for e in extra],
+                                                  "idx": pd.array([e[2] for e in extra], dtype="Int64"),
+                                                  "kind": "response", "method": "tools/call"})], ignore_index=True)
+        latency_rows.mark_tool_errors(rows, failed)
+        latency_rows.mark_operations(rows, members)
+    return rows
 
-    def cell(value):
-        return None if pd.isna(value) else value
 
-    rows = (Timed((sid, op) if cell(op) is not None else None, int(seq), 0 if pd.isna(idx) else int(idx), str(method),
-                  str(outcome), cell(step), cell(lat))
-            for sid, op, seq, idx, method, outcome, step, lat in zip(
-                ops["session_id"], ops["operation"], ops["seq"], ops["idx"], ops["method"], ops["outcome"],
-                ops["step"], ops["operation_latency_s"]))
-    table = pd.DataFrame(service_table(rows), columns=["method", "calls", "errors", "tool_errors", "unanswered",
-                                                       "p50_s", "p95_s", "max_s"])
-    return table.set_index("method").astype({c: "float64" for c in ("p50_s", "p95_s", "max_s")}).sort_values(
-        "calls", ascending=False, kind="stable")
-
-
-def _percentile(values: pd.Series, q: float) -> float:
-    """The q-quantile by nearest rank, the definition of every face (analysis/latency.py)."""
-    found = latency_mod.nearest_rank(values.dropna().tolist(), q)
-    return np.nan if found is None else found
 def raw(db: str | sqlite3.Connection, session: str, seq: int) -> str | bytes:
     """One frame's exact text (bytes when it is not UTF-8)."""
     with _conn(db) as conn:
@@ -413,3 +417,4 @@ def parse(column: pd.Series) -> pd.Series:
     objects: mapped over an object column, never handed to a pyarrow-backed string column to be
     cast back (pandas 3 with pyarrow installed: a deeply nested value would overflow its stack)."""
     return column.astype(object).map(lambda text: jsonwire.parse(text).value, na_action="ignore")
+

@@ -78,6 +78,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
     `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
     The number of frames written."""
+    from mcptap.outfile import WriteOptions
     from mcptap.report import formats
 
     chosen = formats.get(format, formats.FRAMES)
@@ -92,7 +93,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     try:
         ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         with formats.output(os.fspath(path), binary=chosen.binary) as out:
-            chosen.write(conn, out, ids, progress=counted)
+            chosen.write(conn, out, WriteOptions(sessions=ids, progress=counted))
         return written[0]
     finally:
         conn.close()
@@ -108,7 +109,7 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     with its answer frame and time, latency, outcome (ok, error, tool_error, unanswered,
     cancelled) and error; one per notification of its own (outcome notification); `notes` the
     progress and cancellation notifications that belong to it, `findings` the codes of its
-    findings. Its logical operation (analysis/operations.py): `operation` the frame of the
+    findings. Its logical operation (analysis/logical_operations.py): `operation` the frame of the
     operation's first request (`seq`, `seq:idx` in a batch), `parent` the frame of the request it
     continues, `step` (request, retry, task-poll, task-result, task-cancel, task-status,
     notification), `operation_latency_s` on the row whose answer ends the operation, from its first
@@ -117,14 +118,14 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     import orjson
 
     from mcptap.analysis import mcp
-    from mcptap.engine import operations as ops
+    from mcptap.engine import session_view as views
 
     rows = []
     conn = store.open_existing(_path(db))
     try:
         ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
         for sid in ids:
-            for op in ops.session_view(conn, sid).operations:
+            for op in views.session_view(conn, sid).operations:
                 rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
                              None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
                              op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
@@ -149,12 +150,12 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
     definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
     model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
     the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
 
     conn = store.open_existing(_path(db))
     try:
         ids = store.resolve_sessions(conn, session)
-        figures = definitions.cost_report(conn, ids)
+        figures = declared_pass.cost_report(conn, ids)
     finally:
         conn.close()
     rows = []

@@ -15,7 +15,8 @@ from mcptap.errors import MCPTapError
 EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib"), "parquet": ("pyarrow",),
           "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",),
           "schema": ("jsonschema_rs",),
-          "view": ("starlette", "uvicorn", "jinja2", "pandas")}
+          "view": ("starlette", "uvicorn", "jinja2", "pandas", "prometheus_client"), "mcp": ("mcp",),
+          "tui": ("textual",)}
 """The modules each extra installs."""
 
 

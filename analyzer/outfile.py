@@ -14,8 +14,9 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterator
-from typing import BinaryIO, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO, TextIO
 
 from mcptap.errors import MCPTapError, OutputError
 
@@ -23,6 +24,26 @@ MODE = 0o600
 STDIO = "-"
 COMPRESSIONS = (".gz", ".zst")
 
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What the caller chose, handed to every writer of the format registry (report/formats.py),
+    which all take `(source, out, options)`: a database connection (frames formats; a database's
+    path for a folder format) or an analysis Report, where they write, and these. Each writer
+    reads the ones that concern it."""
+    sessions: Sequence[str] = ()  # frames formats: the sessions written, in this order
+    progress: Callable[[int], None] | None = None  # frames formats: called with the frames written since
+    keep: dict[str, set[int]] | None = None  # frame log: only these frames of each session (a display filter's)
+    content: bool = False  # OTLP: tool arguments and results and prompt arguments too
+    color: bool = False  # the table: coloured
+    per_code: int | None = None  # the table: findings of one code listed per session (None: its default)
+    root: str | None = None  # SARIF: the folder relative URIs start from
+    sources: dict[str, Any] | None = None  # SARIF: sessions imported from files -> their file
+    fail_on: str = "error"  # JUnit: the severity a failing case reaches
+
+
+NO_OPTIONS = WriteOptions()
 
 @contextlib.contextmanager
 def private_text(path: str) -> Iterator[TextIO]:

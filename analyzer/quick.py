@@ -39,7 +39,7 @@ _FLAGS = {
 }
 _VALUES = {
     "sessions": {"--db": "db", "--format": "fmt"},
-    "show": {"--db": "db", "--format": "fmt", "--max-per-code": "max_per_code", "--filter": "where"},
+    "show": {"--db": "db", "--format": "fmt", "--max-per-code": "max_per_code", "--filter": "where", "--run": "run"},
 }
 _DEFAULTS = {
     "sessions": {"fmt": "text", "as_json": False, "color": None, "follow": False, "wide": False},
@@ -236,9 +236,9 @@ def sessions(*, db: str, fmt: str = "text", as_json: bool = False, color: bool |
 
 def show(*, db: str, session: str | None = None, fmt: str = "text", as_json: bool = False,
          color: bool | None = None, follow: bool = False, full: bool = False, stderr: bool = True,
-         max_per_code: int = PER_CODE, where: str | None = None) -> None:
-    """`mcptap show`: a session's transcript as text, JSON or JSON lines (or followed); raises
-    Usage, MCPTapError, sqlite3.Error."""
+         max_per_code: int = PER_CODE, where: str | None = None, run: str | None = None) -> None:
+    """`mcptap show`: a session's transcript as text, JSON or JSON lines (or followed); with `run`,
+    the run's frames across its servers in time order; raises Usage, MCPTapError, sqlite3.Error."""
     import shutil
 
     from mcptap.report import transcript
@@ -265,6 +265,10 @@ def show(*, db: str, session: str | None = None, fmt: str = "text", as_json: boo
         except KeyboardInterrupt:  # Ctrl-C: the follow is over, as the user asked
             pass
         return
+    if run is not None:
+        if session is not None or where is not None:
+            raise Usage("--run shows every frame of the run: leave out SESSION and --filter")
+        return _show_run(db, run, fmt, paint)
     if session is None:
         raise Usage("name the SESSION to show (or --follow the newest)")
     from mcptap import store
@@ -291,4 +295,31 @@ def show(*, db: str, session: str | None = None, fmt: str = "text", as_json: boo
         else:
             jsonout.write_lines(out, [{"record": "session", **head, "findings": findings}])
             jsonout.write_lines(out, frames)
+    out.flush()
+
+
+def _show_run(db: str, run: str, fmt: str, paint) -> None:
+    """`mcptap show --run RUN`: the run's frames, across its servers, in time order."""
+    import shutil
+
+    from mcptap import store
+    from mcptap.report import jsonout, runview
+    from mcptap.store import runlist
+
+    conn = store.open_existing(db)
+    rid = runlist.resolve_run(conn, run)
+    sids = runlist.run_sessions(conn, rid)
+    out = sys.stdout
+    if fmt == "text":
+        width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else None
+        for line in runview.timeline_lines(conn, sids, width):
+            out.write(paint(line) + "\n")
+    else:
+        head = next(r for r in runview.run_objects(conn) if r["run"] == rid)
+        head["session_ids"] = sids
+        if fmt == "json":
+            jsonout.write_document(out, [("run", head), ("frames", jsonout.Stream(runview.timeline(conn, sids)))])
+        else:
+            jsonout.write_lines(out, [{"record": "run", **head}])
+            jsonout.write_lines(out, runview.timeline(conn, sids))
     out.flush()

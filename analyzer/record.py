@@ -118,17 +118,20 @@ def parse(argv: list[str]) -> SimpleNamespace:
 def main(argv: list[str]) -> int:
     """Run `mcptap record ARGV`; the exit status: the server's, 2 for bad input, 126 or 127 when
     the server cannot be started (as a shell says)."""
-    from mcptap.wire.bounded import parse_size
     from mcptap.addons.stdio.server import SpawnError, spawn
     from mcptap.errors import MCPTapError
 
     args = parse(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
-        try:
-            limit = parse_size(args.max_frame)
-        except ValueError as exc:
-            raise UsageError(f"--max-frame: {exc}") from None
+        limit = None  # the default: the recorder's own (not parsed here, before the server starts)
+        if args.max_frame != options.MAX_FRAME_DEFAULT:
+            from mcptap.wire.bounded import parse_size
+
+            try:
+                limit = parse_size(args.max_frame)
+            except ValueError as exc:
+                raise UsageError(f"--max-frame: {exc}") from None
         redaction = redaction_args(args.no_redact, args.redact_key, args.redact_path)
         db = args.db or os.environ.get(options.DB_ENV) or options.DEFAULT_DB
         if not command:

@@ -31,12 +31,13 @@ the children and the tee (`python -m mcptap record --db <tmp> -- CMD`):
    server's answer to one request written at once, median of STARTUP_RUNS interleaved spawns of
    (a) the server directly, (b) the bare relay, (c) `mcptap record` (the installed `mcptap` script
    next to this interpreter, else `python -m mcptap`). The server is a small Python process that
-   answers one line. Target: the tee adds at most 40 ms over (a).
+   answers one line, (d) with --other-tee SCRIPT, another checkout's `mcptap record` in the same
+   rounds. Targets: the tee adds at most 40 ms over (a), and at most 10 ms over (b).
 Times run from the first byte the driver reads, so interpreter start-up (reported separately)
 does not count as forwarding. Rates are computed over N frames.
 
-Usage:  python bench/tee.py [--quick] [--startup]   (--quick: 2,000 round trips, 100,000 frames;
-        --startup: [0] only)
+Usage:  python bench/tee.py [--quick] [--startup] [--startup-runs N] [--other-tee SCRIPT]
+        (--quick: 2,000 round trips, 100,000 frames; --startup: [0] only)
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ TARGET_ADDED_P99_US = 300.0
 TARGET_LINES_PER_S = 300_000
 TARGET_PEAK_RSS_MB = 150.0
 TARGET_STARTUP_ADDED_MS = 40.0
+TARGET_STARTUP_OVER_RELAY_MS = 10.0  # what the tee adds over the bare relay
 STARTUP_RUNS = 15
 BASELINE_RUNS = 3  # the direct and relay throughput baselines are run this often; the best counts
 
@@ -153,15 +155,18 @@ sys.stdout.flush()
 """
 
 
-def bench_startup(tmp: str) -> dict:
-    """Median ms from spawn to the first byte of the answer, per path, spawns interleaved."""
+def bench_startup(tmp: str, other: str | None = None, runs: int = STARTUP_RUNS) -> dict:
+    """Median ms from spawn to the first byte of the answer, per path, spawns interleaved;
+    `other`: another `mcptap` script (say, main's checkout's) run as one more path, "other"."""
     server = py(ANSWER_ONE_CODE)
     script = os.path.join(os.path.dirname(sys.executable), "mcptap")
     tee = [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "mcptap"]
     paths = {"direct": server, "relay": [sys.executable, "-c", RELAY_CODE, *server],
              "tee": [*tee, "record", "--db", os.path.join(tmp, "startup.db"), "--", *server]}
+    if other is not None:
+        paths["other"] = [other, "record", "--db", os.path.join(tmp, "startup-other.db"), "--", *server]
     times: dict[str, list[float]] = {name: [] for name in paths}
-    for _ in range(STARTUP_RUNS):
+    for _ in range(runs):
         for name, argv in paths.items():
             t0 = time.perf_counter()
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -423,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 round trips and 100,000 frames")
     parser.add_argument("--startup", action="store_true", help="only [0], the start-up")
+    parser.add_argument("--startup-runs", type=int, default=STARTUP_RUNS, help="spawns per path in [0]")
+    parser.add_argument("--other-tee", metavar="SCRIPT",
+                        help="another `mcptap` script (another checkout's) measured in [0] beside this one")
     args = parser.parse_args(argv)
     round_trip_n = 2_000 if args.quick else 20_000
     frames_n = 100_000 if args.quick else 1_000_000
@@ -434,17 +442,27 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, str, str]] = []
     try:
         # 0. start-up
-        print(f"\n[0] start-up: spawn to the first byte of the answer to one request, median of {STARTUP_RUNS} "
+        print(f"\n[0] start-up: spawn to the first byte of the answer to one request, median of {args.startup_runs} "
               f"interleaved spawns per path")
-        up = bench_startup(tmp)
+        up = bench_startup(tmp, args.other_tee, args.startup_runs)
         for name, label in (("direct", "(a) the server"), ("relay", "(b) bare relay"),
                             ("tee", f"(c) {os.path.basename(up['tee'].split()[0])} record")):
             print(f"    {label:<20} median {up['median'][name]:6.1f} ms   min {up['min'][name]:6.1f} ms")
+        if "other" in up["median"]:
+            print(f"    (d) {args.other_tee} record: median {up['median']['other']:6.1f} ms   "
+                  f"min {up['min']['other']:6.1f} ms")
         added = up["median"]["tee"] - up["median"]["direct"]
         relay_added = up["median"]["relay"] - up["median"]["direct"]
-        print(f"    added by the bare relay: {relay_added:+.1f} ms; by mcptap record: {added:+.1f} ms ({up['tee']})")
+        over_relay = up["median"]["tee"] - up["median"]["relay"]
+        print(f"    added by the bare relay: {relay_added:+.1f} ms; by mcptap record: {added:+.1f} ms ({up['tee']}); "
+              f"mcptap record over the relay: {over_relay:+.1f} ms")
         rows.append(("start-up added (median)", f"{added:+.1f} ms", f"<= {TARGET_STARTUP_ADDED_MS:.0f} ms",
                      verdict(added <= TARGET_STARTUP_ADDED_MS)))
+        rows.append(("start-up added over the bare relay", f"{over_relay:+.1f} ms",
+                     f"<= {TARGET_STARTUP_OVER_RELAY_MS:.0f} ms", verdict(over_relay <= TARGET_STARTUP_OVER_RELAY_MS)))
+        if "other" in up["median"]:
+            rows.append(("start-up, the other tee over the relay", f"{up['median']['other'] - up['median']['relay']:+.1f} ms",
+                         "(info)", ""))
         if args.startup:
             print_summary(rows)
             return 0

@@ -57,6 +57,20 @@ def frames(db: Path | str, direction: str | None = None) -> list[bytes]:
     return [r[0] for r in rows]
 
 
+def rows(db: Path | str, sql: str, params: tuple = (), *, missing_ok: bool = False) -> list[tuple]:
+    """The rows of one query on a database (opened and closed around it); with `missing_ok`, no
+    rows while the tables are not there yet (a recorder that has not made them)."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError:
+        if missing_ok:
+            return []
+        raise
+    finally:
+        conn.close()
+
+
 def alive(pid: int) -> bool:
     """Whether a process runs (a zombie does not)."""
     try:
@@ -133,8 +147,10 @@ def git_server(sdk_python: str) -> list[str]:
 
 
 def analyze_json(db: Path | str, *args: str) -> tuple[int, dict]:
-    """`mcptap analyze --format json` of a database: (exit status, the report)."""
-    result = run(mcptap("analyze", "--db", str(db), "--format", "json", *args))
+    """`mcptap analyze --format json` of a database, run in-process: (exit status, the report)."""
+    from tests.support.inprocess import cli
+
+    result = cli("analyze", "--db", str(db), "--format", "json", *args)
     assert result.returncode in (0, 1), result.stderr.decode(errors="replace")
     return result.returncode, json.loads(result.stdout)
 
@@ -202,11 +218,11 @@ FAST_TIER = frozenset({
     "readers/test_importer.py", "readers/test_exchangelog.py",
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
-    "analysis/test_definitions.py", "analysis/test_cost.py", "analysis/test_operations.py",
-    "analysis/test_schema.py", "analysis/test_extensions.py", "analysis/test_poisoned_corpus.py",
+    "analysis/test_declared.py", "analysis/test_cost.py", "analysis/test_logical_operations.py",
+    "analysis/test_schema_validation.py", "analysis/test_extensions.py", "analysis/test_poisoned_corpus.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_audit.py",
-    "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py",
+    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_mcpface.py", "faces/test_audit.py",
+    "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py", "project/test_inprocess.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in
 tests/: no real SDK or npm server, no proxy, no hostile input at scale, no wait for a timeout (the
@@ -214,23 +230,36 @@ spool tests hold a database locked past the busy timeout), no fuzzing (analysis/
 command driven file by file as a subprocess many times over (faces/test_diff.py, test_wrap.py).
 Every other module's tests are marked `slow`, a new module's too until it is listed here."""
 
+NIGHTLY_TIER = frozenset({"engine/test_fleet_million.py"})
+"""The modules of the nightly tier, by their path in tests/: minutes each (a million generated frames
+analysed by SQLite and by Spark), run only with `pytest --nightly` (or MCPTAP_NIGHTLY=1), which CI
+(.ci/run) adds when the change touches the analysis engine (.ci/engine_changed). Skipped otherwise."""
+
 
 def pytest_addoption(parser):
     parser.addoption("--regenerate-golden", action="store_true",
                      help="rewrite tests/golden/expected/ from the analyzer's output (tests/analysis/test_golden.py)")
+    parser.addoption("--nightly", action="store_true", default=os.environ.get("MCPTAP_NIGHTLY") == "1",
+                     help="run the nightly tier too (tests/conftest.py NIGHTLY_TIER: the million-frame fleet)")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_viewer.py)")
+                     help="write the viewer's screenshots into docs/img/ (tests/faces/test_diagram.py)")
 
 
 def pytest_collection_modifyitems(config, items):
     tests = TESTS.resolve()
-    gone = sorted(module for module in FAST_TIER if not (tests / module).is_file())
+    gone = sorted(module for module in FAST_TIER | NIGHTLY_TIER if not (tests / module).is_file())
     if gone:
-        raise pytest.UsageError(f"tests/conftest.py FAST_TIER names modules that are not there: {gone}")
+        raise pytest.UsageError(f"tests/conftest.py FAST_TIER or NIGHTLY_TIER names modules that are not there: {gone}")
+    nightly = config.getoption("--nightly")
     for item in items:
         path = item.path.resolve()
-        if not (path.is_relative_to(tests) and path.relative_to(tests).as_posix() in FAST_TIER):
+        module = path.relative_to(tests).as_posix() if path.is_relative_to(tests) else None
+        if module not in FAST_TIER:
             item.add_marker(pytest.mark.slow)
+        if module in NIGHTLY_TIER:
+            item.add_marker(pytest.mark.nightly)
+            if not nightly:
+                item.add_marker(pytest.mark.skip(reason="the nightly tier: pytest --nightly (CI: when the engine changes)"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from mcptap import store
 from mcptap.addons.http import auth
+from mcptap.addons.runs import HttpRuns
 from mcptap.addons.http.streams import Streams, exchange_row, url_text
 from mcptap.ids import new_session_id
 from mcptap.redaction import Redactor
@@ -161,6 +162,7 @@ class ExchangeBook:
         self.by_client: dict[tuple, Session] = {}  # client address -> its latest session
         self.held: dict[tuple, list[Exchange]] = {}  # a client's authorization exchanges before it has a session
         self.named_metadata: dict[tuple, None] = {}  # where challenges said their metadata is (auth.metadata_target)
+        self.runs = HttpRuns()  # a client's sessions within a window are one run
         self.errors = 0  # faults inside a tap, each said once in the log
         self._raw_rows = hasattr(journal, "exchange_raw")  # the journal redacts and serialises exchanges itself
 
@@ -291,11 +293,14 @@ class ExchangeBook:
         held = self.held.pop(ex.client_key, ())  # the authorization that came before it: its start is the session's
         upstream, _ = self.redactor.url(ex.upstream)
         text = store.text_cell  # a host, a file name: any bytes (analyzer/store/__init__.py)
+        agent = ex.user_agent.decode("latin-1") if isinstance(ex.user_agent, bytes) else ex.user_agent
+        address, agent = text(ex.client) if ex.client else None, text(agent) if agent else None
         self.journal.session({
             "id": session.id, "transport": transport, "label": text(self.label),
             "started_at": min([ex.started_at, *(h.started_at for h in held)]),
             "upstream": text(upstream), "recorder": self.recorder, "host": text(socket.gethostname()),
             "pid": os.getpid(), **({"source": text(self.source)} if self.source else {}),
+            "run": self.runs.run_for(address, agent, ex.started_at), "client": HttpRuns.client(address, agent),
         })
         for h in held:
             self._adopt(h, session)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections import namedtuple
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 STREAMS = ("c2s", "s2c", "stderr")
 KINDS = STREAMS + ("ops", "meta")
@@ -22,11 +22,9 @@ SESSION, END = 254, 255
 HEADER = struct.Struct("<BdI")  # kind, Unix time, payload length (little-endian, no padding)
 
 
-class Record(NamedTuple):
-    """One record as read: its kind (an index of KINDS, or SESSION, END), its time, its bytes."""
-    kind: int
-    ts: float
-    payload: bytes | bytearray
+Record = namedtuple("Record", ("kind", "ts", "payload"))  # not typing's NamedTuple: the tee starts without typing
+Record.__doc__ = """One record as read: its kind (an index of KINDS, or SESSION, END: int), its time (float), its
+bytes (bytes or bytearray)."""
 
 READ_SIZE = 1 << 20
 

@@ -6,9 +6,9 @@ and server stderr->host stderr with blocking reads and writes, chunk by chunk as
 unchanged. Before forwarding a chunk a pump puts (stream, time, chunk) on a ChunkQueue
 (addons/shipping/chunkqueue.py): that is the whole cost of recording on the wire, and it never waits for
 the database (past a bound in memory the queue overflows to disk). A shipper thread wakes every
-SHIP_INTERVAL_S and writes what was queued to the recorder process (addons/stdio/recorder.py),
-which cuts frames and stores them: framing and SQLite run under another interpreter lock than
-the pumps'. The tee never writes to stdout itself; its own messages go to stderr, and only when
+SHIP_INTERVAL_S and writes what was queued to the recorder process (addons/stdio/recorder.py,
+started once the server's first answer has passed: RECORDER_AFTER_S), which cuts frames and
+stores them: framing and SQLite run under another interpreter lock than the pumps'. The tee never writes to stdout itself; its own messages go to stderr, and only when
 something is wrong."""
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from mcptap import __version__
 from mcptap.errors import MCPTapError, warn_stderr
 from mcptap.ids import new_session_id
 from mcptap.addons.shipping.background import hurry, recorder_env
-from mcptap.wire.bounded import DEFAULT_MAX_FRAME
 from mcptap.addons.shipping.chunkqueue import ChunkQueue
 from mcptap.addons.shipping.chunkwire import END, SESSION, chunk_header, json_record
+from mcptap.addons import runs
 from mcptap.addons.stdio.server import spawn
 
 CHUNK_SIZE = 1 << 16
@@ -40,6 +40,12 @@ SHIP_INTERVAL_S = 0.05
 """How often the shipper hands what passed to the recorder process: it is never woken per chunk,
 only at this interval or when a flood has queued chunkqueue.WAKE_BYTES. Each wake-up costs the
 wire a little latency (measured in bench/tee.py: 50 ms halves the p99 added at 10 ms)."""
+
+RECORDER_AFTER_S = 0.5
+"""The recorder process starts once the server's first answer has passed, or at the latest this
+long after the server: a host waits for that answer, and a Python process starting beside the
+server's own start (its imports, SQLite) would take the CPU the server boots on. What passes
+before waits in the queue, in order."""
 
 SHIP_BYTES = 1 << 20
 """Chunk bytes the shipper takes off the queue per write to the recorder process."""
@@ -82,7 +88,7 @@ def exit_status_of(returncode: int) -> int:
 
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
-                 redaction_args: list[str] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
+                 redaction_args: list[str] | None = None, max_frame: int | None = None,
                  server: subprocess.Popen | None = None):
         """`server`: `argv` already started by addons/stdio/server.py `spawn` (mcptap record starts it
         before importing this module); else run() starts it."""
@@ -90,6 +96,7 @@ class Tee:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
         self._server = server
+        host = runs.host_process()
         self.session = {
             "id": new_session_id(),
             "transport": "stdio",
@@ -99,16 +106,21 @@ class Tee:
             "recorder": f"mcptap {__version__} record",
             "host": os.uname().nodename,  # socket.gethostname(), without importing socket
             "pid": os.getpid(),
+            "run": runs.stdio_run(os.uname().nodename, host),
+            "client": runs.stdio_client(host),
         }
         self.db_path = db_path
         self._warn = warn
         self._redaction_args = redaction_args or []  # for the recorder process (analyzer/redaction/__init__.py Redaction.to_args)
-        self._max_frame = max_frame  # a longer line is stored cut (analyzer/wire/bounded.py); the wire passes it whole
+        # a longer line is stored cut (None: the recorder's default, analyzer/wire/bounded.py DEFAULT_MAX_FRAME); the
+        # wire passes it whole
+        self._max_frame = max_frame
         db_folder = os.path.dirname(os.path.abspath(db_path))
         self._queue = ChunkQueue((db_folder, None))  # None: the system's temporary folder
         self._proc: subprocess.Popen | None = None
         self._sigint_seen = False
         self._server_gone = threading.Event()
+        self._answered = threading.Event()  # the server's first output has passed to the host
         self._escalation: threading.Timer | None = None
 
     @property
@@ -127,8 +139,8 @@ class Tee:
             self._start_pump(proc.stdout.fileno(), 1, S2C, on_eof=_close_stdout),
             self._start_pump(proc.stderr.fileno(), 2, STDERR),
         ]
-        # the recorder process after the pumps (what passes meanwhile waits in the queue, in order)
-        shipper = _Shipper(self._queue, self._start_recorder(), self.session, self._warn)
+        # the recorder process after the server's first answer (what passes meanwhile waits in the queue, in order)
+        shipper = _Shipper(self._queue, self._start_recorder, self.session, self._warn, self._answered)
         shipper.start()
         try:
             returncode = proc.wait()
@@ -152,8 +164,8 @@ class Tee:
         env = recorder_env()
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "mcptap.addons.stdio.recorder", self.db_path, "--max-frame", str(self._max_frame),
-                 *self._redaction_args],
+                [sys.executable, "-P", "-m", "mcptap.addons.stdio.recorder", self.db_path,
+                 *(("--max-frame", str(self._max_frame)) if self._max_frame is not None else ()), *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )
         except OSError as exc:
@@ -175,6 +187,7 @@ class Tee:
     def _pump(self, src: int, dst: int, stream: str, on_eof) -> None:
         read, write, now, put = os.read, os.write, time.time, self._queue.put
         gone = self._server_gone if stream == C2S else None
+        first = self._answered if stream == S2C else None
         forwarding = True
         while True:
             try:
@@ -193,6 +206,11 @@ class Tee:
                             view = view[write(dst, view):]
                 except OSError:
                     forwarding = False  # the reader went away; keep reading so nothing blocks
+            if first is not None:
+                first.set()
+                first = None
+        if first is not None:
+            first.set()
         if on_eof is not None:
             try:
                 on_eof()
@@ -234,27 +252,32 @@ class Tee:
 class _Shipper:
     """Moves queued chunks to the recorder process, off the wire, in the order they passed."""
 
-    def __init__(self, queue: ChunkQueue, recorder: subprocess.Popen | None, session: dict, warn):
+    def __init__(self, queue: ChunkQueue, start_recorder, session: dict, warn, ready: threading.Event):
+        """`start_recorder()`: the recorder process (or None), called by the shipper's thread once
+        `ready` is set (the server answered) or RECORDER_AFTER_S has passed."""
         self._queue = queue
-        self._recorder = recorder
-        self._fd = recorder.stdin.fileno() if recorder is not None else None
+        self._start_recorder = start_recorder
+        self._ready = ready
+        self._recorder: subprocess.Popen | None = None
+        self._fd: int | None = None
+        self._session = session
         self._session_id = session["id"]
         self._warn = warn
         self._lost = 0  # chunk bytes that could not be handed to the recorder process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mcptap-shipper", daemon=True)
-        self._send([json_record(SESSION, session)])
 
     def start(self) -> None:
         self._thread.start()
 
     def finish(self, end: dict) -> None:
         """Ship the rest and the session's end, then wait for the recorder to store it all."""
-        if self._recorder is not None:
-            hurry(self._recorder.pid)
         self._stop.set()
+        self._ready.set()  # a server that ended before it answered: its recorder now
         self._queue.wake()
         self._thread.join()
+        if self._recorder is not None:
+            hurry(self._recorder.pid)
         self._ship_all()
         self._send([json_record(END, end)])
         if self._recorder is None:
@@ -271,6 +294,10 @@ class _Shipper:
                        f"{lost} bytes that passed after it ended")
 
     def _run(self) -> None:
+        self._ready.wait(RECORDER_AFTER_S)
+        self._recorder = self._start_recorder()
+        self._fd = self._recorder.stdin.fileno() if self._recorder is not None else None
+        self._send([json_record(SESSION, self._session)])
         while not self._stop.is_set():
             self._queue.wait(SHIP_INTERVAL_S)
             self._ship_all()

@@ -1,6 +1,6 @@
 """What a server costs in a model's context: the bytes and tokens of its instructions, of each
 tool, prompt, resource and resource template definition, and of each tool result, from what a
-session recorded (analyzer/analysis/definitions.py). A definition is measured as compact JSON
+session recorded (analyzer/analysis/declared.py). A definition is measured as compact JSON
 (UTF-8) of the object the server declared, and a tool also as the projection a client sends to a
 model (name, description, input schema: the fields a model provider's tool format keeps). Tokens
 are o200k_base's (the `bpe-openai` package's offline copy, `mcptap[tokens]`), else an estimate of
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from mcptap.analysis.definitions import KINDS, LEFT_OUT, Declared
+from mcptap.analysis.declared import KINDS, LEFT_OUT, Declared
 from mcptap.analysis.messages import Finding
 
 ESTIMATE = "bytes/4 estimate"

@@ -1,6 +1,6 @@
 """Tool drift: the definitions each server declared kept as a baseline (plain JSON, sorted and
 indented, reviewable in a pull request), and a session's definitions judged against it and
-against its own earlier listings (the `definitions` rules, analyzer/analysis/rules/definitions.py).
+against its own earlier listings (the `definitions` rules, analyzer/analysis/rules/declared_checks.py).
 Pure: `Declared` records and dicts in, baseline documents and finding rows out."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptap.analysis import cost, rules
-from mcptap.analysis.definitions import CHANGED, KINDS, REMOVED, Declared, Delta, compare
+from mcptap.analysis.declared import CHANGED, KINDS, REMOVED, Declared, Delta, compare
 from mcptap.analysis.messages import Finding
 from mcptap.errors import MCPTapError
 

@@ -57,7 +57,7 @@ class Operation:
     error_message: str | None = None
     notes: list[Note] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    # its logical operation (analyzer/analysis/operations.py): the first request's frame, the request
+    # its logical operation (analyzer/analysis/logical_operations.py): the first request's frame, the request
     # this one continues, its step, and the operation's latency on the answer that ends it
     operation: str | None = None
     parent: int | None = None

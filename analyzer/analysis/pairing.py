@@ -22,7 +22,7 @@ _isfinite = math.isfinite
 class Pairing:
     """SessionAnalysis's pairing part (its state, `outstanding`, `answered`, `last_sent`, is set
     up in SessionAnalysis.__init__). `joins`: a 2026-07-28 answer said input_required, so the
-    session has logical operations to join (analyzer/analysis/operations.py; such answers take
+    session has logical operations to join (analyzer/analysis/logical_operations.py; such answers take
     the exact path)."""
 
     joins = False

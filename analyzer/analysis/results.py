@@ -1,5 +1,5 @@
 """A session's messages checked against schemas, once each, where the session core has the frame:
-the revision's schema (analyzer/analysis/schema.py: `schema-violation`) and, for a tools/call
+the revision's schema (analyzer/analysis/schema_validation.py: `schema-violation`) and, for a tools/call
 result, the `outputSchema` the same session declared for that tool in a tools/list result
 (`structured-content-mismatch`; skipped when the result is `isError`). An output schema is
 compiled once (jsonschema-rs, never fetching a `$ref`; the `[schema]` extra) and kept by its
@@ -18,7 +18,7 @@ import orjson
 from mcptap.analysis import extschema, mcp
 from mcptap.analysis.classify import NOTIFICATION, REQUEST, RESPONSE
 from mcptap.analysis.rules import RULES, Hit, load
-from mcptap.analysis.schema import Failed, checker, describe, unjudged
+from mcptap.analysis.schema_validation import Failed, checker, describe, unjudged
 from mcptap.wire import jsonwire
 
 try:  # the [schema] extra
@@ -72,8 +72,9 @@ class MessageChecks:
         checks = cls(revision, policy, add)
         return checks.message, checks.exact
 
-    def exact(self, msg, raw: str | bytes | None) -> None:
-        """A message the exact path read (`raw`: the frame, or None for a batch's element)."""
+    def exact(self, msg, raw: str | bytes | None, frame: Any = None) -> None:
+        """A message the exact path read (`raw`: the frame, or None for a batch's element;
+        `frame`: the frame as orjson reads it, when the exact path read it so: not parsed again)."""
         kind = msg.kind
         if kind == REQUEST or kind == NOTIFICATION:
             method, req = msg.method, msg
@@ -84,7 +85,7 @@ class MessageChecks:
             return
         if type(method) is str:
             self.message(kind, msg.direction, method, jsonwire.to_json(msg.value) if raw is None else raw, req,
-                         msg.seq, msg.idx)
+                         msg.seq, msg.idx, frame)
 
     def _extension(self, kind: str, direction: str, method: str, raw: str | bytes, seq: int, idx: int | None) -> None:
         """A message of an official extension against the schema it publishes (analysis/extschema.py)."""
@@ -99,8 +100,9 @@ class MessageChecks:
             self.add(self.schema_rule, Hit(f"{describe(path, words)} ({check[1]}, {check[0]} schema)"[:400]), seq, idx)
 
     def message(self, kind: str, direction: str, method: str, raw: str | bytes, req, seq: int,
-                idx: int | None) -> None:
-        """`method`: a response's request's. `req`: a request, or the request a response answers."""
+                idx: int | None, frame: Any = None) -> None:
+        """`method`: a response's request's. `req`: a request, or the request a response answers.
+        `frame`: `raw` as orjson reads it, when the caller has it (None: `raw` is parsed here)."""
         if not self.schemas and not (self.contents and method in (TOOL_CALL, TOOL_LIST)):
             return
         check = checker(self.revision, kind, direction, method)
@@ -109,7 +111,7 @@ class MessageChecks:
                 self._extension(kind, direction, method, raw, seq, idx)
             return
         try:
-            value = check.validate(raw)
+            value = check.validate(raw, frame)
         except Failed as failed:
             value = _member(raw, check.member)  # what it says is still what the session declared
             if self.schemas and _task_created(kind, value):

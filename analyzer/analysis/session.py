@@ -25,7 +25,7 @@ from mcptap.analysis.notifications import Notifications, _progressed
 from mcptap.analysis.pairing import _NO_META, Pairing
 from mcptap.analysis.results import MessageChecks
 from mcptap.analysis.rules import Hit, Rule
-from mcptap.analysis.statistics import TOOL_CALL, Statistics, _storable, _storable_uncached, may_be_tool_error
+from mcptap.analysis.statistics import TOOL_CALL, Statistics, _storable, _storable_uncached, read_answer
 from mcptap.wire import jsonwire
 from mcptap.wire.jsonwire import NumberText
 
@@ -104,7 +104,6 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self._by_method: dict[str | None, tuple[str | None, dict]] = {}  # method as written -> (name, record)
         self._dispatch = _Dispatch.for_revision(self.revision)
         self._clean = self._dispatch.clean
-        self._progress_quiet = not self._dispatch.rules("notification", ("progress:ok",))
         self._check, self._check_exact = MessageChecks.hooks(self.revision, policy, self.add)  # each message's schemas
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(
@@ -172,7 +171,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             msg = Msg(seq, None, ts, direction, value, sig, kind, None)
             self._fill(msg, value, sig, kind)
             self._observe(msg)
-            self._check_exact(msg, raw)
+            self._check_exact(msg, raw, value if parsed.plain else None)
             kinds[kind] = kinds.get(kind, 0) + 1
             self.last_sent[direction] = msg
             tags = [kind] if kind == INVALID else None
@@ -232,9 +231,10 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
     def _fast(self, seq: int, ts: float, direction: str, raw: bytes, envelope: tuple) -> bool:
         """The common frame, from its envelope alone (analyzer/_wirescan.c): one well-formed
         request, notification, response or error that no rule needs to see. The same state
-        changes and rows as the exact path, without building the frame's value. False, before
+        changes and rows as the exact path, the value built only for a tools/call result (`read_answer`). False, before
         anything has changed, for anything else: the exact path then takes the frame."""
         key, method, ident, id_json, meta, params, result_type, ident_key = envelope
+        value = None  # the frame as orjson reads it, where it was read
         shape = self._clean.get(key)
         if shape is None:
             shape = self._dispatch.clean_shape(key)
@@ -287,13 +287,13 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                     or (req.cancelled is not None and req.cancelled < seq)
                     or (self.stateless and kind is RESPONSE and (result_type == "input_required" or mcp.bad_result_type(result_type)
                                                                  or req.method == DISCOVER))
-                    or (req.method == TOOL_CALL and (kind is ERROR or (kind is RESPONSE and may_be_tool_error(raw))))):
-                return False
+                    or (req.method == TOOL_CALL and (kind is ERROR or (value := read_answer(raw)) is False))):
+                return False  # (read_answer: a number past what orjson reads, the exact path's)
             row = [self.session_id, seq, None, direction, kind, id_json, None, None, None]
             self._rows.append(row)
             del self.outstanding[key]
-            self._answer(row, kind, seq, ts, key, req)
-            self._check(kind, direction, req.method, raw, req, seq, None)
+            self._answer(row, kind, seq, ts, key, req, value)
+            self._check(kind, direction, req.method, raw, req, seq, None, value)
             self.last_sent[direction] = (seq, ts, direction, raw, sig, kind, None, ident, id_json)
         else:
             return False

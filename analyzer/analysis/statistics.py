@@ -4,6 +4,8 @@ requests and a latency sketch per method, and the session's summary."""
 
 from __future__ import annotations
 
+import orjson
+
 from mcptap.analysis.latency import LatencySketch
 from mcptap.wire.textsafe import storable
 
@@ -68,3 +70,15 @@ def may_be_tool_error(raw: str | bytes) -> bool:
     if raw.__class__ is bytes:
         return b"isError" in raw or b"\\u" in raw
     return "isError" in raw or "\\u" in raw
+
+
+def read_answer(raw: str | bytes):
+    """A tools/call answer as orjson reads it where it `may_be_tool_error` (for `tool_error` and
+    its schema check, read once), else None; False where orjson cannot read it (a number past 64
+    bits: the exact parser's)."""
+    if not may_be_tool_error(raw):
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False

@@ -15,18 +15,15 @@ import typer
 
 from mcptap import extras
 from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
+from mcptap.report import formats
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
                                color_on, deprecated, diff_writer, fail, names_a_file, one_line_errors, sessions_of)
 
 
-class ReportFormat(str, Enum):
-    text = "text"
-    table = "table"  # the same as text
-    json = "json"
-    jsonl = "jsonl"
-    sarif = "sarif"
-    junit = "junit"
+ReportFormat = Enum("ReportFormat", [(name, name) for name in ("text", *formats.names(formats.ANALYSIS))], type=str)
+"""--format's choices: the analysis formats of the registry (report/formats.py), and text (table)."""
 
 
 class Engine(str, Enum):
@@ -134,7 +131,7 @@ def analyze(
 
             filterlang.parse(where)  # a bad filter fails before the analysis
         if baseline is not None:
-            from mcptap.cli.definitions import read_baseline
+            from mcptap.cli.baseline import read_baseline
             rules_policy.baseline = read_baseline(baseline)
         sources = None
         dataset_dir = _dataset_argument(files, named, engine_name, master)
@@ -143,11 +140,8 @@ def analyze(
             db = dataset_dir
         else:
             result, sources, db, ids = analysed(ctx, cleanup, files, named, db=db, revision=revision,
-                                                rules_policy=rules_policy, jobs=jobs)
+                                                rules_policy=rules_policy, jobs=jobs, cost=fmt.value == "json")
         fmt, fail_on = fmt.value, FailOn(fail_on).value
-        if fmt == "json" and dataset_dir is None:
-            from mcptap.engine import definitions
-            result.cost = definitions.cost_report(db, [s["id"] for s in result.sessions], results=False)
         fmt = "table" if fmt == "text" else fmt
         if where is not None:
             from mcptap.engine import selection
@@ -162,10 +156,8 @@ def analyze(
             warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
 
         def write_report(out, color: bool = False) -> None:
-            from mcptap.report import formats
-
-            formats.get(fmt, formats.ANALYSIS).write(result, out, color=color, per_code=max_per_code, root=sarif_root,
-                                                     sources=sources, fail_on=fail_on)
+            formats.get(fmt, formats.ANALYSIS).write(result, out, WriteOptions(
+                color=color, per_code=max_per_code, root=sarif_root, sources=sources, fail_on=fail_on))
 
         if output is None:
             write_report(sys.stdout, color=color_on(color))
@@ -177,11 +169,12 @@ def analyze(
 
 
 def analysed(ctx: typer.Context, cleanup: contextlib.ExitStack, files: list[str], named: list[str], *, db: str,
-             revision: str | None, rules_policy, jobs: int | None):
+             revision: str | None, rules_policy, jobs: int | None, cost: bool = False):
     """The analysis `analyze` and `audit` report, with a progress meter: FILEs imported into a
     temporary database (into --db when it is given on the command line) and only they analysed,
     else the named SESSIONs of `db`, else every session. (report, the imported sessions' files by
-    id or None, the database analysed, the session ids analysed or None for all.)"""
+    id or None, the database analysed, the session ids analysed or None for all.) `cost`: the
+    report's `cost` worked out too (what the servers' definitions take of a model's context)."""
     from mcptap import engine, store
     from mcptap.cli import progress
 
@@ -199,7 +192,7 @@ def analysed(ctx: typer.Context, cleanup: contextlib.ExitStack, files: list[str]
     conn.close()
     with progress.meter("analyzing", total) as shown:
         result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
-                                progress=shown.advance, workers=jobs, sessions=ids)
+                                progress=shown.advance, workers=jobs, sessions=ids, cost=cost)
     return result, sources, db, ids
 
 

@@ -15,13 +15,12 @@ from mcptap.cli.analyze import FailOn, _files_and_sessions, analysed
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, SessionAlias, app, color_on, fail,
                                one_line_errors)
 from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
+from mcptap.report import formats
 
 
-class AuditFormat(str, Enum):
-    table = "table"
-    text = "text"  # the same as table
-    json = "json"
-    sarif = "sarif"
+AuditFormat = Enum("AuditFormat", [(name, name) for name in ("text", *formats.names(formats.AUDIT))], type=str)
+"""--format's choices: the audit formats of the registry (report/formats.py), and text (table)."""
 
 
 @app.command(short_help="Read the recordings for security: poisoned tools, rug pulls, secrets, loops.")
@@ -63,7 +62,7 @@ def audit(
     """
     from mcptap import outfile
     from mcptap.analysis import policy
-    from mcptap.report import audit as reading, formats
+    from mcptap.report import audit as reading
 
     name = "table" if AuditFormat(fmt) is AuditFormat.text else AuditFormat(fmt).value
     files, named = _files_and_sessions(files or [], session)
@@ -78,9 +77,9 @@ def audit(
         found = reading.read(result)
         writer = formats.get(name, formats.AUDIT)
         if output is None:
-            writer.write(found, sys.stdout, color=color_on(color), root=sarif_root, sources=sources)
+            writer.write(found, sys.stdout, WriteOptions(color=color_on(color), root=sarif_root, sources=sources))
             sys.stdout.flush()
         else:
             with outfile.private_text(output) as fh:
-                writer.write(found, fh, root=sarif_root, sources=sources)
+                writer.write(found, fh, WriteOptions(root=sarif_root, sources=sources))
         raise typer.Exit(1 if reading.reaches(found, FailOn(fail_on).value) else 0)

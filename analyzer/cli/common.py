@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from mcptap import __version__, options
-from mcptap.errors import MCPTapError, say_error
+from mcptap.errors import MCPTapError, say_error, warn_stderr
 from mcptap.quick import color_on, on_terminal  # noqa: F401  (the commands' colour and terminal checks)
 
 
@@ -32,12 +32,31 @@ class Commands(TyperGroup):
 
     def invoke(self, ctx):
         """A bad option value is said in mcptap's words: without the "Value error, " that typer's
-        validation puts before the reason."""
+        validation puts before the reason, and a number out of its bounds or no number at all as
+        `in_our_words` says it, not as pydantic does."""
         try:
             return super().invoke(ctx)
         except typer.BadParameter as exc:
-            exc.message = exc.message.removeprefix("Value error, ")
+            exc.message = in_our_words(exc.message.removeprefix("Value error, "))
             raise
+
+
+_VALIDATION_WORDS = (
+    (re.compile(r"Input should be greater than or equal to (\S+)"), r"must be \1 or more"),
+    (re.compile(r"Input should be less than or equal to (\S+)"), r"must be \1 or less"),
+    (re.compile(r"Input should be greater than (\S+)"), r"must be more than \1"),
+    (re.compile(r"Input should be less than (\S+)"), r"must be less than \1"),
+    (re.compile(r"Input should be a valid integer\b.*"), "not a whole number"),
+    (re.compile(r"Input should be a valid number\b.*"), "not a number"),
+)
+
+
+def in_our_words(message: str) -> str:
+    """A validation message of typer's (pydantic's words: "Input should be greater than or equal
+    to 1") said as mcptap says it ("must be 1 or more"); any other message as it is."""
+    for pattern, words in _VALIDATION_WORDS:
+        message = pattern.sub(words, message)
+    return message
 
     def format_commands(self, ctx, formatter) -> None:
         for name in self.list_commands(ctx):
@@ -56,6 +75,17 @@ def _argument_type(self, ctx):
 _typer_argument_type = getattr(TyperArgument, "display_type_rich", None)
 if _typer_argument_type is not None:  # typer >= 0.20 shows an argument's Python type beside its name
     TyperArgument.display_type_rich = _argument_type
+
+
+def _usage_name(self) -> str:
+    """An argument in a usage line as git and click write it (and `mcptap record`'s): SESSION when
+    required, [SESSION] when not, followed by ... when it repeats (typer writes {SESSION} when required)."""
+    name = self.display_name_raw
+    return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+
+if hasattr(TyperArgument, "_usage_display_name"):  # typer >= 0.2x: its own usage names
+    TyperArgument._usage_display_name = _usage_name
 
 app = typer.Typer(
     name="mcptap",
@@ -138,7 +168,7 @@ def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.Ex
         conn = store.connect(db)
         try:
             imported = list(importer.import_file(conn, plain, origin=ref,
-                                                 warn=lambda m: say_warning(m)))
+                                                 warn=warn_stderr))
         finally:
             conn.close()
     if len(imported) != 1:
@@ -146,15 +176,9 @@ def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.Ex
     return db, imported[0].id
 
 
-def say_warning(message: str) -> None:
-    from mcptap.wire.textsafe import printable
-
-    sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
-
-
 def deprecated(old: str, new: str) -> None:
     """One line on stderr: an option name kept for old scripts, and the one to use."""
-    sys.stderr.write(f"mcptap: warning: {old} is deprecated; use {new}\n")
+    warn_stderr(f"{old} is deprecated; use {new}")
 
 
 ColorOption = Annotated[Optional[bool], typer.Option(

@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import warn_stderr
+from mcptap.report import formats
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
                                MaxPerCodeOption, NoRedactOption, PER_CODE, RedactKeyOption, RedactPathOption,
@@ -94,6 +96,9 @@ def show(
                                "without SESSION: the newest session, then the next one to start.")] = False,
     color: ColorOption = None,
     where: FilterOption = None,
+    run: Annotated[Optional[str], typer.Option(
+        "--run", metavar="RUN", help="Every frame of a run (mcptap runs) across its servers, in time order, each "
+                                     "line naming its server; instead of SESSION.")] = None,
 ) -> None:
     """Print a session's transcript: each frame in order with time, direction, size, kind,
     method and id, the frame it pairs with and the latency, its findings beneath it (of each
@@ -108,7 +113,7 @@ def show(
     Example:  mcptap show --db ~/mcp.db 0193b2 --filter 'method == "tools/call" and latency > 500ms'
     """
     _quick("show", db=db, session=session, fmt=TranscriptFormat(fmt).value, as_json=as_json, color=color,
-           follow=follow, full=full, stderr=stderr, max_per_code=max_per_code, where=where)
+           follow=follow, full=full, stderr=stderr, max_per_code=max_per_code, where=where, run=run)
 
 
 @app.command("import", short_help='Bring frame logs and HTTP captures into the database.')
@@ -127,8 +132,9 @@ def import_cmd(
                          "document {\"imported\": [...]}; jsonl: one object per session imported, each "
                          "{file, session, name, merged, frames, stderr_lines}.")] = ListFormat.text,
     read_as: Annotated[Optional[str], typer.Option(
-        "--from", metavar="FORMAT", help="Read every file as this format (jsonl, har, mitm, bundle) instead of "
-                                         "the one its content (or, failing that, its extension) shows.")] = None,
+        "--from", metavar="FORMAT",
+        help=f"Read every file as this format ({', '.join(formats.names(formats.FRAMES, readable=True))}) instead "
+             "of the one its content (or, failing that, its extension) shows.")] = None,
 ) -> None:
     """Bring logs into the database: frame-log JSONL (including a recorder's spool), mitmproxy
     flow dumps (mitmdump -w), HAR files and bundles (mcptap bundle). The format is detected from
@@ -140,11 +146,7 @@ def import_cmd(
     from mcptap import outfile, store
     from mcptap.cli import progress
     from mcptap.readers import importer
-    from mcptap.report import formats
     from mcptap.wire.textsafe import printable
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"mcptap: warning: {printable(message)}\n")
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
@@ -165,7 +167,7 @@ def import_cmd(
             for path in files:
                 with progress.meter(f"importing {os.path.basename(path)}",
                                     total_bytes=os.path.getsize(plain[path])) as shown:
-                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn,
+                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn_stderr,
                                                      progress=shown.update, keep_credentials=keep_credentials or no_redact,
                                                      redaction=redaction, max_frame=limit, origin=path,
                                                      kind=readers[path])

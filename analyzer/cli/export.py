@@ -4,11 +4,13 @@ dataset, or OTLP/HTTP to a collector) and bundle (a zip for a bug report)."""
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated, Optional
 
 import typer
 
+from mcptap.errors import warn_stderr
+from mcptap.outfile import WriteOptions
+from mcptap.report import formats
 from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, SessionAlias, SessionsArgument, app, fail,
                                one_line_errors, sessions_of)
 
@@ -23,9 +25,9 @@ def export_cmd(
                                                        ".gz or .zst is compressed; parquet: the dataset's "
                                                        "folder).")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                     help="jsonl (frame log), otlp (OTLP JSON), har (HAR 1.2, HTTP sessions), "
-                                          "parquet (a Parquet dataset, docs/contract.md; an argument naming a "
-                                          "SQLite file is a database to export).")] = "jsonl",
+                                     help=f"{', '.join(formats.names(formats.FRAMES))} (`mcptap help formats` says "
+                                          "what each holds; parquet: an argument naming a SQLite file is a "
+                                          "database to export).")] = "jsonl",
     where: FilterOption = None,
     otlp_endpoint: Annotated[Optional[str], typer.Option(
         "--otlp-endpoint", metavar="URL", help="Send spans and metrics to this OTLP/HTTP collector "
@@ -52,7 +54,6 @@ def export_cmd(
     """
     from mcptap import store
     from mcptap.cli import progress
-    from mcptap.report import formats
 
     named = sessions_of(sessions, session)
     with one_line_errors():
@@ -73,17 +74,16 @@ def export_cmd(
             if transport not in chosen.transports:
                 raise fail(f"session {sid} is {transport}: {fmt} holds only {', '.join(chosen.transports)} sessions; "
                            f"export it as {' or '.join(formats.holding(transport))}")
-        options = {"content": otlp_content}
         keep = None
         if where is not None:
-            if not chosen.takes("keep"):
+            if not chosen.filters:
                 raise fail(f"--filter selects frames for a frame log (--format jsonl), not {fmt}")
             from mcptap.engine import selection
 
-            keep = options["keep"] = selection.select(db, where, ids if named else None)
+            keep = selection.select(db, where, ids if named else None)
         total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
         with progress.meter("exporting", total) as shown, formats.output(output, binary=chosen.binary) as out:
-            chosen.write(conn, out, ids, progress=shown.advance, **options)
+            chosen.write(conn, out, WriteOptions(sessions=ids, progress=shown.advance, keep=keep, content=otlp_content))
 
 
 def _is_database(arg: str) -> bool:
@@ -117,7 +117,8 @@ def _export_parquet(databases: list[str], refs: list[str], output: str | None) -
         if ids == []:
             continue
         with progress.meter(f"exporting {os.path.basename(path)}", total) as shown:
-            exported += len(dataset.export_database(path, output, ids, progress=shown.advance))
+            exported += len(dataset.export_database(path, output, WriteOptions(sessions=ids or (),
+                                                                                progress=shown.advance)))
     if refs and not exported:
         raise fail(f"no session {refs[0]} in {', '.join(databases)}")
     typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
@@ -149,7 +150,6 @@ def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content:
     if not endpoint.startswith(("http://", "https://")):
         raise fail(f"--otlp-endpoint {endpoint!r}: give an http:// or https:// URL")
     extras.need("otel", "--otlp-endpoint")
-    from mcptap.errors import warn_stderr
     from mcptap.report import otlp, otlp_http
 
     with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
@@ -174,11 +174,10 @@ def bundle_cmd(
     Example:  mcptap bundle --db ~/mcp.db time -o time-bug.zip
     """
     from mcptap.report import bundle
-    from mcptap.wire.textsafe import printable
 
     with one_line_errors():
         manifest = bundle.write(db, output, sessions or None,
-                                warn=lambda m: sys.stderr.write(f"mcptap: warning: {printable(m)}\n"))
+                                warn=warn_stderr)
     count = len(manifest["sessions"])
     if output != "-":
         typer.echo(f"wrote {output}: {count} session{'' if count == 1 else 's'}")

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from mcptap import extras
-from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors, say_warning
+from mcptap.errors import warn_stderr
+from mcptap.cli.common import AllowOriginOption, DbOption, DEFAULT_DB, app, one_line_errors
 
 
 @app.command(short_help="Serve the viewer over a database of any size, on a loopback address.")
@@ -34,27 +35,10 @@ def view(
     """
     with one_line_errors():
         extras.need("view", "mcptap view")
-        from mcptap import store
         from mcptap.report import live
 
         live.parse_listen(listen)
-        conn = store.open_existing(db)
-        try:
-            ids = store.session_ids(conn)
-            done = set(store.analysis_summaries(conn)) if store.has_table(conn, "analyses") else set()
-        finally:
-            conn.close()
-        missing = [sid for sid in ids if sid not in done]
-        if missing and not os.access(db, os.W_OK):
-            say_warning(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
-                        "kind, method and id of their own bytes, without pairs, latency or findings")
-        elif missing:
-            from mcptap import engine
-            from mcptap.cli import progress
-
-            with progress.meter() as shown:
-                shown.stage("analyzing", None)
-                engine.analyze(db, sessions=missing, progress=shown.advance)
+        analyse_missing(db)
 
         def ready(url: str) -> None:
             sys.stdout.write(url + "\n")
@@ -65,3 +49,27 @@ def view(
         status = live.serve(db, listen=listen, token=not no_token, open_browser=open_browser,
                             allow_origins=allow_origin or (), on_ready=ready)
     raise typer.Exit(status)
+
+
+def analyse_missing(db: str) -> None:
+    """Analyse the sessions of `db` not analysed yet, when the file can be written (the live faces
+    read a database as it is; analysing writes only what analyze writes); else say what is missing."""
+    from mcptap import store
+
+    conn = store.open_existing(db)
+    try:
+        ids = store.session_ids(conn)
+        done = set(store.analysis_summaries(conn)) if store.has_table(conn, "analyses") else set()
+    finally:
+        conn.close()
+    missing = [sid for sid in ids if sid not in done]
+    if missing and not os.access(db, os.W_OK):
+        warn_stderr(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
+                    "kind, method and id of their own bytes, without pairs, latency or findings")
+    elif missing:
+        from mcptap import engine
+        from mcptap.cli import progress
+
+        with progress.meter() as shown:
+            shown.stage("analyzing", None)
+            engine.analyze(db, sessions=missing, progress=shown.advance)

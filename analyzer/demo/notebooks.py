@@ -25,6 +25,7 @@ from mcptap import store
 
 from mcptap.readers import exporter
 from mcptap.errors import MCPTapError
+from mcptap.outfile import WriteOptions
 
 RECORDING = "recording.db"
 INCIDENT_LOG = "incident.jsonl"
@@ -53,7 +54,7 @@ def incident_log(folder: str | os.PathLike = ".") -> str:
         try:
             session = store.resolve_session(conn, INCIDENT_SESSION)
             with _aside(log) as partial, open(partial, "w", encoding="utf-8") as out:
-                exporter.export(conn, out, [session])
+                exporter.export(conn, out, WriteOptions(sessions=[session]))
         finally:
             conn.close()
     return str(log)

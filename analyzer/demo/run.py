@@ -69,7 +69,7 @@ def run_demo(db: str, out=None) -> int:
         for line in transcript.transcript(conn, sid, width=150):
             out.write(line + "\n")
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
-        report.write(engine.analyze(db, session=sid), "table", out)
+        report.write_table(engine.analyze(db, session=sid), out)
     conn.close()
     page = shown(os.path.splitext(db)[0] + "-report.html")
     htmlreport.write(db, page)

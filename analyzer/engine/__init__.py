@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 
 from mcptap import store
+from mcptap.engine import declared_pass, security
 from mcptap.engine.job import (FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer,
                                write_groups)
-from mcptap.engine import security
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
 from mcptap.store import cells
@@ -37,9 +37,11 @@ __all__ = ["FLUSH_FRAMES", "PARALLEL_MIN_FRAMES", "AnalysisFailed", "Report", "S
 
 def analyze(db_path: str, *, session: str | None = None, fallback_revision: str | None = None, policy=None,
             store_results: bool = True, progress: Callable[[int], None] | None = None,
-            workers: int | None = None, sessions: list[str] | None = None) -> Report:
+            workers: int | None = None, sessions: list[str] | None = None, cost: bool = False) -> Report:
     """`session`: one session named as users name it; `sessions`: these session ids (say, the
-    ones just imported); neither: every session."""
+    ones just imported); neither: every session. `cost`: the report's `cost` too (what the
+    servers' definitions cost in a model's context: engine/declared_pass.py `cost_report`), from
+    the definitions the analysis read, not read again."""
     started = time.time()
     reader = store.open_existing(db_path)
     try:
@@ -67,7 +69,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
     n = worker_count(workers, ids, sizes)
     results: dict[str, SessionResult] = {}
     if n <= 1:
-        job = Job(db_path, fallback_revision, policy, store_it, progress)
+        job = Job(db_path, fallback_revision, policy, store_it, progress, declared=cost)
         try:
             for sid in ids:
                 results[sid] = job.run_guarded(sid)
@@ -75,7 +77,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         finally:
             job.close()
     else:
-        reason = in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results)
+        reason = in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results, cost)
         if reason is not None and report.not_stored_reason is None:
             report.not_stored_reason = reason
     failed = {sid: (results[sid].failed if sid in results else None) for sid in ids}
@@ -91,6 +93,8 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         if result.not_stored_reason and report.not_stored_reason is None:
             report.not_stored_reason = result.not_stored_reason
     report.stored = report.not_stored_reason is None
+    if cost:
+        report.cost = declared_pass.cost_of(_taken_declared(results, [s["id"] for s in report.sessions]))
     report.ended_at = time.time()
     if failed:
         sid, why = next(iter(failed.items()))
@@ -99,3 +103,11 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
                              f"{len(ids)} sessions analysed" + (", their results stored)" if report.stored else ")"),
                              report)
     return report
+
+
+def _taken_declared(results: dict[str, SessionResult], ids: list[str]):
+    """Each session's kept definitions, in `ids` order, let go of as they are handed over."""
+    for sid in ids:
+        found, results[sid].declared = results[sid].declared, None
+        if found is not None:
+            yield found

@@ -12,11 +12,11 @@ import time
 
 from mcptap import __version__, store
 from mcptap.analysis import revision
-from mcptap.analysis.definitions import wanted
+from mcptap.analysis.declared import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
 from mcptap.analysis.security import reading as security_reading
-from mcptap.engine import definitions, joined as operations, security
+from mcptap.engine import declared_pass, joined as operations, security
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -36,8 +36,11 @@ ANALYSED_TABLES = ("sessions", "frames", "exchanges")
 class Job:
     """Analyses sessions one at a time over one reader and (when storing) one writer connection."""
 
-    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, cleared: bool = False):
-        """`cleared`: the sessions' earlier results are already gone."""
+    def __init__(self, db_path: str, fallback_revision, policy, store_it: bool, progress, cleared: bool = False,
+                 declared: bool = False):
+        """`cleared`: the sessions' earlier results are already gone. `declared`: each session's
+        result keeps what its last listings declared (SessionResult.declared), for the cost."""
+        self.declared = declared
         self.db_path = db_path
         self.fallback_revision = fallback_revision
         self.policy = policy
@@ -103,7 +106,8 @@ class Job:
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
         security_reading.wanted(early, self.secure, self.answers)
-        extra = definitions.judge_session(self.frames, sid, self.policy, self.wanted, self.calls)
+        kept: list | None = [] if self.declared else None
+        extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
         extra += security.judge_session(self.frames, sid, self.policy, self.secure, self.answers)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
@@ -116,7 +120,8 @@ class Job:
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early, summary=summary)
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
-        return SessionResult(summary, findings, analysis.method_stats, count, self.reason)
+        return SessionResult(summary, findings, analysis.method_stats, count, self.reason,
+                             declared=kept[0] if kept else None)
 
     def finish(self, results: list[SessionResult]) -> None:
         """Store what is still waiting; a failure to is every session's reason."""
@@ -255,7 +260,7 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     seqs: list[int] = []
     calls: list[int] = []
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
-    extra += definitions.judge_session(reader, session_id, policy, seqs, calls)
+    extra += declared_pass.judge_session(reader, session_id, policy, seqs, calls)
     secure: list[int] = []
     answers: list[int] = []
     security_reading.wanted(rows, secure, answers)

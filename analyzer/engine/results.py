@@ -43,6 +43,7 @@ class SessionResult:
     frames: int
     not_stored_reason: str | None = None
     failed: str | None = None  # why the session could not be analysed (then it has no results)
+    declared: tuple | None = None  # (its last definitions, its label), when the cost was asked for and it declared any
 
 
 def merge_methods(total: dict, stats: dict) -> None:

@@ -34,7 +34,8 @@ def worker_count(workers: int | None, ids: list[str], sizes: dict[str, int]) -> 
     return max(1, min(os.cpu_count() or 1, len(ids)))
 
 
-def in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results) -> str | None:
+def in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, progress, results,
+               declared: bool = False) -> str | None:
     """Sessions shared out to `n` worker processes, largest first. Each writes its sessions'
     rows into the database itself, in transactions of at most FLUSH_FRAMES frames: while one
     commits, the other goes on analysing (a write takes milliseconds, a flush's analysis far
@@ -52,7 +53,7 @@ def in_workers(db_path, ids, sizes, n, fallback_revision, policy, store_it, prog
     try:
         with ProcessPoolExecutor(n, mp_context=_pool_context(), initializer=_worker_started,
                                  initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy)
+            futures = [pool.submit(_run_group, db_path, group, store_it, fallback_revision, policy, declared)
                        for group in groups]
             for future in as_completed(futures):
                 try:
@@ -130,8 +131,9 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _run_group(db_path: str, group: list[str], store_it: bool, fallback_revision, policy) -> list[SessionResult]:
-    job = Job(db_path, fallback_revision, policy, store_it, None, cleared=True)
+def _run_group(db_path: str, group: list[str], store_it: bool, fallback_revision, policy,
+               declared: bool = False) -> list[SessionResult]:
+    job = Job(db_path, fallback_revision, policy, store_it, None, cleared=True, declared=declared)
     try:
         results, methods = [], {}
         for sid in group:  # the method statistics summed here: memory per method, not per session

@@ -25,6 +25,7 @@ RATIO_FLOOR = 64 << 20
 
 
 def is_bundle(head: bytes) -> bool:
+    """Whether a file's first bytes are a zip's, as a bundle is."""
     return head.startswith(b"PK\x03\x04")
 
 

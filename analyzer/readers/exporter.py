@@ -6,24 +6,23 @@ import is the same file."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
 from typing import TextIO
 
 from mcptap import store
-
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.wire import exchangelog, framelog
 
 PROGRESS_EVERY = 10_000  # frames between two calls of `progress`
 
 
-def export(conn: sqlite3.Connection, out: TextIO, session_ids: Iterable[str],
-           progress: Callable[[int], None] | None = None, keep: dict[str, set[int]] | None = None) -> int:
-    """Write each session (its row, its exchanges in the order they started, its frames in seq
-    order, its stderr lines); the frame count.
-    `progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end).
-    `keep`: only these frames of each session (a display filter's; a session it lacks is left out)."""
+def export(conn: sqlite3.Connection, out: TextIO, options: WriteOptions = NO_OPTIONS) -> int:
+    """Write each of `options.sessions` (its row, its exchanges in the order they started, its
+    frames in seq order, its stderr lines); the frame count.
+    `options.progress(n)`: n more frames written (every PROGRESS_EVERY and at each session's end).
+    `options.keep`: only these frames of each session (a display filter's; a session it lacks is left out)."""
+    progress, keep = options.progress, options.keep
     written = 0
-    for sid in session_ids:
+    for sid in options.sessions:
         wanted = None if keep is None else keep.get(sid)
         if keep is not None and not wanted:
             continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mcptap import store
 
 from mcptap.readers import importstate, kinds
+from mcptap.readers.bundle import is_bundle
 from mcptap.readers.exchangerows import ExchangeRows
 from mcptap.readers.importstate import FrameLines, ImportedSession
 
@@ -85,7 +86,7 @@ def detect_format(path: str) -> str:
         raise ImportFormatError(f"{path} is a directory") from None
     except OSError as exc:
         raise ImportFormatError(f"cannot read {path}: {exc.strerror}") from None
-    if head.startswith(b"PK\x03\x04"):
+    if is_bundle(head):
         return "bundle"
     if head.startswith(store.SQLITE_HEADER):
         raise ImportFormatError(f"{path} is an SQLite database; use it with --db, or export it first")

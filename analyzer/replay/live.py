@@ -154,11 +154,12 @@ class StdioLive(Live):
     def _read_stdout(self) -> None:
         """Lines as they come, each kept up to --max-frame bytes (a longer one is never held whole)."""
         framer = LineFramer(self.max_frame)
-        while chunk := self.proc.stdout.read1(1 << 16):
-            lines = framer.feed(chunk)
-            cut = framer.cut or {}
-            for i, line in enumerate(lines):
-                self._received(line, cut.get(i))
+        with self.proc.stdout:  # closed at its end: a command run in-process (the tests) leaks no pipe
+            while chunk := self.proc.stdout.read1(1 << 16):
+                lines = framer.feed(chunk)
+                cut = framer.cut or {}
+                for i, line in enumerate(lines):
+                    self._received(line, cut.get(i))
         size = framer.size
         tail = framer.finish()
         if tail is not None:
@@ -169,11 +170,12 @@ class StdioLive(Live):
         self._closed(f"the server exited with status {status}{tail}")
 
     def _read_stderr(self) -> None:
-        for line in self.proc.stderr:
-            text = line.rstrip(b"\r\n")
-            if self.recording is not None:
-                self.recording.stderr(text)
-            self.stderr_tail = (self.stderr_tail + [text.decode("utf-8", "replace")])[-5:]
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                text = line.rstrip(b"\r\n")
+                if self.recording is not None:
+                    self.recording.stderr(text)
+                self.stderr_tail = (self.stderr_tail + [text.decode("utf-8", "replace")])[-5:]
 
     def send(self, raw: bytes, message: Any = None) -> None:
         with self._write_lock:

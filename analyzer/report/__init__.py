@@ -14,13 +14,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, NamedTuple
 
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.report import columns, jsonout
 if TYPE_CHECKING:  # the analysis is loaded by the commands that analyse, not by those that only read
     from mcptap.analysis.messages import Finding
     from mcptap.engine import Report
 from mcptap.wire.textsafe import printable
 
-FORMATS = ("table", "json", "jsonl", "sarif")
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 RANK = {"error": 0, "warning": 1, "info": 2}
 PER_CODE = 5
@@ -75,7 +75,7 @@ def method_objects(report: Report) -> list[dict]:
             for method, calls, errors, tool_errors, unanswered, p50, p95, top in _method_seconds(report)]
 
 
-def write_json(report: Report, out: IO[str]) -> None:
+def write_json(report: Report, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
     """The contract's document (sessions, findings) with the service response times and whether
     the results were stored; the findings last, one per line, written as they go."""
     jsonout.write_document(out, [
@@ -88,16 +88,17 @@ def write_json(report: Report, out: IO[str]) -> None:
     ])
 
 
-def write_jsonl(report: Report, out: IO[str]) -> None:
+def write_jsonl(report: Report, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
+    """One finding per line."""
     jsonout.write_lines(out, finding_objects(report))
 
 
-def write_sarif(report: Report, out: IO[str], *, root: str | None = None, sources=None) -> None:
-    """SARIF 2.1.0, streamed (analyzer/report/sarif.py): `sources` maps the sessions imported from files
-    to their file (sarif.Source), `root` is the folder relative URIs start from."""
+def write_sarif(report: Report, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
+    """SARIF 2.1.0, streamed (analyzer/report/sarif.py): `options.sources` maps the sessions imported
+    from files to their file (sarif.Source), `options.root` is the folder relative URIs start from."""
     from mcptap.report import sarif
 
-    sarif.write(report, out, root=root, sources=sources)
+    sarif.write(report, out, root=options.root, sources=options.sources)
 
 
 def _method_seconds(report: Report) -> list[tuple]:
@@ -240,10 +241,13 @@ def _code_rows(findings: list[Finding]) -> list[tuple]:
             for code, (severity, count, sids, first) in rows]
 
 
-def write_table(report: Report, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
-    """Sessions, findings (the first `per_code` of each code per session, then one line for the
-    rest), service response time per method, and the totals. More than SCREEN_ROWS sessions: the
-    SCREEN_ROWS with the most severe findings and one line for the rest, and the findings per code."""
+def write_table(report: Report, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
+    """Sessions, findings (the first `options.per_code` of each code per session, PER_CODE unless
+    given, then one line for the rest), service response time per method, and the totals, coloured
+    with `options.color`. More than SCREEN_ROWS sessions: the SCREEN_ROWS with the most severe
+    findings and one line for the rest, and the findings per code."""
+    color = options.color
+    per_code = PER_CODE if options.per_code is None else options.per_code
     width = _terminal_width(out)
     many = len(report.sessions) > SCREEN_ROWS
     sessions = sorted(report.sessions, key=_worst_first)[:SCREEN_ROWS] if many else report.sessions
@@ -317,16 +321,6 @@ def _terminal_width(out: IO[str]) -> int | None:
         return os.get_terminal_size(out.fileno()).columns if out.isatty() else None
     except (OSError, ValueError, AttributeError):
         return None
-
-
-WRITERS = {"json": write_json, "jsonl": write_jsonl, "sarif": write_sarif}
-
-
-def write(report: Report, fmt: str, out: IO[str], *, color: bool = False, per_code: int = PER_CODE) -> None:
-    if fmt == "table":
-        write_table(report, out, color=color, per_code=per_code)
-    else:
-        WRITERS[fmt](report, out)
 
 
 def reaches(report: Report, fail_on: str) -> bool:

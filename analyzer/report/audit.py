@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.report import columns, jsonout
 from mcptap.wire.textsafe import printable
 
@@ -69,10 +70,10 @@ def read(report: Report) -> Audit:
     if not findings:
         return audit
     from mcptap.analysis import drift
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
 
     sids = sorted({f.session_id for f in findings})
-    declared = {d.session_id: (d, label) for d, label in definitions.declared(report.db_path, sids, results=True)}
+    declared = {d.session_id: (d, label) for d, label in declared_pass.declared(report.db_path, sids, results=True)}
     for f in findings:
         d, label = declared.get(f.session_id, (None, None))
         if d is None:
@@ -112,7 +113,7 @@ def entry_object(entry: Entry) -> dict:
             "followed": [{"frame": seq, "tool": name} for seq, name in entry.followed]}
 
 
-def write_json(audit: Audit, out: IO[str]) -> None:
+def write_json(audit: Audit, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
     """{"sessions": [...], "stored": ..., "findings": [entry, ...]}, the findings one per line."""
     from mcptap.report import session_objects
 
@@ -132,7 +133,7 @@ def _followed_text(followed: list[tuple[int, str]]) -> str:
     return shown + (f" and {rest:,} more" if rest > 0 else "")
 
 
-def write_table(audit: Audit, out: IO[str], *, color: bool = False) -> None:
+def write_table(audit: Audit, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
     """One line per security finding: severity, server, tool, finding, session and frame, what
     followed, evidence; then the totals. Every cell from the traffic is shown escaped."""
     from mcptap.report import _terminal_width, counted
@@ -147,7 +148,7 @@ def write_table(audit: Audit, out: IO[str], *, color: bool = False) -> None:
         rows.append((f.severity, printable(e.server), printable(e.tool or "-"), printable(f.code), where,
                      printable(_followed_text(e.followed)), printable(f.message)))
     columns.write(out, ("severity", "server", "tool", "finding", "where", "what followed", "evidence"), rows,
-                  width=_terminal_width(out), colour=color)
+                  width=_terminal_width(out), colour=options.color)
     totals = {"error": 0, "warning": 0, "info": 0}
     for e in audit.entries:
         totals[e.finding.severity] += 1
@@ -182,9 +183,10 @@ def section(findings: list[list], codes: dict[str, dict], sessions: list[dict]) 
     return rows, total
 
 
-def write_sarif(audit: Audit, out: IO[str], *, root: str | None = None, sources=None) -> None:
+def write_sarif(audit: Audit, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
     """SARIF 2.1.0 of the security findings (analyzer/report/sarif.py: every rule of group
-    `security` carries `security-severity` and the tag `security`)."""
-    from mcptap.report import sarif
+    `security` carries `security-severity` and the tag `security`); `options.root` and
+    `options.sources` as for the analysis' SARIF."""
+    from mcptap.report import write_sarif as analysis_sarif
 
-    sarif.write(audit.report, out, root=root, sources=sources)
+    analysis_sarif(audit.report, out, options)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import mcptap
 from mcptap import extras, outfile, store
 from mcptap.errors import MCPTapError
+from mcptap.outfile import WriteOptions
 from mcptap.readers import exporter, importer
 from mcptap.redaction import FrameRedactor, Redaction, Redactor
 from mcptap.redaction.scrub import changed_exchange
@@ -36,10 +37,10 @@ class SecretLeft(MCPTapError):
 def _infos(conn: sqlite3.Connection, sid: str) -> dict:
     """The client's and server's `{name, version}` from the session's initialize (or a
     2026-07-28 request's `_meta` clientInfo)."""
-    from mcptap.engine import operations
+    from mcptap.engine import session_view as views
 
     found: dict = {}
-    for op in operations.session_view(conn, sid).operations:
+    for op in views.session_view(conn, sid).operations:
         params = op.params
         info = params.get("clientInfo") or op.meta.get("io.modelcontextprotocol/clientInfo")
         if isinstance(info, dict) and "client" not in found:
@@ -97,13 +98,13 @@ def write(db: str, output: str, sessions: list[str] | None = None, *,
             if plain:
                 path = os.path.join(work, "frames.jsonl")
                 with open(path, "w", encoding="utf-8") as fh:
-                    exporter.export(source, fh, plain)
+                    exporter.export(source, fh, WriteOptions(sessions=plain))
                 files.append(path)
             if http:
                 extras.need("proxy", "a bundle of HTTP sessions")
                 path = os.path.join(work, "http.har")
                 with open(path, "wb") as fh:
-                    har.write(source, fh, http)
+                    har.write(source, fh, WriteOptions(sessions=http))
                 files.append(path)
             clean = os.path.join(work, "bundle.db")
             conn = store.connect(clean)
@@ -119,13 +120,13 @@ def write(db: str, output: str, sessions: list[str] | None = None, *,
                                           **_infos(conn, sid)} for sid in kept]}
                 out_frames = os.path.join(work, "out.jsonl")
                 with open(out_frames, "w", encoding="utf-8") as fh:
-                    exporter.export(conn, fh, [s for s in kept if store.get_session(conn, s)["transport"]
-                                               not in HTTP_TRANSPORTS])
+                    exporter.export(conn, fh, WriteOptions(sessions=[
+                        s for s in kept if store.get_session(conn, s)["transport"] not in HTTP_TRANSPORTS]))
                 out_har = os.path.join(work, "out.har")
                 kept_http = [s for s in kept if store.get_session(conn, s)["transport"] in HTTP_TRANSPORTS]
                 if kept_http:
                     with open(out_har, "wb") as fh:
-                        har.write(conn, fh, kept_http)
+                        har.write(conn, fh, WriteOptions(sessions=kept_http))
             finally:
                 conn.close()
             result = engine.analyze(clean)

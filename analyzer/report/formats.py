@@ -1,21 +1,23 @@
 """The registry of file formats: each format is one registered object (name, file extensions,
 what it holds, a writer and a reader where one exists, the extra it needs), found by `mcptap
 export --format`, `mcptap analyze --format`, `mcptap import` and the pandas API alike; adding a
-format touches its own module and this table. Writers are named as "module:function" and
-imported when used, so a format's dependencies load only for it. Output streams: `-` is
+format touches its own module and this table. Every writer takes `(source, out, options)`: a
+database connection (a database's path for a folder format) or an analysis Report, where it
+writes, and the caller's choices (outfile.WriteOptions). Writers are named as "module:function"
+and imported when used, so a format's dependencies load only for it. Output streams: `-` is
 stdout, a name ending `.gz` or `.zst` is compressed as it is written, any file is created 0600."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
 from mcptap import extras, outfile
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.errors import ImportFormatError, MCPTapError
 
 FRAMES, ANALYSIS, AUDIT = "frames", "analysis", "audit"
@@ -36,17 +38,12 @@ class Format:
     transports: tuple[str, ...] = ()  # sessions it holds (empty: every transport)
     stream: bool = True  # written as one stream (`-o -`, .gz, .zst); else a folder
     located: bool = False  # an import of it says on which line of the file each frame was
+    filters: bool = False  # its writer writes only a display filter's frames (WriteOptions.keep)
 
-    def takes(self, option: str) -> bool:
-        """Whether the writer takes this option (`keep`: a display filter's frames; `content`: ...)."""
-        return option in inspect.signature(self.write_function()).parameters
-
-    def write(self, *args, **options):
-        """Call the writer with `args` and the `options` its signature takes (each writer
-        takes what it needs of the caller's: colour, root, fail_on, progress, ...)."""
-        function = self.write_function()
-        accepted = inspect.signature(function).parameters
-        return function(*args, **{k: v for k, v in options.items() if k in accepted})
+    def write(self, source, out, options: WriteOptions = NO_OPTIONS):
+        """The writer's answer for `source` written to `out` (what it returns: frames, lines or
+        entries written)."""
+        return self.write_function()(source, out, options)
 
     def write_function(self):
         if self.extra is not None:
@@ -65,7 +62,7 @@ def register(fmt: Format) -> Format:
 
 for _fmt in (
     Format("jsonl", FRAMES, (".jsonl",), "frame-log JSONL: sessions, frames and stderr lines byte for byte",
-           "mcptap.readers.exporter:export", reader="framelog", located=True),
+           "mcptap.readers.exporter:export", reader="framelog", located=True, filters=True),
     Format("otlp", FRAMES, (".otlp.jsonl", ".json"), "OTLP JSON (as a collector's file exporter writes it): spans "
            "and duration histograms by OpenTelemetry's MCP semantic conventions", "mcptap.report.otlp:write_json",
            extra="otel", binary=True),
@@ -101,13 +98,18 @@ class UnknownFormat(MCPTapError):
 def get(name: str, holds: str) -> Format:
     fmt = REGISTRY.get((holds, name))
     if fmt is None or fmt.writer is None:
-        names = ", ".join(f.name for f in formats(holds) if f.writer)
-        raise UnknownFormat(f"no {holds} format {name!r}; known: {names}")
+        raise UnknownFormat(f"no {holds} format {name!r}; known: {', '.join(names(holds))}")
     return fmt
 
 
 def formats(holds: str) -> list[Format]:
     return [f for (h, _), f in REGISTRY.items() if h == holds]
+
+
+def names(holds: str, *, readable: bool = False) -> list[str]:
+    """The names of the formats that write what `holds` names (that `mcptap import` reads, with
+    `readable`): the choices the commands offer."""
+    return [f.name for f in formats(holds) if (f.reader if readable else f.writer)]
 
 
 def reader_for(path: str, name: str | None = None) -> Format:
@@ -120,7 +122,7 @@ def reader_for(path: str, name: str | None = None) -> Format:
     if name is not None:
         fmt = next((f for f in readable if f.name == name), None)
         if fmt is None:
-            raise UnknownFormat(f"no format {name!r} to import; known: {', '.join(f.name for f in readable)}")
+            raise UnknownFormat(f"no format {name!r} to import; known: {', '.join(names(FRAMES, readable=True))}")
         return fmt
     try:
         kind = importer.detect_format(path)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import IO
 from urllib.parse import parse_qsl, urlsplit
@@ -22,6 +21,7 @@ import orjson
 
 import mcptap
 from mcptap import store
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.store import queries
 from mcptap.wire.textsafe import json_text
 
@@ -118,13 +118,13 @@ def _dumps(value: dict) -> bytes:
     return json_text(text).encode("utf-8")
 
 
-def write(conn: sqlite3.Connection, out: IO[bytes], session_ids: Iterable[str], *,
-          progress: Callable[[int], None] | None = None) -> int:
-    """The sessions' exchanges as one HAR 1.2 document; the number of entries."""
+def write(conn: sqlite3.Connection, out: IO[bytes], options: WriteOptions = NO_OPTIONS) -> int:
+    """The exchanges of `options.sessions` as one HAR 1.2 document; the number of entries."""
+    progress = options.progress
     out.write(b'{"log":{"version":"1.2","creator":{"name":"mcptap","version":"' + mcptap.__version__.encode() +
               b'"},"pages":[],"entries":[')
     n = 0
-    for sid in session_ids:
+    for sid in options.sessions:
         by_exchange: dict[str | None, list[store.Frame]] = {}
         count = 0
         for f in queries.exchange_frames(conn, sid):

@@ -22,7 +22,6 @@ import pandas as pd
 
 from mcptap import __version__, data, engine, outfile, store
 from mcptap.report import audit, httplines, viewdata
-from mcptap.store import queries
 from mcptap.wire.textsafe import json_text, printable
 
 MAX_FRAMES = 2_000_000
@@ -46,7 +45,7 @@ def _asset(name: str) -> str:
     return resources.files("mcptap.report").joinpath(name).read_text(encoding="utf-8")
 
 
-SCRIPTS = ("filter.js", "viewcommon.js", "viewlocal.js", "viewlive.js", "viewdetail.js", "viewdiagram.js",
+SCRIPTS = ("filter.js", "viewcommon.js", "viewlocal.js", "viewlive.js", "viewdetail.js", "viewaxis.js", "viewdiagram.js",
            "viewer.js")
 """The viewer's script, in the order the page holds them: the filter language, shared helpers, the
 two sources of frames (the embedded document; `mcptap view`'s server), the detail pane, the
@@ -146,11 +145,10 @@ def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[in
 
 def _latency(db: str, ids: list[str] | None) -> list[dict]:
     """The per-method service response time rows (data.latency: the numbers `mcptap analyze` prints,
-    but by message: a joined operation's rounds count apart, docs/findings.md operations)."""
-    msgs = _requests_and_errors(db, ids)
-    if msgs.empty:
+    counted by operation)."""
+    table = data.latency(db, session=ids)
+    if table.empty:
         return []
-    table = data.latency(msgs)
     return [{"method": str(method), "calls": int(row.calls), "errors": int(row.errors),
              "tool_errors": int(getattr(row, "tool_errors", 0)), "unanswered": int(row.unanswered),
              "p50_ms": _ms(row.p50_s), "p95_ms": _ms(row.p95_s), "max_ms": _ms(row.max_s)}
@@ -197,24 +195,6 @@ def _viewed(ranked: pd.DataFrame, sizes: dict[str, int]) -> set[str]:
         viewed.add(sid)
         total += n
     return viewed
-
-
-def _requests_and_errors(db: str, ids: list[str] | None) -> pd.DataFrame:
-    """The `messages` rows data.latency reads (kind, method, paired_frame, latency_s, tool_error) of
-    the requests, error answers and tool errors, of these sessions (None: all), in one query: data.messages reads
-    session by session, which thousands of small sessions made take a minute."""
-    conn = store.open_existing(db)
-    try:
-        if not store.has_table(conn, "messages"):
-            return pd.DataFrame()
-        sql, params = queries.requests_and_errors(ids)
-        msgs = pd.read_sql_query(sql, conn, params=params, dtype={"paired_frame": "Int64", "latency_s": "float64"})
-        failed = len(data.tool_errors(conn, ids))  # tools/call answers with isError: one row each
-        return pd.concat([msgs.assign(tool_error=False), pd.DataFrame(
-            {"kind": ["response"] * failed, "method": ["tools/call"] * failed, "tool_error": [True] * failed})],
-            ignore_index=True) if failed else msgs.assign(tool_error=False)
-    finally:
-        conn.close()
 
 
 def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:

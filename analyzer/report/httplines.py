@@ -6,7 +6,6 @@ time order among the frames."""
 from __future__ import annotations
 
 import heapq
-import html
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -70,17 +69,3 @@ def record(session_id: str, entry: tuple, t0: float | None) -> dict:
             "offset_s": round(ts - t0, 6) if t0 is not None else None, "role": row["role"], "method": row["method"],
             "url": row["url"], "status": row.get("status"), "request_body": row.get("request_body"),
             "response_body": row.get("response_body"), "rewritten": rewritten}
-
-
-def html_table(rows: list[dict]) -> str:
-    """The exchanges as an HTML table (escaped), or nothing when there are none."""
-    if not rows:
-        return ""
-    out = ["<h3>HTTP exchanges that are not MCP</h3><table><tr><th>role</th><th>status</th><th>request</th>"
-           "<th>answer</th></tr>"]
-    for row in rows:
-        body = (row.get("response_body") or "")[:2000]
-        out.append(f"<tr><td>{html.escape(row['role'])}</td><td>{html.escape(str(row.get('status') or '-'))}</td>"
-                   f"<td>{html.escape(row['method'] + ' ' + row['url'])}</td><td><pre>{html.escape(body)}</pre></td></tr>")
-    out.append("</table>")
-    return "".join(out)

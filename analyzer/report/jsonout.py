@@ -114,15 +114,26 @@ def write_lines(out: IO[str], items: Iterable) -> None:
         out.write(dumps(item) + "\n")
 
 
-def _command(text: str | None):
-    """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
+def _stored_json(text: str | None, kind: type):
+    """A cell stored as JSON text (a command line's array, a client's object) as its value when it
+    is one of `kind`; else the text as it is."""
     if text is None:
         return None
     try:
         value = json.loads(text)
     except (ValueError, TypeError, RecursionError):
         return text
-    return value if isinstance(value, list) else text
+    return value if isinstance(value, kind) else text
+
+
+def _client(text: str | None):
+    """The recorded client (stored as a JSON object)."""
+    return _stored_json(text, dict)
+
+
+def _command(text: str | None):
+    """The recorded command line as a list (stored as a JSON array); the text if it is not one."""
+    return _stored_json(text, list)
 
 
 def session_object(s: dict, analysis: dict | None) -> dict:
@@ -142,7 +153,7 @@ def session_object(s: dict, analysis: dict | None) -> dict:
         "frames": s["c2s"] + s["s2c"], "c2s": s["c2s"], "s2c": s["s2c"],
         "exit_status": s["exit_status"], "command": _command(s.get("command")), "upstream": s.get("upstream"),
         "source": s.get("source"), "replay_of": s.get("replay_of"), "recorder": s.get("recorder"),
-        "host": s.get("host"), "pid": s.get("pid"),
+        "host": s.get("host"), "pid": s.get("pid"), "run": s.get("run"), "client": _client(s.get("client")),
         "analyzed_at": a.get("analyzed_at"), "analyzed": iso(a.get("analyzed_at")),
         "revision": a.get("revision"), "revision_source": a.get("revision_source"), "kinds": a.get("kinds"),
         "errors": a.get("errors"), "warnings": a.get("warnings"), "infos": a.get("infos"),

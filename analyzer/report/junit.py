@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from mcptap.analysis import rules
 from mcptap.engine import Report
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.wire.textsafe import printable
 
 RANK = {"error": 0, "warning": 1, "info": 2}
@@ -48,9 +49,10 @@ def _where(finding: tuple) -> str:
     return where + (f" (related frame {related})" if related is not None else "")
 
 
-def write(report: Report, out: IO[str], *, fail_on: str = "error") -> None:
+def write(report: Report, out: IO[str], options: WriteOptions = NO_OPTIONS) -> None:
+    """A suite per session, a case per rule, a failure per finding at or above `options.fail_on`."""
     registry = sorted(rules.load().items())
-    limit = RANK.get(fail_on, -1)  # never: nothing fails
+    limit = RANK.get(options.fail_on, -1)  # never: nothing fails
     by_session: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for f in report.findings:
         by_session[f.session_id][f.code].append(f)

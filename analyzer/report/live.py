@@ -247,13 +247,23 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
 
     def window(request):
         return answer(view.window(request.query_params.get("session", ""), number(request, "from", kind=float),
-                                  number(request, "to", kind=float)))
+                                  number(request, "to", kind=float), number(request, "max", livedata.WINDOW_MAX),
+                                  request.query_params.get("filter", "")))
+
+    def gaps(request):
+        return answer(view.gaps(request.query_params.get("session", "")))
 
     def stderr(request):
         return answer(view.stderr(request.query_params.get("session", "")))
 
-    routes = [Route("/", index)] + [Route(f"/api/{fn.__name__}", endpoint(fn))
-                                     for fn in (summary, poll, rows, locate, frame, window, stderr)]
+    def metrics(request):
+        from mcptap.report import metrics as prometheus
+
+        body, kind = prometheus.exposition(view.conn())
+        return Response(body, media_type=kind, headers=HEADERS)
+
+    routes = [Route("/", index), Route("/metrics", metrics)] + [Route(f"/api/{fn.__name__}", endpoint(fn))
+                                     for fn in (summary, poll, rows, locate, frame, window, gaps, stderr)]
     return Guard(Starlette(routes=routes), policy, token)
 
 

@@ -1,9 +1,10 @@
 """What `mcptap view` answers the viewer's script with (analyzer/report/live.py serves it as
 JSON): the sessions, pages of the frame list (every frame, or those a display filter selects,
 compiled to SQL by analyzer/store/filtersql.py and kept as their positions), a frame whole, a
-session's frames in a time window for the diagram, its stderr. The database is read-only here; a
-session being recorded grows: another connection's commit is seen by `refresh`. A frame not yet
-analysed is shown with the kind, method and id its own bytes give (analysis/classify)."""
+session's frames in a time window for the diagram (or their density) and its longest idle gaps,
+its stderr. The database is read-only here; a session being recorded grows: another connection's
+commit is seen by `refresh`. A frame not yet analysed is shown with the kind, method and id its
+own bytes give (analysis/classify)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from mcptap.store import filterlang, filtersql, viewpages
 from mcptap.wire.textsafe import json_text
 
 PAGE_MAX = 500  # frames in one page of the list
-WINDOW_MAX = 1500  # arrows in the diagram's window (past it 1 in N)
+WINDOW_MAX = 1500  # arrows in the diagram's window (past it, how many in each slice of it)
+DENSITY_BUCKETS = 4096  # the slices of a window drawn as a density band
+IDLE_GAPS = 64  # the longest idle gaps of a session, which the diagram draws short
 RAW_CHARS = 1_048_576  # a frame's bytes shown in the detail pane
 STDERR_LINES = 20_000
 SELECTIONS = 8  # filters whose selections are kept
@@ -298,17 +301,48 @@ class LiveView:
         ex = viewpages.exchange(self.conn(), ex_id)
         return None if ex is None else viewdata.exchange_json(ex, start)
 
-    def window(self, sid: str, t_from: float, t_to: float) -> dict:
-        """The session's frames between two times (relative to its start) for the diagram: at most
-        WINDOW_MAX of them, 1 in `every` past that."""
+    def window(self, sid: str, t_from: float, t_to: float, limit: int = WINDOW_MAX, text: str = "") -> dict:
+        """The session's frames between two times (relative to its start) for the diagram, each
+        marked `v` 1 or 0 by whether the display filter `text` (once its frames are found) keeps
+        it; past `limit` frames, how many fall in each of DENSITY_BUCKETS slices of the window
+        instead (`density`: `counts`, and `hits` of the filter's frames)."""
         n = self.number.get(sid)
         if n is None:
             return {"rows": [], "every": 1, "total": 0}
         start = self.sessions[n]["started_at"]
+        limit = max(1, min(limit, WINDOW_MAX))
+        counts = viewpages.time_histogram(self.conn(), sid, start + t_from, start + t_to, DENSITY_BUCKETS)
+        total = sum(counts)
+        if total > limit:
+            hits = None
+            if text.strip():
+                try:
+                    hits = filtersql.histogram(self.conn(), filterlang.parse(text), sid, start + t_from, start + t_to,
+                                               DENSITY_BUCKETS)
+                except filterlang.FilterError:
+                    hits = None
+            return {"rows": [], "every": 1, "total": total,
+                    "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
         seqs = viewpages.seqs_in_time(self.conn(), sid, start + t_from, start + t_to)
-        every = max(1, -(-len(seqs) // WINDOW_MAX))
-        rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs[::every]))
-        return {"rows": rows, "every": every, "total": len(seqs)}
+        rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs))
+        try:
+            found = self.counted(text) if text.strip() else None
+        except filterlang.FilterError:
+            found = None
+        if found is not None:
+            for row in rows:
+                row["v"] = int(found.locate(n, row["seq"]) >= 0)
+        return {"rows": rows, "every": 1, "total": len(seqs)}
+
+    def gaps(self, sid: str) -> list:
+        """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its
+        start, and the one before its first frame."""
+        n = self.number.get(sid)
+        if n is None:
+            return []
+        start, first = self.sessions[n]["started_at"], self.sessions[n]["first_ts"]
+        gaps = [[round(a - start, 6), round(b - start, 6)] for a, b in viewpages.idle_gaps(self.conn(), sid, IDLE_GAPS)]
+        return ([[0.0, round(first - start, 6)]] if first is not None and first > start else []) + gaps
 
     def stderr(self, sid: str) -> list:
         n = self.number.get(sid)

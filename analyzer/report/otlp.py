@@ -22,7 +22,8 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 import mcptap
 from mcptap import store
-from mcptap.engine import operations
+from mcptap.outfile import NO_OPTIONS, WriteOptions
+from mcptap.engine import session_view as views
 from mcptap.report import otlp_metrics, otlp_spans
 from mcptap.wire.textsafe import json_text
 
@@ -52,7 +53,7 @@ def requests(conn: sqlite3.Connection, session_ids: Iterable[str], *, content: b
     ExportMetricsServiceRequest of the duration histograms. `progress(n)`: n more frames done."""
     durations = otlp_metrics.Durations()
     for sid in session_ids:
-        view = operations.session_view(conn, sid)
+        view = views.session_view(conn, sid)
         facts = otlp_spans.SessionFacts(view.session, view.summary, view.exchanges)
         batch: list[tuple[str, trace_pb2.Span]] = []
         first = last = None
@@ -100,11 +101,11 @@ def to_json(request) -> bytes:
     return json_text(orjson.dumps(_hex_ids(as_dict)).decode("utf-8")).encode("utf-8")
 
 
-def write_json(conn: sqlite3.Connection, out: IO[bytes], session_ids: Iterable[str], *, content: bool = False,
-               progress: Callable[[int], None] | None = None) -> int:
-    """`--format otlp`: each request a line of OTLP JSON; the number of lines."""
+def write_json(conn: sqlite3.Connection, out: IO[bytes], options: WriteOptions = NO_OPTIONS) -> int:
+    """`--format otlp`: each request a line of OTLP JSON (`options`: sessions, content,
+    progress); the number of lines."""
     n = 0
-    for request in requests(conn, session_ids, content=content, progress=progress):
+    for request in requests(conn, options.sessions, content=options.content, progress=options.progress):
         out.write(to_json(request) + b"\n")
         n += 1
     return n

@@ -220,7 +220,7 @@ def _session(s: dict, summary: dict | None) -> dict:
         "exit_status": s.get("exit_status"), "revision": summary.get("revision"),
         "revision_source": summary.get("revision_source"), "frames": (s.get("c2s") or 0) + (s.get("s2c") or 0),
         "last_ts": s.get("last_ts"), "errors": summary.get("errors"), "warnings": summary.get("warnings"),
-        "infos": summary.get("infos"),
+        "infos": summary.get("infos"), "run": s.get("run"),
     }
 
 

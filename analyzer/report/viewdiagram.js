@@ -1,53 +1,69 @@
-/* mcptap viewer, a session's time-scaled sequence diagram in SVG (arrows at their real times,
-   latency brackets, findings marked, zoom and pan, an arrow selects its frame), the session's
+/* mcptap viewer, a session's time-scaled sequence diagram in SVG (arrows at their real times on
+   viewaxis.js's axis, long idle gaps drawn short; labels that never overlap, those left out counted
+   "+N"; latency brackets, findings and the display filter's frames marked; past a few hundred
+   frames in sight a density band that a click zooms into; zoom and pan, an arrow selects its frame), the session's
    stderr lines in time order, and the latency chart per method (the numbers of the table). */
 MCPTAP.diagramPane = function (source, select, isSelected) {
   "use strict";
   const { printable, el, svg, cut, relative, ms } = MCPTAP;
   const diagram = document.getElementById("diagram"), dspacer = document.getElementById("diagram-spacer");
   const zoomStatus = document.getElementById("zoom-status"), stderrBox = document.getElementById("stderr");
-  const TOP = 40, MAX_ARROWS = 1500, MAX_HEIGHT = 15000000;
-  let shown = -1, scale = 1, t0 = 0, t1 = 0, canvas = null, stderrOf = -1;
+  const TOP = 40, MAX_HEIGHT = 15000000, LABEL_H = 14, CHAR_W = 7, AXIS_X = 74;
+  const axis = MCPTAP.timeAxis(TOP);
+  let shown = -1, canvas = null, stderrOf = -1, gapsOf = -1, boxes = [], fitted = true, gapsKnown = false;
   function showSession(n, rec) {
     if (!diagram) return;
     if (n !== shown) {
       shown = n;
-      [t0, t1] = source.span(n);
+      const [t0, t1] = source.span(n);
+      axis.set(t0, t1, []);
+      gapsKnown = false;
       const s = source.sessions[n];
       document.getElementById("diagram-title").textContent = "Sequence diagram of session " +
         printable(s.id) + (s.label ? " (" + printable(s.label) + ")" : "");
       fit();
       showStderr(n);
+      gapsOf = n;
+      source.gaps(n, function (gaps) {  // the idle gaps drawn short: fitted again once known
+        if (gapsOf !== n || shown !== n) return;
+        const [a, b] = source.span(n), t = axis.tOf(diagram.scrollTop);
+        axis.set(a, b, gaps);
+        gapsKnown = true;
+        if (fitted) { fit(); if (rec) centreOn(rec.t); } else {  // zoomed meanwhile: the scale kept
+          dspacer.style.height = axis.height() + "px";
+          diagram.scrollTop = Math.max(0, axis.yOf(t));
+        }
+        draw();
+      });
     }
     if (rec) { centreOn(rec.t); markStderr(rec.t); }
     draw();
   }
   function grown() {  // the session's frames may reach further now
     if (shown < 0) return;
-    const span = source.span(shown);
-    if (span[1] > t1) { t1 = span[1]; dspacer.style.height = height() + "px"; }
+    const span = source.span(shown), now = axis.span();
+    if (span[1] > now[1]) { axis.extend(span[1]); dspacer.style.height = axis.height() + "px"; }
     draw();
   }
-  function height() { return Math.max(60, (t1 - t0) * scale) + TOP * 2; }
   function fit() {
-    const span = t1 - t0;
-    scale = span > 0 ? Math.max(1e-3, (diagram.clientHeight - TOP * 2 - 10) / span) : 1000;
-    dspacer.style.height = height() + "px";
+    fitted = true;
+    axis.fit(Math.max(60, diagram.clientHeight - TOP * 2 - 10));
+    dspacer.style.height = axis.height() + "px";
+    diagram.scrollTop = 0;
   }
-  function yOf(t) { return TOP + (t - t0) * scale; }
   function centreOn(t) {
-    const y = yOf(t);
+    const y = axis.yOf(t);
     if (y < diagram.scrollTop + TOP || y > diagram.scrollTop + diagram.clientHeight - TOP) diagram.scrollTop = Math.max(0, y - diagram.clientHeight / 2);
   }
   function zoom(factor, anchorY) {
     if (shown < 0) return;
     const ay = anchorY === undefined ? diagram.clientHeight / 2 : anchorY;
-    const t = t0 + (diagram.scrollTop + ay - TOP) / scale;
-    const next = scale * factor;
-    if ((t1 - t0) * next > MAX_HEIGHT) { zoomStatus.textContent = "the closest zoom"; return; }
-    scale = next;
-    dspacer.style.height = height() + "px";
-    diagram.scrollTop = Math.max(0, yOf(t) - ay);
+    const t = axis.tOf(diagram.scrollTop + ay), before = axis.scale();
+    axis.setScale(before * factor);
+    fitted = false;
+    if (axis.height() > MAX_HEIGHT) { axis.setScale(before); zoomStatus.textContent = "the closest zoom"; return; }
+    dspacer.style.height = axis.height() + "px";
+    diagram.scrollTop = Math.max(0, axis.yOf(t) - ay);
     draw();
   }
   function niceStep(pxPerSecond) {
@@ -55,69 +71,155 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
     return 10 * p;
   }
+  function seconds(t, step) { return step < 1e-3 ? (t * 1e3).toFixed(Math.max(0, Math.ceil(-Math.log10(step * 1e3)))) + " ms" : t.toFixed(step < 1 ? Math.ceil(-Math.log10(step)) : 0) + " s"; }
+  function span(d) { return d >= 1 ? d.toFixed(d >= 100 ? 0 : 1) + " s" : (d * 1e3).toFixed(d >= 0.1 ? 0 : 1) + " ms"; }
+  /* Labels never overlap: a text is drawn only where its box (the width its characters may take)
+     meets no box drawn before it. */
+  function label(attrs, text) {
+    const w = text.length * CHAR_W, x = attrs["text-anchor"] === "middle" ? attrs.x - w / 2 : attrs["text-anchor"] === "end" ? attrs.x - w : attrs.x;
+    const box = [x, attrs.y - 10.5, x + w, attrs.y + 3.5];
+    for (const b of boxes) if (box[0] < b[2] && b[0] < box[2] && box[1] < b[3] && b[1] < box[3]) return null;
+    boxes.push(box);
+    const node = svg("text", Object.assign({ class: "label" }, attrs), text);
+    canvas.appendChild(node);
+    return node;
+  }
   function draw() {
     if (shown < 0 || !diagram) return;
     const n = shown, w = Math.max(420, diagram.clientWidth - 4), h = diagram.clientHeight, top = diagram.scrollTop;
-    const xc = 130, xs = Math.min(w - 190, xc + 420);
-    const from = t0 + (top - TOP) / scale, to = t0 + (top + h - TOP) / scale;
-    const win = source.window(n, from - 20 / scale, to + 20 / scale, MAX_ARROWS);
+    const xc = 160, xs = Math.min(w - 170, xc + 420), scale = axis.scale();
+    const from = axis.tOf(top - 20), to = axis.tOf(top + h + 20), most = Math.max(40, Math.floor(h / 3));
+    const win = source.window(n, from, to, most);
     if (win === null && canvas) return;  // asked of the server: drawn when it answers
     if (canvas) canvas.remove();
-    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6) });
+    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6), "data-gaps": gapsKnown ? 1 : 0 });
     canvas.style.top = top + "px";
-    canvas.appendChild(svg("line", { x1: xc, y1: top, x2: xc, y2: top + h, stroke: "#999", "stroke-dasharray": "4 3" }));
-    canvas.appendChild(svg("line", { x1: xs, y1: top, x2: xs, y2: top + h, stroke: "#999", "stroke-dasharray": "4 3" }));
-    canvas.appendChild(svg("text", { x: xc, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "client"));
-    canvas.appendChild(svg("text", { x: xs, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "server"));
-    const step = niceStep(scale);
-    for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
-      const y = yOf(t);
-      canvas.appendChild(svg("line", { x1: 52, y1: y, x2: 60, y2: y, stroke: "#888" }));
-      canvas.appendChild(svg("text", { x: 48, y: y + 4, "text-anchor": "end", fill: "#666" },
-        (step < 1e-3 ? (t * 1e3).toFixed(3) + " ms" : t.toFixed(step < 1 ? Math.ceil(-Math.log10(step)) : 0) + " s")));
-    }
     diagram.appendChild(canvas);
+    boxes = [];
+    for (const g of axis.idle()) {  // an idle gap: a band, the lifelines broken, its length on the axis
+      if (g.y + axis.IDLE_Y < top || g.y > top + h) continue;
+      const band = svg("g", { class: "idle" });
+      band.appendChild(svg("rect", { x: 0, y: g.y + 3, width: w, height: axis.IDLE_Y - 6, fill: "#f0f0f0" }));
+      for (const x of [xc, xs]) band.appendChild(svg("path", { d: "M" + (x - 6) + " " + (g.y + 8) + " l12 -4 M" + (x - 6) + " " + (g.y + axis.IDLE_Y - 4) + " l12 -4", stroke: "#888", fill: "none" }));
+      band.appendChild(svg("title", {}, span(g.b - g.a) + " without a frame, drawn short"));
+      canvas.appendChild(band);
+    }
+    const idle = axis.idle(), breaks = [];
+    for (const g of idle) breaks.push([g.y, g.y + axis.IDLE_Y]);
+    const gapped = y => breaks.some(b => y > b[0] - 2 && y < b[1] + 2);
+    for (const [x1, y1, x2, y2] of [[xc, top, xc, top + h], [xs, top, xs, top + h]]) canvas.appendChild(svg("line", { x1, y1, x2, y2, stroke: "#999", "stroke-dasharray": "4 3" }));
+    label({ x: xc, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "client");
+    label({ x: xs, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "server");
+    for (const g of idle) if (g.y + axis.IDLE_Y >= top && g.y <= top + h) label({ x: AXIS_X - 4, y: g.y + axis.IDLE_Y / 2 + 4, "text-anchor": "end", fill: "#666", class: "label idle-label" }, "⋯ " + span(g.b - g.a));
+    const step = niceStep(scale);
+    const cuts = [axis.span()[0]].concat(...idle.map(g => [g.a, g.b]), [axis.span()[1]]);
+    for (let k = 0; k < cuts.length; k += 2) {  // the ticks of each stretch between idle gaps
+      const a = Math.max(cuts[k], from), b = Math.min(cuts[k + 1], to);
+      for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
+        const y = axis.yOf(t);
+        if (gapped(y)) continue;
+        canvas.appendChild(svg("line", { x1: AXIS_X - 10, y1: y, x2: AXIS_X - 2, y2: y, stroke: "#888" }));
+        label({ x: AXIS_X - 14, y: y + 4, "text-anchor": "end", fill: "#666" }, seconds(t, step));
+      }
+    }
     if (win === null) { zoomStatus.textContent = "asking for the frames in sight…"; return; }
     if (!win.total) { zoomStatus.textContent = "no frames in sight"; return; }
-    let lanes = [];
-    for (const r of win.rows) {
-      arrow(r, xc, xs);
-      if (r.p > 0 && r.k === "request" && r.pt !== null) lanes = bracket(r.t, r.pt, r.l, xs, lanes);
+    const asking = win.stale ? " · asking for the frames in sight…" : "";
+    const per100 = (100 / scale >= 1e-2 ? (100 / scale).toFixed(2) + " s" : (100000 / scale).toFixed(2) + " ms") + " per 100 px";
+    if (win.density) {
+      densityBand(win.density, xc, xs, top, h);
+      zoomStatus.textContent = win.total.toLocaleString("en") + " frames in sight, drawn as their density: zoom in (or click the band) for arrows · " + per100 + asking;
+      return;
     }
-    for (const r of win.rows) {  // the brackets of requests before the window answered inside it
+    let lanes = [];
+    const rows = win.rows.slice().sort((p, q) => p.t - q.t);
+    let last = null;  // the label drawn last, and how many labels after it are left out (its "+N")
+    rows.forEach(function (r, k) {  // a label above its arrow, or below it when the next arrow is far enough
+      const g = arrow(r, xc, xs), y = axis.yOf(r.t), next = k + 1 < rows.length ? axis.yOf(rows[k + 1].t) : Infinity;
+      if (y - 3 - 11 < top + 20) return;  // under the lifelines' names
+      const text = cut([r.k, printable(r.m), r.id !== null && r.id !== undefined ? "id=" + printable(r.id) : ""].filter(Boolean).join(" "),
+                       Math.max(8, Math.floor((xs - xc - 60) / CHAR_W)));
+      let node = null, base = y - 3;
+      for (const b of [y - 3, y + 13]) {
+        if ((last && b - last.y < LABEL_H) || (b > y && next - y < 2 * LABEL_H + 4)) continue;
+        node = label({ x: (xc + xs) / 2, y: b, "text-anchor": "middle", fill: "#333" }, text);
+        if (node) { base = b; break; }
+      }
+      if (node) { node.classList.add("arrow-label"); g.appendChild(node); last = { y: base, node: node, more: 0, at: y }; return; }
+      if (!last) return;
+      last.more++;
+      let more = last.node.querySelector("tspan");
+      if (!more) {
+        more = svg("tspan", { class: "more", fill: "#0b57d0", dx: 6 }, "");
+        last.node.appendChild(more);
+        const owner = last;  // a click zooms in until the labels it stands for have room
+        more.addEventListener("click", function (e) { e.stopPropagation(); zoom(Math.min(64, Math.max(2, LABEL_H * (owner.more + 1) / Math.max(1, owner.span))), owner.at - diagram.scrollTop); });
+      }
+      last.span = y - last.at;
+      more.textContent = "+" + last.more;
+    });
+    for (const r of rows) if (r.p > 0 && r.k === "request" && r.pt !== null) lanes = bracket(r.t, r.pt, r.l, xs, lanes);
+    for (const r of rows) {  // the brackets of requests before the window answered inside it
       if (r.p > 0 && (r.k === "response" || r.k === "error") && r.pt !== null && r.pt < from) lanes = bracket(r.pt, r.t, r.l, xs, lanes);
     }
     zoomStatus.textContent = (win.every > 1 ? win.total.toLocaleString("en") + " frames in sight, 1 in " + win.every + " drawn: zoom in · " : "") +
-      (1 / scale * 100 >= 1 ? (100 / scale).toFixed(2) + " s" : (100000 / scale).toFixed(2) + " ms") + " per 100 px";
+      per100 + (idle.length ? " · " + idle.length + " idle gaps drawn short" : "") + asking;
+  }
+  function densityBand(d, xc, xs, top, h) {  // how many frames cross in each 2 px, as bars between the lifelines
+    const ROW = 2, rows = Math.ceil(h / ROW) + 1, counts = new Float64Array(rows), hits = d.hits ? new Float64Array(rows) : null;
+    const width = (d.to - d.from) / d.counts.length;
+    for (let k = 0; k < d.counts.length; k++) {
+      if (!d.counts[k]) continue;
+      const r = Math.floor((axis.yOf(d.from + (k + 0.5) * width) - top) / ROW);
+      if (r < 0 || r >= rows) continue;
+      counts[r] += d.counts[k];
+      if (hits) hits[r] += d.hits[k];
+    }
+    let most = 0;
+    for (const c of counts) most = Math.max(most, c);
+    const g = svg("g", { class: "density" }), mid = (xc + xs) / 2, full = xs - xc - 16;
+    for (let r = 0; r < rows; r++) {
+      if (!counts[r]) continue;
+      const bw = Math.max(2, full * Math.sqrt(counts[r] / most));
+      g.appendChild(svg("rect", { x: mid - bw / 2, y: top + r * ROW, width: bw, height: ROW, fill: "#7f9cc8" }));
+      if (hits && hits[r]) {
+        const hw = Math.max(3, full * Math.sqrt(hits[r] / most));
+        g.appendChild(svg("rect", { class: "hit", x: mid - hw / 2, y: top + r * ROW, width: hw, height: ROW, fill: "#e8a000" }));
+      }
+    }
+    g.appendChild(svg("title", {}, "frames per 2 px (widest: " + most.toLocaleString("en") + "); click to zoom in"));
+    g.addEventListener("click", e => zoom(4, e.clientY - diagram.getBoundingClientRect().top));
+    canvas.appendChild(g);
   }
   function arrow(r, xc, xs) {
-    const y = yOf(r.t), right = r.d === 0;
+    const y = axis.yOf(r.t), right = r.d === 0;
     const x1 = right ? xc : xs, x2 = right ? xs : xc;
-    const g = svg("g", { class: "arrow" + (isSelected(r) ? " selected" : ""), "data-index": r.i !== undefined ? r.i : r.seq,
-                         "data-session": source.sessions[r.n].id, "data-seq": r.seq });
+    const cls = "arrow" + (isSelected(r) ? " selected" : "") + (r.v === 1 ? " hit" : r.v === 0 ? " dim" : "");
+    const g = svg("g", { class: cls, "data-index": r.i !== undefined ? r.i : r.seq, "data-session": source.sessions[r.n].id, "data-seq": r.seq });
     const colour = r.k === "error" ? "#b00020" : (r.k === "batch" || r.k === "invalid" || r.k === "unparseable" || !r.k) ? "#9a4f00" : right ? "#1f5fa8" : "#2e7d32";
+    if (r.v === 1) g.appendChild(svg("rect", { class: "mark", x: xc - 14, y: y - 4, width: 8, height: 8, fill: "#e8a000" }));
     g.appendChild(svg("line", { x1: x1, y1: y, x2: x2 + (right ? -6 : 6), y2: y, stroke: colour, "stroke-width": 1.6 }));
     g.appendChild(svg("path", { d: "M" + x2 + " " + y + " l" + (right ? -8 : 8) + " -4 v8 z", fill: colour }));
-    const label = [r.k, printable(r.m), r.id !== null && r.id !== undefined ? "id=" + printable(r.id) : ""].filter(Boolean).join(" ");
-    g.appendChild(svg("text", { x: (xc + xs) / 2, y: y - 3, "text-anchor": "middle", fill: "#333" }, cut(label, 60)));
     if (r.f.length) {
       const c = svg("circle", { cx: x2 + (right ? 10 : -10), cy: y, r: 5, fill: r.f.some(f => f[4] === "error") ? "#b00020" : "#b86200" });
       c.appendChild(svg("title", {}, r.f.map(f => printable(f[3])).join(", ")));
       g.appendChild(c);
     }
-    g.appendChild(svg("title", {}, "frame " + r.seq + " · " + relative(r.t) + " s · " + label));
-    g.appendChild(svg("rect", { x: Math.min(x1, x2), y: y - 12, width: Math.abs(x2 - x1), height: 16, fill: "transparent" }));
+    const text = [r.k, printable(r.m), r.id !== null && r.id !== undefined ? "id=" + printable(r.id) : ""].filter(Boolean).join(" ");
+    g.appendChild(svg("title", {}, "frame " + r.seq + " · " + relative(r.t) + " s · " + text));
+    g.appendChild(svg("rect", { x: Math.min(x1, x2), y: y - 4, width: Math.abs(x2 - x1), height: 8, fill: "transparent" }));
     g.addEventListener("click", () => select(r.n, r.seq, { scroll: true }));
     canvas.appendChild(g);
+    return g;
   }
   function bracket(tq, ta, latency, xs, lanes) {
-    const y1 = yOf(tq), y2 = yOf(ta);
+    const y1 = axis.yOf(tq), y2 = axis.yOf(ta);
     lanes = lanes.filter(end => end > y1);
     if (lanes.length >= 6) return lanes;
     const x = xs + 22 + lanes.length * 14;
     lanes.push(y2);
     canvas.appendChild(svg("path", { d: "M" + (x - 4) + " " + y1 + " h4 V" + y2 + " h-4", fill: "none", stroke: "#777" }));
-    if (y2 - y1 > 14) canvas.appendChild(svg("text", { x: x + 4, y: (y1 + y2) / 2 + 4, fill: "#555" }, ms(latency !== null ? latency : ta - tq)));
+    if (y2 - y1 > 14) label({ x: x + 4, y: (y1 + y2) / 2 + 4, fill: "#555" }, ms(latency !== null ? latency : ta - tq));
     return lanes;
   }
   if (diagram) {
@@ -129,7 +231,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     }, { passive: false });
     document.getElementById("zoom-in").addEventListener("click", () => zoom(2));
     document.getElementById("zoom-out").addEventListener("click", () => zoom(0.5));
-    document.getElementById("zoom-fit").addEventListener("click", () => { fit(); diagram.scrollTop = 0; draw(); });
+    document.getElementById("zoom-fit").addEventListener("click", () => { fit(); draw(); });
   }
 
   function showStderr(n) {

@@ -57,6 +57,7 @@
       selPos = -1;
       layoutList();
       if (sel) source.locate(sel.n, sel.seq, p => { if (sel) { selPos = p; renderList(); } });
+      diagram.draw();  // the filter's frames marked
       if (!keepHash) writeHash();
       if (then) then();
     });

@@ -38,6 +38,7 @@ MCPTAP.liveSource = function (C, onChange) {
       if (g !== gen) return;
       if (body.counting) { setTimeout(() => count(g), COUNT_MS); return; }
       counting = false;
+      shownWindow = null;  // the diagram's marks of the filter's frames, now that they are all found
       VN = body.total;
       onChange("grow");
     }, function () { if (g === gen) setTimeout(() => count(g), COUNT_MS * 4); });
@@ -99,26 +100,28 @@ MCPTAP.liveSource = function (C, onChange) {
     missingBytes() { return ["The database holds no bytes for this frame.", ""]; },
     span(n) { return [sessions[n].t0, sessions[n].t1]; },
     window(n, from, to, max) {
-      const want = { n: n, from: from, to: to };
       const w = shownWindow;
-      if (w && w.n === n && w.from <= from && w.to >= to && (w.every === 1 || (w.to - w.from) <= 2 * (to - from))) return w;
-      wantedWindow = want;
-      if (!windowBusy) fetchWindow(max);
-      return w && w.n === n ? w : null;
+      if (w && w.n === n && w.filter === filterText && w.from <= from && w.to >= to &&
+          (!w.density || (w.to - w.from) <= 3 * (to - from))) return w;
+      wantedWindow = { n: n, from: from, to: to, max: max };
+      if (!windowBusy) fetchWindow();
+      return w && w.n === n ? Object.assign({ stale: true }, w) : null;  // drawn until the answer comes
     },
+    gaps(n, cb) { get("gaps", { session: sessions[n].id }, cb, () => cb([])); },
     stderr(n, cb) { get("stderr", { session: sessions[n].id }, cb, () => cb([])); },
   };
-  function fetchWindow(max) {
-    const want = wantedWindow, g = wgen;
+  function fetchWindow() {
+    const want = wantedWindow, g = wgen, filter = filterText;
     if (!want) return;
     wantedWindow = null;
     windowBusy = true;
     const pad = (want.to - want.from) / 2;  // a margin either side: a little scrolling needs no request
-    get("window", { session: sessions[want.n].id, from: want.from - pad, to: want.to + pad }, function (body) {
-      windowBusy = false;
-      if (g === wgen) shownWindow = { n: want.n, from: want.from - pad, to: want.to + pad, rows: body.rows,
-                                      every: body.every, total: body.total };
-      if (wantedWindow) fetchWindow(max); else onChange("window");
-    }, function () { windowBusy = false; });
+    get("window", { session: sessions[want.n].id, from: want.from - pad, to: want.to + pad, max: 2 * want.max, filter: filter },
+      function (body) {
+        windowBusy = false;
+        if (g === wgen) shownWindow = { n: want.n, from: want.from - pad, to: want.to + pad, rows: body.rows, every: body.every,
+                                        total: body.total, density: body.density || null, filter: filter };
+        if (wantedWindow) fetchWindow(); else onChange("window");
+      }, function () { windowBusy = false; });
   }
 };

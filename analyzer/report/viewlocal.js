@@ -85,7 +85,7 @@ MCPTAP.localSource = function (D) {
   function has(field) {
     if (Array.isArray(field)) return i => member(i, field)[0];
     return {
-      session: () => true, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
+      session: () => true, run: i => !!SESSIONS[S[i]].run, server: i => SESSIONS[S[i]].label != null, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
       kind: i => K[i] >= 0, method: i => M[i] >= 0, id: i => IDS[i] !== null, latency: i => !isNaN(L[i]),
       finding: i => FINDINGS.has(i), "finding.group": i => FINDINGS.has(i), severity: i => FINDINGS.has(i),
       status: i => !isNaN(statusOf(i)),
@@ -108,6 +108,11 @@ MCPTAP.localSource = function (D) {
     }
     if (field === "session" && cmp === "==") return byTable(SESSIONS.map(s => s.id), s => s.startsWith(v[1]), i => S[i]);
     if (field === "session") return byTable(SESSIONS.map(s => s.id), textTest(cmp, v), i => S[i]);
+    if (field === "run" || field === "server") {  // of the frame's session: its run (== also a start or end of it), its label
+      const t = field === "run" && cmp === "==" ? (r => r.startsWith(v[1]) || r.endsWith(v[1])) : textTest(cmp, v);
+      const ok = SESSIONS.map(s => { const x = field === "run" ? s.run : s.label; return x != null && t(x); });
+      return i => ok[S[i]];
+    }
     if (field === "method") return byTable(METHODS, textTest(cmp, v), i => M[i]);
     if (field === "kind") return byTable(KINDS, textTest(cmp, v), i => K[i]);
     if (field === "dir") return byTable(D.directions, textTest(cmp, v), i => DIR[i]);
@@ -189,12 +194,34 @@ MCPTAP.localSource = function (D) {
       for (let j = FIRST[n]; j >= 0 && j < END[n]; j++) if (T[j] > t1) t1 = T[j];
       return [t0, t1];
     },
-    window(n, from, to, max) {
+    window(n, from, to, max) {  // the frames in a time window, or past `max` of them how many in each slice
       if (FIRST[n] < 0) return { rows: [], every: 1, total: 0 };
-      const a = lowerBound(FIRST[n], END[n], from), b = lowerBound(FIRST[n], END[n], to);
-      const total = b - a, every = Math.max(1, Math.ceil(total / max)), rows = [];
-      for (let j = a; j < b; j += every) rows.push(rec(j));
-      return { rows, every, total };
+      const a = lowerBound(FIRST[n], END[n], from), b = lowerBound(FIRST[n], END[n], to), total = b - a;
+      if (total <= max) {
+        const rows = [];
+        for (let j = a; j < b; j++) { const r = rec(j); if (VIEW !== null) r.v = positionOf(j) >= 0 ? 1 : 0; rows.push(r); }
+        return { rows, every: 1, total };
+      }
+      const B = 4096, width = (to - from) / B, counts = new Int32Array(B), hits = VIEW === null ? null : new Int32Array(B);
+      const slice = j => Math.max(0, Math.min(B - 1, Math.floor((T[j] - from) / width)));
+      for (let j = a; j < b; j++) counts[slice(j)]++;
+      if (hits) {
+        let lo = 0, hi = VN;
+        while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < a) lo = mid + 1; else hi = mid; }
+        for (let k = lo; k < VN && VIEW[k] < b; k++) hits[slice(VIEW[k])]++;
+      }
+      return { rows: [], every: 1, total, density: { from, to, counts, hits } };
+    },
+    gaps(n, cb) {  // the session's 64 longest stretches without a frame, [from, to]
+      const out = [];
+      if (FIRST[n] >= 0) {
+        const [t0, t1] = this.span(n), least = (t1 - t0) / 5000, at = [];
+        if (T[FIRST[n]] - t0 > least) out.push([t0, T[FIRST[n]]]);
+        for (let j = FIRST[n] + 1; j < END[n]; j++) if (T[j] - T[j - 1] > least) at.push(j);
+        at.sort((x, y) => (T[y] - T[y - 1]) - (T[x] - T[x - 1]));
+        for (const j of at.slice(0, 64)) out.push([T[j - 1], T[j]]);
+      }
+      cb(out);
     },
     stderr(n, cb) { cb(D.stderr[n] || []); },
   };

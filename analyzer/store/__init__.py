@@ -1,7 +1,7 @@
 """The SQLite store: opening a file safely (WAL, busy timeout, 0600), applying the schema's
 migrations, and the only SQL that writes or reads the recorded tables (see docs/contract.md).
 In parts: rows (the row shapes), connections (files, migrations, transactions), recorded (the
-recorded tables), derived (what analyze writes), queries (the faces' own reads), schema,
+recorded tables), derived (what analyze writes), queries (the faces' own reads), migrations,
 writer, journal, cells. Everything is used as `store.NAME`, from here."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every cell a reader takes from the database checked against the type its column declares
-(analyzer/store/schema.py), since SQLite stores any value in any column (`frames.ts = 'soon'` is
+(analyzer/store/migrations.py), since SQLite stores any value in any column (`frames.ts = 'soon'` is
 allowed): a wrong one is refused in one line naming the table, column and row (BadCell), never a
 traceback further on. What a reader coerces anyway is accepted: an integer where a REAL belongs,
 a number where a frame's bytes belong (`CAST(raw AS BLOB)` reads its text), a value no reader
@@ -31,7 +31,7 @@ COLUMNS: dict[str, dict[str, tuple[tuple[str, ...], bool, tuple[str, ...] | None
         "started_at": (REAL, False, None), "ended_at": (REAL, True, None), "command": (TEXT, True, None),
         "upstream": (TEXT, True, None), "exit_status": (INT, True, None), "recorder": (TEXT, True, None),
         "host": (TEXT, True, None), "pid": (INT, True, None), "source": (TEXT, True, None),
-        "replay_of": (TEXT, True, None),
+        "replay_of": (TEXT, True, None), "run": (TEXT, True, None), "client": (TEXT, True, None),
     },
     "frames": {
         "session_id": (TEXT, False, None), "seq": (INT, False, None), "ts": (REAL, False, None),

@@ -9,9 +9,9 @@ import pathlib
 import sqlite3
 import sys
 
-from mcptap.store import schema
+from mcptap.store import migrations
 from mcptap.errors import MCPTapError, NotADatabase
-from mcptap.store.schema import RECORDED_TABLES
+from mcptap.store.migrations import RECORDED_TABLES
 
 if sys.version_info < (3, 12):
     # Python 3.11's sqlite3 binds None the slow way: a failed lookup for an adapter, then for
@@ -46,20 +46,20 @@ def connect(path: str | os.PathLike, *, busy_timeout: float = BUSY_TIMEOUT_S) ->
 
 
 def _applied_migrations(conn: sqlite3.Connection) -> set[str]:
-    if not has_table(conn, schema.MIGRATIONS_TABLE):
+    if not has_table(conn, migrations.MIGRATIONS_TABLE):
         return set()
-    rows = conn.execute(f"SELECT name FROM {schema.MIGRATIONS_TABLE} WHERE migration_set = ?", (schema.MIGRATION_SET,))
+    rows = conn.execute(f"SELECT name FROM {migrations.MIGRATIONS_TABLE} WHERE migration_set = ?", (migrations.MIGRATION_SET,))
     return {r[0] for r in rows}
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Apply pending migrations under a write lock, so concurrent recorders never race."""
-    if {name for name, _ in schema.MIGRATIONS} <= _applied_migrations(conn):
+    if {name for name, _ in migrations.MIGRATIONS} <= _applied_migrations(conn):
         return
     from sqlite_utils import Database
 
     with write_transaction(conn):
-        schema.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
+        migrations.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
 
 
 def readonly_uri(path: str | os.PathLike) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from mcptap.errors import MCPTapError
+from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.store import tablecopy
 from mcptap.store.connections import open_existing
 from mcptap.wire.textsafe import printable
@@ -184,15 +185,15 @@ def write_sessions(root: Path, tables: Sequence[str], days: dict[str, list[str]]
     return written
 
 
-def export_database(db_path: str, out: str | os.PathLike, session_refs: Sequence[str] | None = None,
-                    progress: Callable[[int], None] | None = None) -> list[str]:
-    """The sessions of one SQLite file (all, or those whose ids are given) into the dataset at
-    `out`, made if new: every recorded table and, where the database holds them, the analysis's.
+def export_database(db_path: str, out: str | os.PathLike, options: WriteOptions = NO_OPTIONS) -> list[str]:
+    """The sessions of one SQLite file (all, or those `options.sessions` names) into the dataset
+    at `out`, made if new: every recorded table and, where the database holds them, the analysis's.
     Their ids, in start order."""
+    progress = options.progress
     root = check(out, create=True)
     conn = open_existing(db_path)
     try:
-        ids = tablecopy.session_ids_of(conn, session_refs)
+        ids = tablecopy.session_ids_of(conn, list(options.sessions) or None)
         starts = tablecopy.session_starts(conn, ids)
         days: dict[str, list[str]] = {}
         for sid in ids:

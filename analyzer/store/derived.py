@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from itertools import chain
 
-from mcptap.store import schema
+from mcptap.store import migrations
 from mcptap.store.connections import has_table, write_transaction
 
 _INSERT_MESSAGE = ("INSERT INTO messages (session_id, frame_seq, idx, direction, kind, id, method, paired_frame, "
@@ -105,7 +105,7 @@ def drop_message_index(conn: sqlite3.Connection) -> None:
 
 def ensure_message_indexes(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA threads = {os.cpu_count() or 1}")  # SQLite sorts the index's keys on all of them
-    for statement in schema.DERIVED_INDEXES:
+    for statement in migrations.DERIVED_INDEXES:
         conn.execute(statement)
 
 

@@ -1,8 +1,8 @@
 """A display filter (analyzer/store/filterlang.py) as SQL over the store: a WHERE clause over one
 frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange; `g` a finding
 on it, `r` its code's row of `finding_groups`) that is 1 or
-0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), and the
-frames it selects. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
+0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), the
+frames it selects, and how many of a session's fall in each slice of a time window. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
 no pattern holds SQLite's callback for long), registered on the connection."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ import sqlite3
 from collections.abc import Iterator
 
 from mcptap.store import filterlang
+from mcptap.store.connections import has_column
 from mcptap.store.queries import frame_columns
 
 _COLUMNS = {"session": "f.session_id", "seq": "f.seq", "time": "(f.ts - s.started_at)", "dir": "f.direction",
             "kind": "m.kind", "method": "m.method", "id": "m.id", "latency": "m.latency_s", "size": "f.size",
-            "status": "x.status", "text": "f.raw"}
+            "status": "x.status", "text": "f.raw", "run": "s.run", "server": "s.label"}
 _FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity",
                     "finding.group": "(SELECT r.grp FROM finding_groups r WHERE r.code = g.code)"}
 
@@ -92,6 +93,9 @@ def _test(field, cmp: str, value, params: list) -> str:
     if field == "session" and cmp == "==":
         params.extend([len(v), v])
         return "(substr(f.session_id, 1, ?) = ?)"
+    if field == "run" and cmp == "==":  # the run's id, a start of it, or its handle (an end of it)
+        params.extend([len(v), v, len(v), v])
+        return "(substr(s.run, 1, ?) = ? OR substr(s.run, -?) = ?)"
     if field == "id" and cmp == "==":
         v = filterlang.id_text(value)
     return _compare(_COLUMNS[field], cmp, v, params)
@@ -144,7 +148,8 @@ def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) ->
     have = frame_columns(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     clause, params = where(tree)
-    joins = " JOIN sessions s ON s.id = f.session_id"
+    sessions_table = "sessions" if has_column(conn, "sessions", "run") else "(SELECT *, NULL AS run FROM sessions)"
+    joins = f" JOIN {sessions_table} s ON s.id = f.session_id"  # a file recorded before runs: none has one
     if "messages" in tables:
         joins += (" JOIN" if needs_message(tree) else " LEFT JOIN") + " messages m ON m.session_id = f.session_id AND m.frame_seq = f.seq AND m.idx IS NULL"
     else:
@@ -172,6 +177,22 @@ def first(conn: sqlite3.Connection, tree, session_id: str, limit: int) -> list[i
     sql, params = select(conn, tree, [session_id])
     sql = sql[:sql.rindex(" ORDER BY ")] + " ORDER BY f.seq LIMIT ?"
     return [seq for _, seq in conn.execute(sql, (*params, limit))]
+
+
+def histogram(conn: sqlite3.Connection, tree, session_id: str, start: float, end: float, buckets: int) -> list[int]:
+    """How many of the session's frames the filter selects fall in each of `buckets` equal slices
+    of start <= ts <= end."""
+    counts = [0] * buckets
+    width = (end - start) / buckets
+    if not width > 0:
+        return counts
+    sql, params = select(conn, tree, [session_id])
+    sql = sql[:sql.rindex(" ORDER BY ")].replace(
+        "SELECT f.session_id, f.seq FROM", "SELECT min(?, CAST((f.ts - ?) / ? AS INTEGER)), count(*) FROM", 1)
+    rows = conn.execute(sql + " AND f.ts BETWEEN ? AND ? GROUP BY 1", (buckets - 1, start, width, *params, start, end))
+    for b, n in rows:
+        counts[max(0, b)] += n
+    return counts
 
 
 def frames(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) -> Iterator[tuple[str, int]]:

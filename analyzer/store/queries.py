@@ -60,11 +60,13 @@ EMPTY = "SELECT 1 WHERE 0"
 """A statement that reads nothing (a table not there yet)."""
 
 
-def sessions_overview(analysed: bool) -> str:
+def sessions_overview(analysed: bool, run: bool = False) -> str:
     """One row per session: the recorded row, its frame count and last frame time, and, once
-    analysed (`analysed`: the table is there), its revision and finding counts."""
+    analysed (`analysed`: the table is there), its revision and finding counts; `run`: the run it
+    belongs to too."""
     return ("SELECT s.id, s.label, s.transport, s.started_at, s.ended_at, s.command, s.upstream, s.exit_status, "
-            "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
+            + ("s.run, " if run else "")
+            + "(SELECT count(*) FROM frames f WHERE f.session_id = s.id) AS frames, "
             "(SELECT max(ts) FROM frames f WHERE f.session_id = s.id) AS last_ts"
             + (", a.revision, a.revision_source, a.errors, a.warnings, a.infos FROM sessions s "
                "LEFT JOIN analyses a ON a.session_id = s.id" if analysed else
@@ -125,12 +127,27 @@ def exchanges_in(ids: list[str] | None, start: float | None, end: float | None) 
     return f"SELECT * FROM exchanges e{clause} ORDER BY e.started_at, e.id", params
 
 
-def requests_and_errors(ids: list[str] | None) -> tuple[str, list | None]:
-    """The messages rows of requests and error answers (kind, method, paired_frame, latency_s)
-    of these sessions (None: all), in one statement."""
+def requests_and_errors(ids: list[str] | None, answers_of: Sequence[str] = ()) -> tuple[str, list | None]:
+    """The messages rows of requests and error answers (session_id, frame_seq, idx, kind, method,
+    paired_frame, latency_s) of these sessions (None: all), and every answer of the sessions
+    `answers_of`, in one statement."""
     clause = "" if ids is None else f" AND session_id IN ({', '.join('?' * len(ids))})"
-    return ("SELECT kind, method, paired_frame, latency_s FROM messages "
-            f"WHERE kind IN ('request', 'error'){clause}"), ids or None
+    answers = f" OR (kind = 'response' AND session_id IN ({', '.join('?' * len(answers_of))}))" if answers_of else ""
+    return ("SELECT session_id, frame_seq, idx, kind, method, paired_frame, latency_s FROM messages "
+            f"WHERE (kind IN ('request', 'error'){answers}){clause}"), [*answers_of, *(ids or [])] or None
+
+
+def joinable_sessions(conn: sqlite3.Connection, ids: Sequence[str] | None, revisions: Sequence[str]) -> list[str]:
+    """Of these sessions (None: all), those analysed at one of `revisions` with a frame that
+    mentions `input_required` or `taskId`: the only ones whose requests may join into operations."""
+    if not revisions:
+        return []
+    clause = "" if ids is None else f" AND a.session_id IN ({', '.join('?' * len(ids))})"
+    sql = (f"SELECT a.session_id FROM analyses a WHERE a.revision IN ({', '.join('?' * len(revisions))}){clause} "
+           "AND EXISTS (SELECT 1 FROM frames f WHERE f.session_id = a.session_id AND "
+           "(instr(CAST(f.raw AS BLOB), CAST('input_required' AS BLOB)) > 0 OR "
+           "instr(CAST(f.raw AS BLOB), CAST('taskId' AS BLOB)) > 0))")
+    return [row[0] for row in conn.execute(sql, [*revisions, *(ids or [])])]
 
 
 def tool_answers(ids: list[str] | None) -> tuple[str, list | None]:
@@ -146,12 +163,6 @@ def frame_raw(conn: sqlite3.Connection, session_id: str, seq: int) -> str | byte
     """One frame's stored raw (str when UTF-8, else bytes), or None without that frame."""
     row = conn.execute("SELECT raw FROM frames WHERE session_id = ? AND seq = ?", (session_id, seq)).fetchone()
     return row[0] if row is not None else None
-
-
-def frame_at(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[float, str, str | bytes] | None:
-    """(ts, direction, raw) of one frame, or None without it."""
-    return conn.execute("SELECT ts, direction, raw FROM frames WHERE session_id = ? AND seq = ?",
-                        (session_id, seq)).fetchone()
 
 
 def viewer_frames(conn: sqlite3.Connection, session_id: str, have: set[str], analysed: bool,

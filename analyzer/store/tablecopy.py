@@ -15,7 +15,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "sessions": (("id", "string"), ("transport", "string"), ("label", "string"), ("started_at", "float64"),
                  ("ended_at", "float64"), ("command", "string"), ("upstream", "string"), ("exit_status", "int64"),
                  ("recorder", "string"), ("host", "string"), ("pid", "int64"), ("source", "string"),
-                 ("replay_of", "string")),
+                 ("replay_of", "string"), ("run", "string"), ("client", "string")),
     "frames": (("session_id", "string"), ("seq", "int64"), ("ts", "float64"), ("direction", "string"),
                ("raw", "binary"), ("size", "int64"), ("incomplete", "int64"), ("exchange_id", "string"),
                ("event_id", "string"), ("redacted", "string")),

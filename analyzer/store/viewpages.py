@@ -1,10 +1,11 @@
 """The live viewer's reads (`mcptap view`, analyzer/report/live.py): a read-only connection, each
 session's frame count and time span, a page of a session's frames with their own `messages` row,
-a session's frames in a time window, findings of some frames, one frame whole with its HTTP
-exchange, and the marker that tells another connection's commit."""
+a session's frames in a time window (or how many fall in each slice of it) and its longest idle
+gaps, findings of some frames, one frame whole with its HTTP exchange, and the marker that tells another connection's commit."""
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Sequence
 
@@ -116,6 +117,34 @@ def seqs_in_time(conn: sqlite3.Connection, session_id: str, start: float, end: f
     """The seqs of the session's frames with start <= ts <= end, in seq order."""
     return [r[0] for r in conn.execute("SELECT seq FROM frames WHERE session_id = ? AND ts BETWEEN ? AND ? ORDER BY seq",
                                        (session_id, start, end))]
+
+
+def time_histogram(conn: sqlite3.Connection, session_id: str, start: float, end: float, buckets: int) -> list[int]:
+    """How many of the session's frames fall in each of `buckets` equal slices of start <= ts <= end."""
+    counts = [0] * buckets
+    width = (end - start) / buckets
+    if not width > 0:
+        return counts
+    for b, n in conn.execute("SELECT min(?, CAST((ts - ?) / ? AS INTEGER)), count(*) FROM frames "
+                             "WHERE session_id = ? AND ts BETWEEN ? AND ? GROUP BY 1",
+                             (buckets - 1, start, width, session_id, start, end)):
+        counts[max(0, b)] += n
+    return counts
+
+
+def idle_gaps(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[float, float]]:
+    """The `limit` longest stretches without a frame between consecutive frames (in seq order) of
+    the session, as (ts before, ts after), longest first."""
+    longest: list[tuple[float, float, float]] = []
+    before = None
+    for (ts,) in conn.execute("SELECT ts FROM frames WHERE session_id = ? ORDER BY seq", (session_id,)):
+        if before is not None and ts > before:
+            if len(longest) < limit:
+                heapq.heappush(longest, (ts - before, before, ts))
+            elif ts - before > longest[0][0]:
+                heapq.heapreplace(longest, (ts - before, before, ts))
+        before = ts
+    return [(a, b) for _, a, b in sorted(longest, reverse=True)]
 
 
 def findings_of(conn: sqlite3.Connection, session_id: str, seqs: Sequence[int]) -> list[tuple]:

@@ -1,4 +1,4 @@
-"""Bounds on what capture decodes and keeps (issue 15): the largest frame stored (`--max-frame`)
+"""Bounds on what capture decodes and keeps: the largest frame stored (`--max-frame`)
 and content decoding (gzip, deflate, br, zstd) that is incremental, a step at a time, so that a
 decompression bomb costs time, never memory.
 

@@ -110,6 +110,9 @@ class Parsed:
     value: Any = None
     error: str | None = None
     duplicate_keys: list[str] | tuple[str, ...] = ()
+    plain: bool = False
+    """`value` is orjson's reading of the bytes (which orjson writes back the same): what
+    `orjson.loads` of them gives, so a later reader need not parse them again."""
 
 
 class _Scanner:
@@ -191,7 +194,7 @@ def parse(raw: str | bytes) -> Parsed:
         except TypeError:  # nested deeper than orjson writes (it reads deeper than it writes)
             return _parse_exactly(raw)
         if written == raw or (type(raw) is str and written == raw.encode("utf-8", "surrogatepass")):
-            return Parsed(value, None, _NO_DUPLICATES)
+            return Parsed(value, None, _NO_DUPLICATES, True)
     return _parse_exactly(raw)
 
 

@@ -4,7 +4,7 @@ each of a kind: a time (Unix seconds), an integer, or text."""
 
 SESSION_FIELDS = (
     "id", "transport", "label", "started_at", "ended_at", "command", "upstream",
-    "exit_status", "recorder", "host", "pid", "source", "replay_of",
+    "exit_status", "recorder", "host", "pid", "source", "replay_of", "run", "client",
 )
 FIELD_KINDS = {"started_at": "time", "ended_at": "time", "exit_status": "int", "pid": "int"}
 """The kind of each field that is not text."""

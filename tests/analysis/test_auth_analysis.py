@@ -51,6 +51,23 @@ def test_from_2025_11_25_a_challenge_without_resource_metadata_is_wrong_only_whe
     assert codes(behind_oauth(missing, challenge=bare)) == ["auth-resource-metadata-missing"]
 
 
+def test_a_flow_of_2025_03_26s_shape_is_judged_by_2025_03_26_whatever_revision_the_session_negotiated():
+    bare = 'Bearer error="invalid_token"'
+    missing = ("auth-discovery", "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp", {"status": 404})
+    at_origin = ("auth-discovery", "http://127.0.0.1:1/.well-known/oauth-authorization-server", {})
+    defaults = [("auth-discovery", "http://127.0.0.1:1/.well-known/oauth-authorization-server", {"status": 404}),
+                ("auth-register", "http://127.0.0.1:1/register", {"method": "POST", "status": 201}),
+                ("auth-authorize", "http://127.0.0.1:1/authorize?response_type=code&client_id=c", {"status": 302}),
+                ("auth-token", "http://127.0.0.1:1/token",
+                 {"method": "POST", "request_body": "grant_type=authorization_code&code=[redacted:0123456789abcdef]"})]
+    elsewhere = ("auth-discovery", "http://127.0.0.1:2/.well-known/oauth-authorization-server", {})
+    for version in ("2025-06-18", "2025-11-25"):
+        assert codes(behind_oauth(missing, at_origin, challenge=bare, version=version)) == []  # metadata at the origin
+        assert codes(behind_oauth(missing, *defaults, challenge=bare, version=version)) == []  # the default endpoints
+        assert codes(behind_oauth(missing, elsewhere, challenge=bare, version=version)) == [
+            "auth-resource-metadata-missing"]  # another origin: nothing told the client where, the later flow
+
+
 def test_an_authorization_server_on_loopback_over_http_is_fine_and_one_elsewhere_named_by_the_metadata_is_not():
     assert "auth-server-insecure" not in codes(behind_oauth(*FLOW))
     elsewhere = ("auth-discovery", "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp",

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcptap.analysis import cost
-from mcptap.analysis.definitions import collect
+from mcptap.analysis.declared import collect
 from tests.support.sessions import handshake, ok, req
 
 TOOL = {"name": "echo", "description": "Return the text.", "inputSchema": {"type": "object"},
@@ -113,3 +113,32 @@ def test_definitions_within_the_budget_in_bytes_are_judged_without_loading_the_t
     policy.context_budget = 1
     [finding] = cost.budget_findings(small, ("s", "1"), policy)
     assert finding.code == cost.BUDGET_CODE
+
+
+def test_analyze_gives_the_cost_of_the_definitions_it_read_the_same_as_read_again_in_one_process_or_workers(tmp_path):
+    """The JSON report's `cost` comes from the definitions the analysis read (engine.analyze's
+    `cost`), equal to `cost_report` reading them again, with and without worker processes."""
+    from mcptap import engine, store
+    from mcptap.engine import declared_pass as definitions
+
+    db = str(tmp_path / "cost.db")
+    conn = store.connect(db)
+    tools = {"alpha": [{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}],
+             "beta": [{"name": "add", "description": "Add " * 30, "inputSchema": {"type": "object"}},
+                      {"name": "sub", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}}]}
+    for n, label in enumerate(("alpha", "beta", "alpha", "quiet")):
+        sid = f"00000000-0000-7000-8000-00000000000{n}"
+        store.insert_session(conn, {"id": sid, "transport": "stdio", "label": label, "started_at": 1000.0 + n,
+                                    "ended_at": 1001.0 + n, "command": "[]", "exit_status": 0, "recorder": "test",
+                                    "host": "h", "pid": 1})
+        pairs = list(handshake())
+        if label != "quiet":
+            pairs += [("c2s", req(7, "tools/list")), ("s2c", ok(7, {"tools": tools[label][: n + 1]}))]
+        rows = [(sid, seq, 1000.0 + n + seq / 100, d, raw, len(raw), 0, None) for seq, (d, raw) in enumerate(pairs, 1)]
+        store.append_rows(conn, rows, [])
+    conn.close()
+    again = definitions.cost_report(db, results=False)
+    assert len(again["sessions"]) == 3 and again["servers"]
+    for workers in (1, 2):
+        assert engine.analyze(db, workers=workers, cost=True).cost == again
+    assert engine.analyze(db, workers=2).cost is None

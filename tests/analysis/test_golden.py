@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mcptap, run
+from tests.conftest import run
+from tests.support.inprocess import cli
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CORPUS = sorted((GOLDEN / "corpus").glob("*.jsonl"))
@@ -34,7 +35,7 @@ def masked(value):
 
 
 def report(*args: str) -> dict:
-    result = run(mcptap("analyze", *args, "--format", "json", "--fail-on", "never"))
+    result = cli("analyze", *args, "--format", "json", "--fail-on", "never")
     assert result.returncode == 0, result.stderr
     return masked(json.loads(result.stdout))
 
@@ -57,7 +58,7 @@ def test_in_the_committed_report_every_rule_case_fires_its_code_and_no_neighbour
 def test_the_json_report_of_each_corpus_file_is_the_committed_one(corpus, request, tmp_path):
     from_file = report(str(corpus))
     db = tmp_path / "golden.db"
-    assert run(mcptap("import", "--db", str(db), str(corpus))).returncode == 0
+    assert cli("import", "--db", str(db), str(corpus)).returncode == 0
     from_db = report("--db", str(db))
     assert from_db == from_file, "the file's analysis and the database's differ"
     assert sqlite3.connect(db).execute("SELECT count(*) FROM findings").fetchone()[0] == len(from_file["findings"])

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from mcptap.analysis import operations
+from mcptap.analysis import logical_operations
 from mcptap.analysis.rules import load
 from mcptap.analysis.rules.headers import decoded
-from tests.analysis.test_operations import ANSWER, ELICIT, asked, frames
+from tests.analysis.test_logical_operations import ANSWER, ELICIT, asked, frames
 from tests.analysis.test_rules import behind_oauth
 from tests.support.sessions import analyze, codes, err, http, modern, note, ok, req
 
@@ -152,7 +152,7 @@ ROUND_CASES = {
 
 
 def round_codes(fs) -> set[str]:
-    return {f[3] for f in operations.findings("S", fs, R)}
+    return {f[3] for f in logical_operations.findings("S", fs, R)}
 
 
 @pytest.mark.parametrize("code", sorted(CASES))

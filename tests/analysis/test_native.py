@@ -292,3 +292,21 @@ def test_the_method_tables_read_from_the_cache_are_mcp_types_own(tmp_path):
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (run, done.stderr)
     assert len(list((tmp_path / "mcptap").glob("mcp-types-*.json"))) == 1
+
+
+@pytest.mark.parametrize("is_error, counted", [(True, 1), (False, 0), ("yes", 0)])
+def test_a_tools_call_result_that_may_say_is_error_takes_the_fast_path_read_once_and_counts_as_exact(
+        monkeypatch, is_error, counted):
+    from tests.support.sessions import handshake, ok, req
+
+    frames = handshake("2025-11-25") + [
+        ("c2s", req(1, "tools/call", {"name": "t", "arguments": {}})),
+        ("s2c", ok(1, {"content": [{"type": "text", "text": "caf\\u00e9"}], "isError": is_error}))]
+    exact_frames = []
+    real = session.SessionAnalysis._exact
+    monkeypatch.setattr(session.SessionAnalysis, "_exact",
+                        lambda self, seq, *rest: exact_frames.append(seq) or real(self, seq, *rest))
+    analysis, _rows, findings = analyze(frames)  # the exact path alone, then the fast one: the same results
+    assert analysis.method_stats["tools/call"]["tool_errors"] == counted
+    assert 5 not in exact_frames[len(frames):]  # on the fast path, the result took no exact parse
+    assert ("schema-violation" in {f[3] for f in findings}) is (is_error == "yes")

@@ -30,6 +30,8 @@ import pytest
 from mcptap.addons.stdio.tee import DRAIN_AFTER_EXIT_S, TERM_GRACE_S
 from tests.conftest import alive, frames, mcptap, run, tee, tool, wait_for
 from tests.support.http_helpers import accepting, free_port, mcptap_proxy
+from tests.support.rawhttp import RawServer, answer, read_request, stream_head
+from tests.support.rawhttp import chunk as send_chunk
 
 END_S = 60  # the most any tee here may take to end once its session is over
 
@@ -614,65 +616,31 @@ NOT_HTTP = b"\x16\x03\x01\x00\xff garbage, not HTTP \xff\xfe\r\n\r\n"
 NOT_JSON = b"<html><body>502 from a load balancer, not JSON</body></html>"
 
 
-class RawUpstream:
-    """An HTTP/1.1 server on 127.0.0.1 on raw sockets, so that it can misbehave: each connection
-    takes one request and answers as the JSON-RPC method in its body asks (`ping` properly)."""
+class RawUpstream(RawServer):
+    """An HTTP/1.1 server on raw sockets, so that it can misbehave: each connection takes one
+    request and answers as the JSON-RPC method in its body asks (`ping` properly)."""
 
     def __init__(self, port: int = 0):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
         self.reset = threading.Event()  # set by the test: now reset the stream held open
-        self.faults: list[BaseException] = []
-        self._threads: list[threading.Thread] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(port)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            conn.settimeout(30)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            while len(body) < length:
-                body += conn.recv(65536)
-            request = json.loads(body)
-            getattr(self, "_" + request["method"].replace("/", "_"))(conn, request.get("id"))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.faults.append(exc)
-        finally:
-            conn.close()
+    def serve(self, conn: socket.socket) -> None:
+        request = read_request(conn)
+        if request is not None:
+            rpc = json.loads(request.body)
+            getattr(self, "_" + rpc["method"].replace("/", "_"))(conn, rpc.get("id"))
 
     @staticmethod
     def _answer(conn: socket.socket, status: str, ctype: str, body: bytes) -> None:
-        conn.sendall(b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                     % (status.encode(), ctype.encode(), len(body), body))
+        answer(conn, body, status=status.encode(), ctype=ctype.encode())
 
     def _ping(self, conn, rid) -> None:
         self._answer(conn, "200 OK", "application/json", PONG % rid)
 
     def _fault_reset_mid_event(self, conn, rid) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     b"Transfer-Encoding: chunked\r\n\r\n")
+        stream_head(conn)
         for data in (b"event: message\ndata: " + EVENT_ONE + b"\n\n", b"event: message\ndata: " + EVENT_CUT):
-            conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+            send_chunk(conn, data)
         assert self.reset.wait(30), "the test never asked for the reset"
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # close: RST
 
@@ -681,11 +649,6 @@ class RawUpstream:
 
     def _fault_not_json(self, conn, rid) -> None:
         self._answer(conn, "200 OK", "application/json", NOT_JSON)
-
-    def close(self) -> None:
-        self.sock.close()
-        for thread in self._threads:
-            thread.join(10)
 
 
 @contextlib.contextmanager

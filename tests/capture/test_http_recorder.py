@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 import zlib
 
 import pytest
@@ -14,7 +13,7 @@ from mitmproxy import flow as mflow
 from mitmproxy.test import taddons, tflow
 
 from mcptap.addons.http.tap import McpTap
-from tests.conftest import wait_for
+from tests.conftest import rows, wait_for
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 CALL = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":5}}}'
@@ -40,14 +39,6 @@ def sse_answer(f, encoding: str | None = None, session: str | None = None):
     if session:
         f.response.headers["mcp-session-id"] = session
     f.response.content = None
-
-
-def rows(db, sql):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.fixture

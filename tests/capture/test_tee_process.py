@@ -197,3 +197,39 @@ def test_record_help_has_every_option_and_an_example_also_through_the_typer_app(
     for option in (b"--db", b"--name", b"--no-redact", b"--redact-key", b"--redact-path", b"--max-frame",
                    b"Example:"):
         assert option in direct.stdout
+
+
+def test_the_recorder_process_starts_once_the_server_answered_or_at_the_end_and_gets_the_session_first(
+        monkeypatch, tmp_path):
+    """The shipper starts the recorder process (off the server's start-up) when the server's first
+    output has passed, or when the session ends before any; the session record goes first."""
+    import threading
+
+    from mcptap.addons.shipping.chunkqueue import ChunkQueue
+    from mcptap.addons.shipping.chunkwire import SESSION, chunk_header, json_record
+    from mcptap.addons.stdio import tee as tee_module
+
+    monkeypatch.setattr(tee_module, "RECORDER_AFTER_S", 600.0)
+    for answered in (True, False):
+        started: list[subprocess.Popen] = []
+
+        def start_recorder():
+            proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            started.append(proc)
+            return proc
+
+        ready, queue = threading.Event(), ChunkQueue((str(tmp_path), None))
+        shipper = tee_module._Shipper(queue, start_recorder, {"id": "s1"}, lambda message: None, ready)
+        shipper.start()
+        queue.put("c2s", 1.0, b"{}\n")
+        assert started == []
+        if answered:
+            ready.set()
+            wait_for(lambda: started, 30, "the recorder process")
+        shipper.finish({"exit_status": 0})
+        with started[0].stdout as fh:
+            out = fh.read()
+        assert out.startswith(json_record(SESSION, {"id": "s1"}))
+        assert chunk_header("c2s", 1.0, 3) + b"{}\n" in out
+        queue.close()

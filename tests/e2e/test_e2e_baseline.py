@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import mcptap, run, tee, tool
+from tests.conftest import run, tee, tool
+from tests.support.inprocess import cli
 
 
 def record(sdk_python, db, name: str, mode: str, *server_args: str) -> None:
@@ -21,7 +22,7 @@ def test_a_tool_description_changed_since_the_baseline_is_named_with_its_path_an
         tmp_path, sdk_python, mode):
     approved, later, base = tmp_path / "approved.db", tmp_path / "later.db", tmp_path / "baseline.json"
     record(sdk_python, approved, "sdk", mode)
-    done = run(mcptap("baseline", "--db", str(approved), "-o", str(base)))
+    done = cli("baseline", "--db", str(approved), "-o", str(base))
     assert done.returncode == 0, done.stderr.decode()
     doc = json.loads(base.read_text(encoding="utf-8"))
     (name,) = doc["servers"]
@@ -30,12 +31,12 @@ def test_a_tool_description_changed_since_the_baseline_is_named_with_its_path_an
     assert tools["echo"]["description"] == "Return the text."
     assert base.read_text(encoding="utf-8") == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
-    clean = run(mcptap("analyze", "--db", str(approved), "--baseline", str(base), "--format", "json"))
+    clean = cli("analyze", "--db", str(approved), "--baseline", str(base), "--format", "json")
     assert not [f for f in json.loads(clean.stdout)["findings"] if f["code"].startswith("definition-")]
 
     record(sdk_python, later, "sdk", mode, "--echo-description", "Return the text, unchanged.")
-    done = run(mcptap("analyze", "--db", str(later), "--baseline", str(base), "--format", "json",
-                      "--fail-on", "warning"))
+    done = cli("analyze", "--db", str(later), "--baseline", str(base), "--format", "json",
+                      "--fail-on", "warning")
     assert done.returncode == 1, done.stdout.decode()[-2000:]
     drifted = [f for f in json.loads(done.stdout)["findings"] if f["code"].startswith("definition-")]
     (finding,) = drifted
@@ -51,7 +52,7 @@ def test_a_baseline_file_that_is_not_one_is_one_line_and_exit_2(tmp_path, sdk_py
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]", encoding="utf-8")
     for path in (bad, tmp_path / "missing.json"):
-        done = run(mcptap("analyze", "--db", str(db), "--baseline", str(path)))
+        done = cli("analyze", "--db", str(db), "--baseline", str(path))
         assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, done.stderr
-    done = run(mcptap("baseline", "--db", str(db), "--server", "nobody", "-o", str(tmp_path / "b.json")))
+    done = cli("baseline", "--db", str(db), "--server", "nobody", "-o", str(tmp_path / "b.json"))
     assert done.returncode == 2 and not (tmp_path / "b.json").exists()

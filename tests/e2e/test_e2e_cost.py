@@ -6,6 +6,7 @@ the same."""
 import json
 
 from tests.conftest import mcptap, run, tee, tool
+from tests.support.inprocess import cli
 
 TOOLS = {"add", "echo", "nap", "slow"}
 
@@ -16,21 +17,21 @@ def test_cost_of_a_recorded_sdk_server_names_the_tokenizer_and_prices_each_tool_
     done = run([sdk_python, tool("sdk_client.py"), "legacy", "sdk", "--", *chain], timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
 
-    text = run(mcptap("cost", "--db", str(db)))
+    text = cli("cost", "--db", str(db))
     assert text.returncode == 0, text.stderr.decode()
     lines = text.stdout.decode().splitlines()
     assert lines[0].startswith("tokens: o200k_base") or lines[0].startswith("tokens: bytes/4 estimate (an estimate")
     for name in TOOLS:
         assert any(line.split()[:2] == ["tool", name] and all(c.isdigit() for c in line.split()[2:]) for line in lines)
 
-    figures = json.loads(run(mcptap("cost", "--db", str(db), "sdk", "--format", "json")).stdout)
+    figures = json.loads(cli("cost", "--db", str(db), "sdk", "--format", "json").stdout)
     (server,) = figures["servers"]
     assert {t["name"] for t in server["definitions"]["tools"]} == TOOLS
     assert all(t["tokens"] > t["model_tokens"] > 0 for t in server["definitions"]["tools"])
     echo = next(r for r in server["results"] if r["tool"] == "echo")
     assert echo["count"] == 1 and echo["tokens_max"] > 0
 
-    report = json.loads(run(mcptap("analyze", "--db", str(db), "--format", "json")).stdout)
+    report = json.loads(cli("analyze", "--db", str(db), "--format", "json").stdout)
     assert report["cost"]["tokenizer"] == figures["tokenizer"]
     assert [s["definitions"] for s in report["cost"]["servers"]] == [s["definitions"] for s in figures["servers"]]
     assert all(s["results"] == [] for s in report["cost"]["sessions"] + report["cost"]["servers"])

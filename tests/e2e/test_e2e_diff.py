@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.conftest import mcptap, run, tee, tool
+from tests.conftest import run, tee, tool
+from tests.support.inprocess import cli
 
 
 def record(sdk_python, db, name: str, mode: str, *server_args: str) -> None:
@@ -20,7 +21,7 @@ def test_the_diff_of_two_recordings_of_a_real_server_with_one_tool_changed_names
         tmp_path, db, sdk_python, mode):
     record(sdk_python, db, "before", mode)
     record(sdk_python, db, "after", mode, "--echo-description", "Return the text, unchanged.")
-    done = run(mcptap("diff", "--db", str(db), "before", "after", "--format", "json"))
+    done = cli("diff", "--db", str(db), "before", "after", "--format", "json")
     assert done.returncode == 1, done.stdout.decode()
     report = json.loads(done.stdout)
     changed = [(m["method"], c["path"], c["a"], c["b"]) for m in report["messages"]
@@ -28,12 +29,12 @@ def test_the_diff_of_two_recordings_of_a_real_server_with_one_tool_changed_names
     (method, path, was, now), = changed
     assert method == "tools/list" and path.startswith("$.result.tools[") and path.endswith("].description")
     assert (was, now) == ("Return the text.", "Return the text, unchanged.")
-    text = run(mcptap("diff", "--db", str(db), "before", "after")).stdout.decode()
+    text = cli("diff", "--db", str(db), "before", "after").stdout.decode()
     assert f'  answer changed  {path}: "Return the text." -> "Return the text, unchanged."' in text.splitlines()
 
 
 def test_two_recordings_of_the_same_real_server_are_equal(tmp_path, db, sdk_python):
     record(sdk_python, db, "monday", "legacy")
     record(sdk_python, db, "tuesday", "legacy")
-    done = run(mcptap("diff", "--db", str(db), "monday", "tuesday"))
+    done = cli("diff", "--db", str(db), "monday", "tuesday")
     assert done.returncode == 0, done.stdout.decode()

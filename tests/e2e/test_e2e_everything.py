@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import (EVERYTHING_PROBES, assert_no_false_findings, assert_no_security_findings, frames, mcptap,
                             run, tee, tool)
+from tests.support.inprocess import cli
 
 # server-everything 2026.8.31 is built on the TypeScript SDK 1.32, whose newest revision is
 # 2025-11-25: in 'auto' mode the client's server/discover probe is refused and it falls back.
@@ -150,11 +151,11 @@ def test_real_traffic_with_server_everything_gets_no_error_or_warning(session):
 
 def test_cost_of_server_everything_prices_each_of_its_tools_with_the_tokenizer_named(session):
     session.out()
-    figures = json.loads(run(mcptap("cost", "--db", str(session.db), "--format", "json")).stdout)
+    figures = json.loads(cli("cost", "--db", str(session.db), "--format", "json").stdout)
     (server,) = figures["servers"]
     tools = {t["name"]: t for t in server["definitions"]["tools"]}
     assert {"echo", "get-sum"} <= set(tools) and all(t["model_tokens"] > 0 for t in tools.values())
     assert figures["tokenizer"] in ("o200k_base", "bytes/4 estimate")
-    text = run(mcptap("cost", "--db", str(session.db))).stdout.decode()
+    text = cli("cost", "--db", str(session.db)).stdout.decode()
     assert text.startswith(f"tokens: {figures['tokenizer']}")
     assert any(line.split()[:2] == ["tool", "get-sum"] for line in text.splitlines())

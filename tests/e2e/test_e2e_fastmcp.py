@@ -2,7 +2,7 @@
 `notifications/tools/list_changed`, as the specification asks; the `mcp` SDK's client lists the tools
 before and after, over stdio (`mcptap record`) and over HTTP (`mcptap proxy`). Announcing a change is
 legal: the analysis reports the tool's removal as an `info` change, never a warning (the neighbour, the
-same removal unannounced, is a warning: tests/analysis/test_definitions.py)."""
+same removal unannounced, is a warning: tests/analysis/test_declared.py)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tee, tool
+from tests.support.inprocess import cli
 
 pd = pytest.importorskip("pandas")
 import mcptap.data as mt  # noqa: E402
@@ -35,11 +36,11 @@ def test_an_sdk_tool_call_answered_input_required_and_its_retry_are_one_operatio
     assert pd.isna(first.operation_latency_s)
     assert retry.operation_latency_s == pytest.approx((retry.response_ts - first.ts).total_seconds())
     assert retry.operation_latency_s > retry.latency_s
-    shown = run(mcptap("show", "--db", str(db), "mrtr"))
+    shown = cli("show", "--db", str(db), "mrtr")
     assert shown.returncode == 0
     text = shown.stdout.decode()
     assert f"operation {first.seq}: retry of #{first.seq}, ends it" in text
-    jsonl = run(mcptap("show", "--db", str(db), "mrtr", "--format", "jsonl")).stdout
+    jsonl = cli("show", "--db", str(db), "mrtr", "--format", "jsonl").stdout
     records = [json.loads(line) for line in jsonl.splitlines()]
     joined = {r["seq"]: r["operation"] for r in records if "operation" in r}
     assert set(joined) == {first.seq, first.response_seq, retry.seq, retry.response_seq}

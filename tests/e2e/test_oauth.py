@@ -19,15 +19,11 @@ import pytest
 
 from tests.conftest import assert_no_false_findings, mcptap, run, tool
 from tests.support.http_helpers import mcptap_proxy, mitmdump
+from tests.support.inprocess import cli
 from tests.support.oauth import assert_no_token_in_clear, exchanges, found_codes, running_oauth_server
+from tests.support.oauth import oauth_server  # noqa: F401  (a fixture, one server for the module)
 
 MODES = ["legacy", "auto"]
-
-
-@pytest.fixture(scope="module")
-def oauth_server(sdk_python):
-    with running_oauth_server(sdk_python) as urls:
-        yield urls
 
 
 def oauth_client(sdk_python: str, mode: str, url: str, proxy: str | None = None) -> dict:
@@ -69,7 +65,7 @@ def test_the_sdk_oauth_client_through_mitmdump_with_the_addon_has_every_exchange
         sdk_python, oauth_server, tmp_path, mode):
     auth_server, rs = oauth_server
     db = tmp_path / "rec.db"
-    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    addon = cli("addon-path").stdout.decode().strip()
     with mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
         out = oauth_client(sdk_python, mode, f"{rs}/mcp", f"http://127.0.0.1:{proxy['port']}")
     assert proxy["status"] == 0, proxy["errors"]
@@ -91,24 +87,24 @@ def test_the_sdk_oauth_client_through_mitmdump_with_the_addon_has_every_exchange
     assert_no_token_in_clear(db)
     assert_no_false_findings(db)
     session = rows[0]["session_id"]
-    shown = run(mcptap("show", "--db", str(db), session))
+    shown = cli("show", "--db", str(db), session)
     assert shown.returncode == 0, shown.stderr
     lines = [line.split() for line in shown.stdout.decode().splitlines()]
     assert [words[3] for words in lines if len(words) > 3 and words[1] == "http"] == roles
-    document = json.loads(run(mcptap("show", "--db", str(db), session, "--format", "json")).stdout)
+    document = json.loads(cli("show", "--db", str(db), session, "--format", "json").stdout)
     assert [e["role"] for e in document["session"]["exchanges"]] == roles
     from mcptap import data
 
     assert sorted(data.exchanges(str(db))["role"].dropna()) == sorted(roles)
     report = tmp_path / "report.html"
-    assert run(mcptap("report", "--db", str(db), "-o", str(report))).returncode == 0
+    assert cli("report", "--db", str(db), "-o", str(report)).returncode == 0
     assert "auth-token" in report.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("url", ["ftp://mcp.example.com", "https://mcp.example.com/mcp", "not a url"])
 def test_a_public_url_that_is_not_an_origin_is_one_line_and_exit_2(tmp_path, url):
-    done = run(mcptap("proxy", "--db", str(tmp_path / "rec.db"), "--upstream", "http://127.0.0.1:9/mcp",
-                      "--listen", "127.0.0.1:0", "--public-url", url))
+    done = cli("proxy", "--db", str(tmp_path / "rec.db"), "--upstream", "http://127.0.0.1:9/mcp",
+                      "--listen", "127.0.0.1:0", "--public-url", url)
     assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, done.stderr
     assert b"--public-url" in done.stderr
 
@@ -132,7 +128,7 @@ def test_a_loopback_server_that_serves_a_foreign_origin_is_found_and_one_that_re
     import urllib.request
 
     db = tmp_path / "rec.db"
-    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    addon = cli("addon-path").stdout.decode().strip()
     body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}}}).encode()
     with running_oauth_server(sdk_python, fault) as (_, rs), \
@@ -172,7 +168,7 @@ def test_metadata_a_challenge_names_outside_the_well_known_path_is_rewritten_and
 
 def test_metadata_a_challenge_names_outside_the_well_known_path_is_discovery_through_mitmdump_too(sdk_python, tmp_path):
     db = tmp_path / "rec.db"
-    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    addon = cli("addon-path").stdout.decode().strip()
     with running_oauth_server(sdk_python, "custom-metadata") as (_, rs), \
             mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
         out = oauth_client(sdk_python, "legacy", f"{rs}/mcp", f"http://127.0.0.1:{proxy['port']}")

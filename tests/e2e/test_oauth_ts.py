@@ -20,15 +20,10 @@ from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, 
 from tests.support.http_helpers import mcptap_proxy, mitmdump
 from tests.support.npm_servers import npm_tools
 from tests.support.oauth import assert_no_token_in_clear, exchanges, found_codes, running_oauth_server
+from tests.support.oauth import oauth_server  # noqa: F401  (a fixture, one server for the module)
 
 CLIENTS = [("v1", "legacy"), ("v2", "legacy"), ("v2", "auto")]
 ROLES = ["auth-challenge", "auth-discovery", "auth-discovery", "auth-register", "auth-authorize", "auth-token"]
-
-
-@pytest.fixture(scope="module")
-def oauth_server(sdk_python):
-    with running_oauth_server(sdk_python) as urls:
-        yield urls
 
 
 def ts_oauth_client(ts_sdk, sdk: str, mode: str, url: str, proxy: str | None = None, fault: str = "") -> dict:

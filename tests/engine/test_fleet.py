@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from mcptap import store
-from tests.conftest import TESTS, copy_database, mcptap, run, tee, tool
+from tests.conftest import TESTS, copy_database, mcptap, rows, run, tee, tool
 
 MESSAGES = "session_id, frame_seq, idx, direction, kind, id, method, paired_frame, latency_s"
 FINDINGS = "session_id, frame_seq, idx, code, severity, message, related_frame"
@@ -40,11 +40,8 @@ def recorded(tmp_path_factory, sdk_python) -> Path:
     return db
 
 
-def rows(db: Path, table: str, columns: str) -> list:
-    conn = sqlite3.connect(db)
-    found = sorted(map(repr, conn.execute(f"SELECT {columns} FROM {table}").fetchall()))
-    conn.close()
-    return found
+def sorted_rows(db: Path, table: str, columns: str) -> list:
+    return sorted(map(repr, rows(db, f"SELECT {columns} FROM {table}")))
 
 
 def dataset_rows(folder: Path, table: str, columns: str) -> list:
@@ -62,15 +59,15 @@ def exported(db: Path, folder: Path, *more: str) -> Path:
 def test_a_parquet_export_holds_every_frame_with_exactly_the_bytes_sqlite_holds(recorded, tmp_path):
     folder = exported(recorded, tmp_path / "ds")
     columns = "session_id, seq, ts, direction, CAST(raw AS BLOB), size, incomplete"
-    want = rows(recorded, "frames", columns)
+    want = sorted_rows(recorded, "frames", columns)
     got = dataset_rows(folder, "frames", columns.replace("CAST(raw AS BLOB)", "raw"))
     assert got == want and len(want) > 500
-    assert dataset_rows(folder, "stderr_lines", "session_id, seq, raw") == rows(
+    assert dataset_rows(folder, "stderr_lines", "session_id, seq, raw") == sorted_rows(
         recorded, "stderr_lines", "session_id, seq, CAST(raw AS BLOB)")
-    assert dataset_rows(folder, "exchanges", "id, session_id, status, url") == rows(
+    assert dataset_rows(folder, "exchanges", "id, session_id, status, url") == sorted_rows(
         recorded, "exchanges", "id, session_id, status, url")
     sessions = ds.dataset(folder / "sessions", partitioning="hive").to_table().to_pylist()
-    assert sorted(s["id"] for s in sessions) == [r.strip("'(),") for r in rows(recorded, "sessions", "id")]
+    assert sorted(s["id"] for s in sessions) == [r.strip("'(),") for r in sorted_rows(recorded, "sessions", "id")]
     assert {s["transport"] for s in sessions} >= {"stdio", "http"} and len(sessions) > 60
     assert all(part.parent.name.startswith("day=20") for part in (folder / "frames").rglob("*.parquet"))
 
@@ -88,7 +85,7 @@ def test_exporting_a_session_again_replaces_its_rows_and_many_databases_share_on
     exported(recorded, folder)
     done = run(mcptap("export", "--format", "parquet", "-o", str(folder), str(recorded), str(other)), timeout=120)
     assert done.returncode == 0, done.stderr.decode()
-    frames = rows(recorded, "frames", "session_id, seq")
+    frames = sorted_rows(recorded, "frames", "session_id, seq")
     assert len(dataset_rows(folder, "frames", "session_id, seq")) == 2 * len(frames)
 
 
@@ -98,7 +95,7 @@ def test_analysing_the_dataset_on_spark_and_locally_gives_exactly_what_analyze_d
     done = run(mcptap("analyze", "--db", str(db), "--format", "json", "--fail-on", "never"), timeout=300)
     assert done.returncode == 0, done.stderr.decode()
     want_report = json.loads(done.stdout)
-    want = {t: rows(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
+    want = {t: sorted_rows(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
     assert want["findings"] and want["messages"]
     for engine in (["--engine", "spark", "--master", "local[2]"], ["--engine", "local", "--jobs", "2"]):
         done = run(mcptap("analyze", str(folder), *engine, "--format", "json", "--fail-on", "never"), timeout=600)

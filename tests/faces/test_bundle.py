@@ -9,7 +9,8 @@ import json
 import sqlite3
 import zipfile
 
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap
+from tests.support.inprocess import cli
 from tests.support.sessions import err, handshake, note, ok, req
 
 SECRETS = ["hunter2-planted", "sk-planted-api-key-0001", "ghp_plantedtoken00000001", "planted-bearer-token-77"]
@@ -61,7 +62,7 @@ def _frames(db) -> list:
 
 
 def _findings(db) -> list:
-    report = json.loads(run(mcptap("analyze", "--db", str(db), "--format", "json", "--fail-on", "never")).stdout)
+    report = json.loads(cli("analyze", "--db", str(db), "--format", "json", "--fail-on", "never").stdout)
     return sorted((f["code"], f["frame"]) for f in report["findings"])
 
 
@@ -70,12 +71,12 @@ def test_a_bundle_of_a_leaky_recording_holds_no_secret_and_imports_to_the_redact
     _framelog(log)
     _har(har)
     db = tmp_path / "leaky.db"
-    assert run(mcptap("import", "--db", str(db), "--no-redact", str(log), str(har))).returncode == 0
+    assert cli("import", "--db", str(db), "--no-redact", str(log), str(har)).returncode == 0
     raw = db.read_bytes() + (tmp_path / "leaky.db-wal").read_bytes() if (tmp_path / "leaky.db-wal").exists() else db.read_bytes()
     assert all(s.encode() in raw for s in SECRETS)  # planted, kept
 
     out = tmp_path / "bug.zip"
-    result = run(mcptap("bundle", "--db", str(db), "-o", str(out)))
+    result = cli("bundle", "--db", str(db), "-o", str(out))
     assert result.returncode == 0, result.stderr.decode()
     with zipfile.ZipFile(out) as z:
         names = set(z.namelist())
@@ -91,10 +92,10 @@ def test_a_bundle_of_a_leaky_recording_holds_no_secret_and_imports_to_the_redact
     assert sarif["version"] == "2.1.0" and len(analysis["sessions"]) == 2
 
     back = tmp_path / "back.db"
-    result = run(mcptap("import", "--db", str(back), str(out)))
+    result = cli("import", "--db", str(back), str(out))
     assert result.returncode == 0, result.stderr.decode()
     redacted = tmp_path / "redacted.db"
-    assert run(mcptap("import", "--db", str(redacted), str(log), str(har))).returncode == 0
+    assert cli("import", "--db", str(redacted), str(log), str(har)).returncode == 0
     assert _frames(back) == _frames(redacted)
     assert _findings(back) == _findings(redacted) == _findings(db)
 
@@ -103,7 +104,7 @@ def test_a_zip_that_is_not_a_bundle_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "x.zip"
     with zipfile.ZipFile(bad, "w") as z:
         z.writestr("hello.txt", "hi")
-    result = run(mcptap("import", "--db", str(tmp_path / "d.db"), str(bad)))
+    result = cli("import", "--db", str(tmp_path / "d.db"), str(bad))
     assert result.returncode == 2 and result.stderr.count(b"\n") == 1 and b"not an mcptap bundle" in result.stderr
 
 
@@ -117,7 +118,7 @@ def test_the_check_finds_a_credential_left_in_a_database_recorded_without_redact
     _framelog(log)
     for flag, leaks in (("--no-redact", True), (None, False)):
         db = tmp_path / f"{flag or 'redacted'}.db"
-        assert run(mcptap("import", "--db", str(db), *([flag] if flag else []), str(log))).returncode == 0
+        assert cli("import", "--db", str(db), *([flag] if flag else []), str(log)).returncode == 0
         conn = store.open_existing(str(db))
         try:
             if leaks:

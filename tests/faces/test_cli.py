@@ -1,4 +1,6 @@
-"""The command line: sessions, show, export/import round trip, and one-line errors (exit 2)."""
+"""The command line: sessions, show, export/import round trip, and one-line errors (exit 2). What a
+command prints is checked in-process (tests/support/inprocess.py); the demo, what a new user runs
+first, and the recording run as real processes."""
 
 import base64
 import os
@@ -11,12 +13,13 @@ from pathlib import Path
 import pytest
 import typer
 
-from mcptap import cli
+from mcptap.cli import app
 from tests.conftest import copy_database, frames, mcptap, run, tee
+from tests.support.inprocess import cli
 
 CORPUS_DEMO = Path(__file__).resolve().parents[1] / "golden" / "corpus" / "demo.jsonl"
 
-COMMANDS = sorted(typer.main.get_command(cli.app).commands)  # every command the CLI has
+COMMANDS = sorted(typer.main.get_command(app).commands)  # every command the CLI has
 
 
 def one_line_error(result) -> bool:
@@ -46,21 +49,21 @@ def recorded(recorded_once, db):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_with_an_example(command):
-    result = run(mcptap(command, "--help"))
+    result = cli(command, "--help")
     assert result.returncode == 0
     assert b"Example:" in result.stdout
 
 
 def test_sessions_lists_label_transport_frames_and_exit(recorded):
-    result = run(mcptap("sessions", "--db", str(recorded), "--json"))
+    result = cli("sessions", "--db", str(recorded), "--json")
     (row,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert (row["label"], row["transport"], row["frames"], row["exit_status"]) == ("demo-ish", "stdio", 8, 0)
-    table = run(mcptap("sessions", "--db", str(recorded)))
+    table = cli("sessions", "--db", str(recorded))
     assert b"demo-ish" in table.stdout and table.returncode == 0
 
 
 def test_sessions_as_json_has_numbers_as_numbers_times_twice_and_null_for_what_is_unknown(recorded):
-    result = run(mcptap("sessions", "--db", str(recorded), "--format", "json"))
+    result = cli("sessions", "--db", str(recorded), "--format", "json")
     assert result.returncode == 0, result.stderr
     (s,) = json.loads(result.stdout)["sessions"]
     assert isinstance(s["exit_status"], int) and isinstance(s["frames"], int) and isinstance(s["duration_s"], float)
@@ -73,16 +76,16 @@ def test_sessions_as_json_has_numbers_as_numbers_times_twice_and_null_for_what_i
 
 
 def test_sessions_json_is_the_alias_of_jsonl_and_both_give_the_objects_of_the_json_document(recorded):
-    document = json.loads(run(mcptap("sessions", "--db", str(recorded), "--format", "json")).stdout)["sessions"]
+    document = json.loads(cli("sessions", "--db", str(recorded), "--format", "json").stdout)["sessions"]
     for flag in (["--json"], ["--format", "jsonl"]):
-        lines = run(mcptap("sessions", "--db", str(recorded), *flag)).stdout.decode().splitlines()
+        lines = cli("sessions", "--db", str(recorded), *flag).stdout.decode().splitlines()
         objects = [json.loads(line) for line in lines]
         assert [{k: v for k, v in o.items()} for o in objects] == document
-    assert run(mcptap("sessions", "--db", str(recorded), "--json", "--format", "json")).returncode == 2
+    assert cli("sessions", "--db", str(recorded), "--json", "--format", "json").returncode == 2
 
 
 def test_show_as_json_gives_every_frame_whole_with_its_analysis_and_marks_stderr_lines(recorded):
-    result = run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "json"))
+    result = cli("show", "--db", str(recorded), "demo-ish", "--format", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["session"]["label"] == "demo-ish" and doc["session"]["exit_status"] == 0
@@ -100,20 +103,20 @@ def test_show_as_json_gives_every_frame_whole_with_its_analysis_and_marks_stderr
 
 
 def test_show_as_jsonl_is_the_session_then_one_line_per_frame_and_its_frames_import_back(recorded, tmp_path):
-    result = run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "jsonl"))
+    result = cli("show", "--db", str(recorded), "demo-ish", "--format", "jsonl")
     records = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert records[0]["record"] == "session" and records[0]["label"] == "demo-ish"
-    document = json.loads(run(mcptap("show", "--db", str(recorded), "demo-ish", "--format", "json")).stdout)
+    document = json.loads(cli("show", "--db", str(recorded), "demo-ish", "--format", "json").stdout)
     assert records[1:] == document["frames"]
     log = tmp_path / "cut.jsonl"  # a frame line is a frame-log record: cut out, it imports
     log.write_text("".join(json.dumps(r) + "\n" for r in records[1:]), encoding="utf-8")
     copy = tmp_path / "copy.db"
-    assert run(mcptap("import", "--db", str(copy), str(log))).returncode == 0
+    assert cli("import", "--db", str(copy), str(log)).returncode == 0
     assert frames(copy) == frames(recorded)
 
 
 def test_show_prints_each_frame_with_direction_size_method_and_id(recorded):
-    result = run(mcptap("show", "--db", str(recorded), "demo-ish"))
+    result = cli("show", "--db", str(recorded), "demo-ish")
     assert result.returncode == 0
     text = result.stdout.decode()
     assert "request ping id=1" in text and "response id=1" in text and "not UTF-8" in text
@@ -123,9 +126,9 @@ def test_show_prints_each_frame_with_direction_size_method_and_id(recorded):
 
 def test_export_then_import_gives_back_identical_frames(recorded, tmp_path):
     out = tmp_path / "log.jsonl"
-    assert run(mcptap("export", "--db", str(recorded), "-o", str(out))).returncode == 0
+    assert cli("export", "--db", str(recorded), "-o", str(out)).returncode == 0
     copy = tmp_path / "copy.db"
-    result = run(mcptap("import", "--db", str(copy), str(out)))
+    result = cli("import", "--db", str(copy), str(out))
     assert result.returncode == 0, result.stderr
     query = "SELECT session_id, seq, ts, direction, CAST(raw AS BLOB), size, incomplete FROM frames ORDER BY seq"
     assert sqlite3.connect(copy).execute(query).fetchall() == sqlite3.connect(recorded).execute(query).fetchall()
@@ -139,22 +142,22 @@ def test_export_then_import_gives_back_identical_frames(recorded, tmp_path):
 
 def test_import_reads_a_file_as_the_format_from_names_and_an_unknown_name_is_one_line(recorded, tmp_path):
     out = tmp_path / "log.gz.txt"  # a name that says nothing of what it holds
-    assert run(mcptap("export", "--db", str(recorded), "-o", str(out))).returncode == 0
+    assert cli("export", "--db", str(recorded), "-o", str(out)).returncode == 0
     copy = tmp_path / "copy.db"
-    assert run(mcptap("import", "--db", str(copy), "--from", "jsonl", str(out))).returncode == 0
+    assert cli("import", "--db", str(copy), "--from", "jsonl", str(out)).returncode == 0
     assert frames(copy) == frames(recorded)
-    unknown = run(mcptap("import", "--db", str(tmp_path / "other.db"), "--from", "csv", str(out)))
+    unknown = cli("import", "--db", str(tmp_path / "other.db"), "--from", "csv", str(out))
     assert one_line_error(unknown) and b"jsonl" in unknown.stderr  # the formats it reads are named
-    wrong = run(mcptap("import", "--db", str(tmp_path / "other.db"), "--from", "har", str(out)))
+    wrong = cli("import", "--db", str(tmp_path / "other.db"), "--from", "har", str(out))
     assert one_line_error(wrong)
 
 
 def test_importing_the_same_session_twice_is_refused_unless_asked_for_a_new_id(recorded, tmp_path):
     out = tmp_path / "log.jsonl"
-    run(mcptap("export", "--db", str(recorded), "-o", str(out)))
-    again = run(mcptap("import", "--db", str(recorded), str(out)))
+    cli("export", "--db", str(recorded), "-o", str(out))
+    again = cli("import", "--db", str(recorded), str(out))
     assert one_line_error(again)
-    renamed = run(mcptap("import", "--db", str(recorded), "--new-id", str(out)))
+    renamed = cli("import", "--db", str(recorded), "--new-id", str(out))
     assert renamed.returncode == 0
     assert sqlite3.connect(recorded).execute("SELECT count(*), count(DISTINCT label) FROM sessions").fetchone() == (2, 1)
 
@@ -165,7 +168,7 @@ def test_a_frame_log_from_another_tool_becomes_a_session_named_as_in_the_log(tmp
         '{"session": "s1", "ts": 1764460800.01, "direction": "c2s", "raw": "{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
         '{"session": "s1", "ts": 1764460800.02, "direction": "s2c", "raw_b64": "/w=="}\n',
         encoding="utf-8")
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
     row = sqlite3.connect(db).execute("SELECT id, label, transport, started_at FROM sessions").fetchone()
     assert row == ("s1", "s1", "import", 1764460800.01)
     assert frames(db) == [b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"\xff"]
@@ -192,7 +195,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(recorded, tmp_path, args):
     otherdb = tmp_path / "other.db"
     sqlite3.connect(otherdb).execute("CREATE TABLE t (x)").connection.commit()
     paths = {"missing": tmp_path / "missing", "text": text, "db": recorded, "badlog": badlog, "otherdb": otherdb}
-    result = run(mcptap(*[a.format(**paths) for a in args]))
+    result = cli(*[a.format(**paths) for a in args])
     assert one_line_error(result), result.stderr
     assert sqlite3.connect(recorded).execute("SELECT count(*) FROM frames").fetchone() == (8,)
 
@@ -200,13 +203,13 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(recorded, tmp_path, args):
 def test_a_log_cut_off_mid_line_imports_what_is_whole_and_warns(tmp_path, db):
     log = tmp_path / "cut.jsonl"
     log.write_bytes(b'{"session":"s","ts":1,"direction":"c2s","raw":"a"}\n{"session":"s","ts":2,"dir')
-    result = run(mcptap("import", "--db", str(db), str(log)))
+    result = cli("import", "--db", str(db), str(log))
     assert result.returncode == 0 and b"warning" in result.stderr
     assert frames(db) == [b"a"]
 
 
 def test_the_database_comes_from_mcptap_db_when_no_option_is_given(tmp_path, recorded):
-    result = run(mcptap("sessions", "--json"), env={"MCPTAP_DB": str(recorded), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    result = cli("sessions", "--json", env={"MCPTAP_DB": str(recorded), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert b"demo-ish" in result.stdout
 
 
@@ -248,12 +251,12 @@ def test_the_demo_without_a_database_writes_into_a_folder_it_names_and_speaks_as
 
 def test_report_and_bundle_write_to_stdout_for_dash_and_take_several_sessions(tmp_path):
     db = tmp_path / "d.db"
-    assert run(mcptap("import", "--db", str(db), str(CORPUS_DEMO))).returncode == 0
-    page = run(mcptap("report", "--db", str(db), "demo", "demo-http", "-o", "-"), timeout=120)
+    assert cli("import", "--db", str(db), str(CORPUS_DEMO)).returncode == 0
+    page = cli("report", "--db", str(db), "demo", "demo-http", "-o", "-", timeout=120)
     assert page.returncode == 0 and page.stdout.startswith(b"<!DOCTYPE html>") and page.stdout.rstrip().endswith(b"</html>")
     assert page.stdout.count(b"01a23348-5c71-75f7-bab7-24e36a17b27f") and page.stdout.count(b"01a23348-6563-75bc")
     assert not (tmp_path / "-").exists()
-    packed = run(mcptap("bundle", "--db", str(db), "demo", "-o", "-"), timeout=120, cwd=tmp_path)
+    packed = cli("bundle", "--db", str(db), "demo", "-o", "-", timeout=120, cwd=tmp_path)
     assert packed.returncode == 0 and packed.stdout[:2] == b"PK" and not (tmp_path / "-").exists()
 
 
@@ -265,9 +268,9 @@ def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tm
     log = tmp_path / "r.jsonl"
     log.write_text("".join(json.dumps({"session": "r", "ts": 1.0 + i, "direction": d, "raw": raw}) + "\n" for i, (d, raw) in
                            enumerate([("c2s", json.dumps(init)), ("s2c", answer)])), encoding="utf-8")
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
-    result = run(mcptap("replay", "--db", str(db), "r", "--command", f"{sys.executable} -m mcptap.demo.server",
-                        "--no-record", "--timeout", "20", "--format", "json"))
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
+    result = cli("replay", "--db", str(db), "r", "--command", f"{sys.executable} -m mcptap.demo.server",
+                        "--no-record", "--timeout", "20", "--format", "json")
     assert result.returncode == 1, result.stderr
     doc = json.loads(result.stdout)
     assert (doc["equal"], doc["exit_status"], doc["sent"], doc["error"]) == (False, 1, 1, None)
@@ -278,7 +281,7 @@ def test_replay_as_json_gives_each_changed_member_as_the_value_the_wire_wrote(tm
 
 
 def test_analyze_as_json_prints_the_analyzed_at_it_stored(recorded):
-    result = run(mcptap("analyze", "--db", str(recorded), "--format", "json"))
+    result = cli("analyze", "--db", str(recorded), "--format", "json")
     assert result.returncode in (0, 1), result.stderr
     (printed,) = json.loads(result.stdout)["sessions"]
     conn = sqlite3.connect(recorded)

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap
+from tests.support.inprocess import cli
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
 INIT_OK = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "serverInfo": {"name": "s"}}}
@@ -33,13 +34,13 @@ def database(tmp_path, *sessions: list[dict], name: str = "d.db") -> str:
     log = tmp_path / f"{name}.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for s in sessions for r in s), encoding="utf-8")
     db = tmp_path / name
-    done = run(mcptap("import", "--db", str(db), str(log)))
+    done = cli("import", "--db", str(db), str(log))
     assert done.returncode == 0, done.stderr
     return str(db)
 
 
 def diff(db: str, *args: str):
-    return run(mcptap("diff", "--db", db, *args))
+    return cli("diff", "--db", db, *args)
 
 
 BASE = [("c2s", INIT), ("s2c", INIT_OK), ("c2s", LIST), ("s2c", TOOLS), ("c2s", call(2, "a")), ("s2c", answer(2, "a"))]
@@ -103,7 +104,7 @@ def test_the_params_of_a_request_a_missing_answer_and_a_frame_that_is_not_json_a
 def test_sessions_may_come_from_two_databases(tmp_path):
     first = database(tmp_path, session("time", *BASE), name="yesterday.db")
     second = database(tmp_path, session("time", *BASE[:5], ("s2c", answer(2, "b"))), name="today.db")
-    done = run(mcptap("diff", "--db", first, "--db-b", second, "time", "time"))
+    done = cli("diff", "--db", first, "--db-b", second, "time", "time")
     assert done.returncode == 1
     assert '  answer changed  $.result.content[0].text: "a" -> "b"' in done.stdout.decode().splitlines()
 

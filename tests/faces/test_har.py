@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import mcptap, run, tee, tool
 from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+from tests.support.inprocess import cli
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "data" / "har-1.2.schema.json").read_text(encoding="utf-8"))
 CASES = [("streamable", "streamable", "/mcp", "legacy"), ("streamable", "streamable", "/mcp", "auto"),
@@ -47,7 +48,7 @@ def _sessions(db: str) -> list[list[tuple]]:
 
 
 def _analysis(db: str) -> list:
-    report = json.loads(run(mcptap("analyze", "--db", db, "--format", "json", "--fail-on", "never")).stdout)
+    report = json.loads(cli("analyze", "--db", db, "--format", "json", "--fail-on", "never").stdout)
     order = {s["id"]: n for n, s in enumerate(sorted(report["sessions"], key=lambda s: s["id"]))}
     summaries = sorted((s["revision"], s["revision_source"], s["frames"], s["kinds"], s["errors"], s["warnings"],
                         s["infos"]) for s in report["sessions"])
@@ -56,7 +57,7 @@ def _analysis(db: str) -> list:
 
 def test_the_har_export_is_valid_har_1_2_with_an_entry_per_exchange_and_headers_as_stored(recorded, tmp_path):
     out = tmp_path / "rec.har"
-    result = run(mcptap("export", "--db", recorded, "--format", "har", "-o", str(out)))
+    result = cli("export", "--db", recorded, "--format", "har", "-o", str(out))
     assert result.returncode == 0, result.stderr.decode()
     har = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(har, SCHEMA)
@@ -75,11 +76,11 @@ def test_the_har_export_is_valid_har_1_2_with_an_entry_per_exchange_and_headers_
 
 def test_import_of_the_har_gives_back_the_same_frames_times_and_analysis(recorded, tmp_path):
     out = tmp_path / "rec.har.gz"
-    assert run(mcptap("export", "--db", recorded, "--format", "har", "-o", str(out))).returncode == 0
+    assert cli("export", "--db", recorded, "--format", "har", "-o", str(out)).returncode == 0
     har = tmp_path / "rec.har"
     har.write_bytes(gzip.decompress(out.read_bytes()))
     back = str(tmp_path / "back.db")
-    result = run(mcptap("import", "--db", back, str(har)))
+    result = cli("import", "--db", back, str(har))
     assert result.returncode == 0, result.stderr.decode()
     before, after = _sessions(recorded), _sessions(back)
     assert len(before) == len(after) == len(CASES)
@@ -133,7 +134,7 @@ def test_a_legacy_stream_whose_har_events_are_dated_a_hair_outside_its_answer_is
     har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
                                        "entries": [get, post]}}), encoding="utf-8")
     db = str(tmp_path / "legacy.db")
-    result = run(mcptap("import", "--db", db, str(har)))
+    result = cli("import", "--db", db, str(har))
     assert result.returncode == 0, result.stderr.decode()
     conn = sqlite3.connect(db)
     try:
@@ -151,7 +152,7 @@ def test_a_stdio_session_is_one_line_naming_the_formats_that_hold_it(tmp_path, s
                   *tee(db, sdk_python, tool("sdk_server.py"), name="s")], timeout=120)
     assert result.returncode == 0
     out = tmp_path / "x.har"
-    result = run(mcptap("export", "--db", str(db), "--format", "har", "-o", str(out)))
+    result = cli("export", "--db", str(db), "--format", "har", "-o", str(out))
     assert result.returncode == 2 and not out.exists()
     assert result.stderr.count(b"\n") == 1 and b"jsonl or otlp" in result.stderr
 

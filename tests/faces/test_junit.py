@@ -13,7 +13,7 @@ import pytest
 import xmlschema
 
 from mcptap.analysis import rules
-from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 from tests.support.sessions import handshake, note, ok, req
 
 XSD = xmlschema.XMLSchema(str(Path(__file__).parents[1] / "data" / "junit-10.xsd"))
@@ -45,9 +45,9 @@ def report(tmp_path):
         made.append(1)
         out = tmp_path / f"junit{len(made)}.xml"
         db = tmp_path / f"a{len(made)}.db"
-        result = run(mcptap("analyze", str(_log(tmp_path)), "--db", str(db), "--format", "junit", "-o", str(out),
-                            *args))
-        findings = json.loads(run(mcptap("analyze", "--db", str(db), "--format", "json", "--fail-on", "never")).stdout)
+        result = cli("analyze", str(_log(tmp_path)), "--db", str(db), "--format", "junit", "-o", str(out),
+                            *args)
+        findings = json.loads(cli("analyze", "--db", str(db), "--format", "json", "--fail-on", "never").stdout)
         return result.returncode, out, findings
     return make
 

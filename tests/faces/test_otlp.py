@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from tests.conftest import mcptap, run, tee, tool
 from tests.support import otlp_receiver
 from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+from tests.support.inprocess import cli
 from tests.support.sessions import err, note, ok, req
 
 CLIENT, SERVER = 3, 2
@@ -69,7 +70,7 @@ def recorded(tmp_path_factory, sdk_python) -> str:
     log.write_text("".join(json.dumps({"session": "made", "seq": n, "ts": 1764460800.0 + n * 0.25, "direction": d,
                                        "raw": raw}) + "\n" for n, (d, raw) in enumerate(made_session(), 1)),
                    encoding="utf-8")
-    assert run(mcptap("import", "--db", db, str(log))).returncode == 0
+    assert cli("import", "--db", db, str(log)).returncode == 0
     return db
 
 
@@ -104,8 +105,8 @@ def _answer_of(frames: dict, sid: str, seq: int, msg: dict):
 def check_conventions(db: str, spans: list) -> None:
     """Every span against the conventions, from the recorded frames."""
     frames, directions, sessions, assigned = _db_facts(db)
-    summaries = {s["id"]: s for s in json.loads(run(mcptap("analyze", "--db", db, "--format", "json",
-                                                          "--fail-on", "never")).stdout)["sessions"]}
+    summaries = {s["id"]: s for s in json.loads(cli("analyze", "--db", db, "--format", "json",
+                                                          "--fail-on", "never").stdout)["sessions"]}
     by_key = {}
     for resource, span in spans:
         r, a = _attrs(resource.attributes), _attrs(span.attributes)
@@ -171,7 +172,7 @@ def check_conventions(db: str, spans: list) -> None:
 
 
 def export_to(receiver, db: str, *extra: str):
-    return run(mcptap("export", "--db", db, "--otlp-endpoint", receiver.endpoint, "--header", "x-team=mcp", *extra))
+    return cli("export", "--db", db, "--otlp-endpoint", receiver.endpoint, "--header", "x-team=mcp", *extra)
 
 
 def test_spans_sent_over_otlp_http_follow_the_mcp_conventions_for_every_real_and_made_session(recorded):
@@ -200,8 +201,8 @@ def test_progress_cancellation_and_findings_are_events_of_their_request(recorded
     assert _attrs(slow.attributes)["mcptap.outcome"] == "cancelled"
     codes = {_attrs(e.attributes)["mcptap.finding.code"] for s in client.values() for e in s.events
              if e.name == "mcptap.finding"}
-    report = json.loads(run(mcptap("analyze", "--db", recorded, "--session", "made", "--format", "json",
-                                   "--fail-on", "never")).stdout)
+    report = json.loads(cli("analyze", "--db", recorded, "--session", "made", "--format", "json",
+                                   "--fail-on", "never").stdout)
     on_requests = {f["code"] for f in report["findings"]}
     assert codes and codes <= on_requests
 
@@ -257,7 +258,7 @@ def _from_otlp_json(line: bytes):
 
 def test_the_otlp_json_file_holds_the_same_spans_as_the_endpoint_received(recorded, tmp_path):
     out = tmp_path / "spans.otlp.jsonl.gz"
-    assert run(mcptap("export", "--db", recorded, "--format", "otlp", "-o", str(out))).returncode == 0
+    assert cli("export", "--db", recorded, "--format", "otlp", "-o", str(out)).returncode == 0
     import gzip
     lines = gzip.decompress(out.read_bytes()).splitlines()
     messages = [_from_otlp_json(line) for line in lines]
@@ -309,7 +310,7 @@ def test_the_receiver_accepts_the_sdks_own_exporter_identically(recorded):
 
 def test_otlp_without_its_extra_says_which_to_install(tmp_path):
     db = tmp_path / "x.db"
-    assert run(mcptap("import", "--db", str(db), "tests/golden/corpus/demo.jsonl")).returncode == 0
+    assert cli("import", "--db", str(db), "tests/golden/corpus/demo.jsonl").returncode == 0
     code = ("import sys, runpy; sys.modules['opentelemetry.proto'] = None; sys.argv = ['mcptap', 'export', '--db', "
             f"{str(db)!r}, '--format', 'otlp']; runpy.run_module('mcptap', run_name='__main__')")
     result = run([sys.executable, "-c", code])

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.conftest import PROCESS_TIMEOUT_S, copy_database, mcptap, run
-from tests.support.sessions import handshake, note, ok, req
+from tests.support.sessions import handshake, note, ok, req, write_log
 
 FRAMES = handshake() + [("c2s", req(1, "tools/list")), ("s2c", ok(1, {"tools": []}))] + [
     ("s2c", note("notifications/message", {"level": "info", "data": f"line {i}", "password": "hunter2"}))
@@ -25,19 +25,10 @@ N = len(FRAMES)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def write_log(path) -> None:
-    import json
-
-    with open(path, "w", encoding="utf-8") as fh:
-        for i, (direction, raw) in enumerate(FRAMES):
-            fh.write(json.dumps({"session": "s", "seq": i + 1, "ts": 1000 + i / 100, "direction": direction,
-                                 "raw": raw}) + "\n")
-
-
 @pytest.fixture
 def log(tmp_path):
     path = tmp_path / "incident.jsonl"
-    write_log(path)
+    write_log(path, FRAMES)
     return path
 
 
@@ -45,7 +36,7 @@ def log(tmp_path):
 def db_once(tmp_path_factory):
     folder = tmp_path_factory.mktemp("progress")
     log, path = folder / "incident.jsonl", folder / "p.db"
-    write_log(log)
+    write_log(log, FRAMES)
     assert run(mcptap("import", "--db", str(path), "--no-redact", str(log))).returncode == 0
     return path
 

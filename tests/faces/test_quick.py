@@ -24,7 +24,7 @@ FRAMES = [
     ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}}),
 ]
 HEAVY = ("typer", "click", "pydantic", "pydantic_core", "mcp_types", "importlib.metadata")
-ANALYSIS = ("mcptap.engine", "mcptap.analysis.session", "mcptap.analysis.schema", "mcptap.report.transcript")
+ANALYSIS = ("mcptap.engine", "mcptap.analysis.session", "mcptap.analysis.schema_validation", "mcptap.report.transcript")
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import mcptap, run, tee, tool, wait_for
 from tests.support.http_helpers import free_port, mcptap_proxy, sdk_http_server
+from tests.support.inprocess import cli
 
 TIME_VOLATILE = ("--ignore-path", "$.result.content[*].text", "--ignore-path", "$..datetime")
 
@@ -24,7 +25,7 @@ def record_time_session(db, sdk_python, time_server, mode: str, name: str = "tim
 
 
 def replay(db, session: str, *args: str, timeout: float = 120):
-    return run(mcptap("replay", "--db", str(db), session, *args), timeout=timeout)
+    return cli("replay", "--db", str(db), session, *args, timeout=timeout)
 
 
 def sdk_stdio_server(sdk_python: str) -> str:
@@ -157,7 +158,7 @@ def test_a_session_whose_command_is_not_a_command_line_is_a_one_line_error(tmp_p
                    + json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s",
                                  "raw": '{"jsonrpc":"2.0","id":1,"method":"ping"}'}) + "\n", encoding="utf-8")
     db = tmp_path / "imported.db"
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
     result = replay(db, "s1", timeout=30)
     assert result.returncode == 2
     assert "not a command line" in one_error_line(result)
@@ -168,7 +169,7 @@ def test_a_session_that_names_no_server_needs_command_or_url(tmp_path):
     log.write_text(json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s",
                                "raw": '{"jsonrpc":"2.0","id":1,"method":"ping"}'}) + "\n", encoding="utf-8")
     db = tmp_path / "imported.db"
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
     result = replay(db, "s1", timeout=30)
     assert result.returncode == 2
     assert "names no server to replay against" in one_error_line(result)

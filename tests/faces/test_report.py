@@ -13,7 +13,8 @@ import mcptap.data as mt
 from mcptap import engine, plots, store
 from mcptap.report import html as htmlreport
 from mcptap.report import viewdata
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap
+from tests.support.inprocess import cli
 
 HOSTILE = b'{"jsonrpc":"2.0","id":1,"method":"<script>alert(1)</script>","params":{"x":"</pre><img src=x onerror=alert(2)>"}}'
 
@@ -38,7 +39,7 @@ def document(page: str) -> dict:
 def test_a_frame_holding_script_is_data_the_page_cannot_mistake_for_markup(tmp_path):
     db = build(tmp_path / "hostile.db", [("c2s", HOSTILE), ("s2c", b"<b>not json</b>")])
     out = tmp_path / "r.html"
-    result = run(mcptap("report", "--db", db, "-o", str(out)))
+    result = cli("report", "--db", db, "-o", str(out))
     assert result.returncode == 0, result.stderr
     page = out.read_text(encoding="utf-8")
     assert "<script>alert" not in page and "<img src=x" not in page and "<b>not json" not in page

@@ -15,6 +15,7 @@ import pytest
 
 from mcptap.report import ruledocs
 from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 from tests.support.sessions import handshake, note, ok
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def write_incident(path: Path, session="incident") -> dict[int, int]:
 
 
 def sarif_of(*args, cwd) -> tuple[int, dict]:
-    result = run(mcptap("analyze", *args, "--format", "sarif"), cwd=cwd)
+    result = cli("analyze", *args, "--format", "sarif", cwd=cwd)
     assert result.returncode in (0, 1), result.stderr.decode(errors="replace")
     return result.returncode, json.loads(result.stdout)
 
@@ -54,7 +55,7 @@ def incident(tmp_path_factory) -> tuple[Path, dict, dict]:
     and the SARIF of the file, each analysed from that folder."""
     folder = tmp_path_factory.mktemp("incident")
     write_incident(folder / "incident.jsonl")
-    assert run(mcptap("import", "--db", "incident.db", "incident.jsonl"), cwd=folder).returncode == 0
+    assert cli("import", "--db", "incident.db", "incident.jsonl", cwd=folder).returncode == 0
     return folder, sarif_of("--db", "incident.db", cwd=folder)[1], sarif_of("incident.jsonl", cwd=folder)[1]
 
 
@@ -125,18 +126,18 @@ def test_the_rule_docs_are_generated_from_the_registry():
 def test_with_db_the_files_go_into_that_database_and_only_their_sessions_are_analysed(tmp_path):
     write_incident(tmp_path / "first.jsonl", session="first")
     write_incident(tmp_path / "second.jsonl", session="second")
-    assert run(mcptap("import", "--db", "x.db", "first.jsonl"), cwd=tmp_path).returncode == 0
-    result = run(mcptap("analyze", "second.jsonl", "--db", "x.db", "--format", "json"), cwd=tmp_path)
+    assert cli("import", "--db", "x.db", "first.jsonl", cwd=tmp_path).returncode == 0
+    result = cli("analyze", "second.jsonl", "--db", "x.db", "--format", "json", cwd=tmp_path)
     report = json.loads(result.stdout)
     assert result.returncode == 1 and [s["id"] for s in report["sessions"]] == ["second"]
-    again = run(mcptap("analyze", "second.jsonl", "--db", "x.db"), cwd=tmp_path)
+    again = cli("analyze", "second.jsonl", "--db", "x.db", cwd=tmp_path)
     assert again.returncode == 2 and len(again.stderr.splitlines()) == 1  # already there, as import says
 
 
 def test_mcptap_db_in_the_environment_does_not_take_the_files(tmp_path):
     write_incident(tmp_path / "incident.jsonl")
     env = dict(os.environ, MCPTAP_DB=str(tmp_path / "main.db"))
-    result = run(mcptap("analyze", "incident.jsonl", "--format", "jsonl"), cwd=tmp_path, env=env)
+    result = cli("analyze", "incident.jsonl", "--format", "jsonl", cwd=tmp_path, env=env)
     assert result.returncode == 1 and len(result.stdout.splitlines()) == 4
     assert not (tmp_path / "main.db").exists()
 
@@ -149,7 +150,7 @@ def test_mcptap_db_in_the_environment_does_not_take_the_files(tmp_path):
 ])
 def test_bad_file_arguments_are_one_line_and_exit_2(tmp_path, make):
     write_incident(tmp_path / "incident.jsonl")
-    result = run(mcptap("analyze", *make(tmp_path), "--format", "sarif"), cwd=tmp_path)
+    result = cli("analyze", *make(tmp_path), "--format", "sarif", cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and not result.stdout
 
 
@@ -261,7 +262,7 @@ def fingerprints(sarif: dict) -> list[str]:
 
 def test_each_finding_has_a_fingerprint_of_its_own_the_same_in_every_run_and_database(incident, tmp_path):
     folder, first, from_file = incident
-    assert run(mcptap("import", "--db", str(tmp_path / "two.db"), str(folder / "incident.jsonl"))).returncode == 0
+    assert cli("import", "--db", str(tmp_path / "two.db"), str(folder / "incident.jsonl")).returncode == 0
     _, other = sarif_of("--db", "two.db", cwd=tmp_path)  # another database, another folder, another run
     marks = fingerprints(first)
     assert len(set(marks)) == len(marks) == 4
@@ -288,7 +289,7 @@ def test_sarif_writes_bidi_and_c1_characters_of_the_traffic_as_json_escapes(tmp_
     log.write_text(json.dumps({"session": hostile, "ts": 1.0, "direction": "s2c",
                                "raw": json.dumps({"jsonrpc": "2.0", "id": 7, "method": "x\u202e\u009b"},
                                                  ensure_ascii=False)}, ensure_ascii=False) + "\n", encoding="utf-8")
-    result = run(mcptap("analyze", "hostile.jsonl", "--format", "sarif"), cwd=tmp_path)
+    result = cli("analyze", "hostile.jsonl", "--format", "sarif", cwd=tmp_path)
     assert result.returncode in (0, 1), result.stderr
     text = result.stdout.decode("utf-8")
     assert not [ch for ch in text if not ch.isprintable() and ch != "\n"]

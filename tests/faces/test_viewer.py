@@ -1,14 +1,13 @@
 """The report's viewer in real headless Chromium (tests/support/browser.py): the report of a session
 recorded live (`mcptap demo`: the bundled stdio server through the tee, the bundled HTTP server
 through the proxy), filtered by typing, a frame clicked, a deep link opened, the diagram zoomed;
-and a recording full of script payloads, which runs nothing and makes no request. The screenshots
-in docs/img/ are taken here (`pytest tests/faces/test_viewer.py --update-screenshots` writes them)."""
+and a recording full of script payloads, which runs nothing and makes no request. The diagram's
+geometry and the screenshots in docs/img/ are tests/faces/test_diagram.py's."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -68,14 +67,7 @@ def type_filter(driver, text: str) -> None:
     browser.wait_for(lambda: box.get_attribute("data-applied") == text.strip(), what="the filter to apply")
 
 
-def shoot(driver, name: str, request) -> None:
-    """A screenshot of the viewer as it is, kept in docs/img/ when the run is asked to."""
-    folder = IMAGES if request.config.getoption("--update-screenshots") else Path(request.node.path).parent / ".shots"
-    folder.mkdir(parents=True, exist_ok=True)
-    assert driver.save_screenshot(str(folder / name))
-
-
-def test_typing_a_filter_leaves_only_the_frames_it_matches_and_keeps_it_in_the_address(chrome, demo, request):
+def test_typing_a_filter_leaves_only_the_frames_it_matches_and_keeps_it_in_the_address(chrome, demo):
     browser.open_page(chrome, demo["page"].as_uri())
     total = len(rows(chrome))
     type_filter(chrome, 'method == "tools/call" and dir == "c2s"')
@@ -87,7 +79,6 @@ def test_typing_a_filter_leaves_only_the_frames_it_matches_and_keeps_it_in_the_a
     assert {r["kind"] for r in rows(chrome)} == {"unparseable", "invalid"}
     type_filter(chrome, "latency > 20ms")
     assert all(float(r["latency"].split()[0]) > 20 for r in rows(chrome)) and rows(chrome)
-    shoot(chrome, "viewer-filter.png", request)
     type_filter(chrome, 'method == "tools/call" and (')
     assert "bad" in chrome.find_element("id", "filter").get_attribute("class")
     assert "parenthesis" in chrome.find_element("id", "filter-status").text or "ends" in \
@@ -98,7 +89,7 @@ def test_typing_a_filter_leaves_only_the_frames_it_matches_and_keeps_it_in_the_a
     assert {r["session"] for r in rows(chrome)} == {demo["http"]}
 
 
-def test_clicking_a_frame_shows_its_bytes_and_its_json_pretty_printed_and_collapsible(chrome, demo, request):
+def test_clicking_a_frame_shows_its_bytes_and_its_json_pretty_printed_and_collapsible(chrome, demo):
     browser.open_page(chrome, demo["page"].as_uri())
     first = chrome.find_element("css selector", "#list .row:not([hidden])")
     assert first.find_elements("css selector", "span")[5].text == "initialize"
@@ -117,7 +108,6 @@ def test_clicking_a_frame_shows_its_bytes_and_its_json_pretty_printed_and_collap
     pair.click()
     browser.wait_for(lambda: "Frame 3 of session" in detail.text, what="the pair to open")
     assert [r["seq"] for r in rows(chrome) if r["selected"]] == [3]
-    shoot(chrome, "viewer-detail.png", request)
 
 
 def test_a_frame_with_a_finding_shows_it_with_its_spec_reference(chrome, demo):
@@ -149,7 +139,7 @@ def test_a_deep_link_opens_that_frame_and_an_http_frame_shows_its_exchange(chrom
     assert chrome.switch_to.active_element.get_attribute("id") == "filter"
 
 
-def test_zooming_the_diagram_spreads_its_arrows_in_time_and_an_arrow_opens_its_frame(chrome, demo, request):
+def test_zooming_the_diagram_spreads_its_arrows_in_time_and_an_arrow_opens_its_frame(chrome, demo):
     browser.open_page(chrome, demo["page"].as_uri())
 
     def arrows():
@@ -160,14 +150,13 @@ def test_zooming_the_diagram_spreads_its_arrows_in_time_and_an_arrow_opens_its_f
 
     before = arrows()
     assert len(before["y"]) == 17  # the stdio session: every frame at its time
-    shoot(chrome, "viewer-diagram.png", request)
     chrome.find_element("id", "zoom-fit").click()
     fitted = arrows()
     chrome.find_element("id", "zoom-in").click()
     zoomed = arrows()
     assert zoomed["scale"] == pytest.approx(2 * fitted["scale"], rel=1e-4)
-    both = sorted(set(fitted["y"]) & set(zoomed["y"]), key=int)
-    a, b = both[0], both[-1]
+    both = sorted(set(fitted["y"]) & set(zoomed["y"]), key=lambda k: fitted["y"][k])
+    a, b = min(zip(both, both[1:]), key=lambda p: fitted["y"][p[1]] - fitted["y"][p[0]] or float("inf"))  # no idle gap between
     assert zoomed["y"][b] - zoomed["y"][a] == pytest.approx(2 * (fitted["y"][b] - fitted["y"][a]), rel=1e-3)
     chrome.execute_script("document.querySelector('#diagram g.arrow').dispatchEvent(new MouseEvent('click'))")
     browser.wait_for(lambda: "Frame" in chrome.find_element("id", "detail").text, what="the arrow's frame to open")
@@ -293,14 +282,3 @@ def test_a_big_recording_puts_only_the_rows_in_sight_in_the_page(chrome, tmp_pat
     seqs = [int(f.split(":")[1]) for f in kept]
     assert seqs[:100] == list(range(1, 101)) and seqs[-100:] == list(range(39901, 40001))
     assert set(range(19981, 20022)) <= set(seqs) and len(seqs) < 300
-
-
-def test_the_screenshots_in_the_readme_are_there():
-    for name in ("viewer-filter.png", "viewer-detail.png", "viewer-diagram.png"):
-        assert (IMAGES / name).is_file(), f"docs/img/{name}: pytest tests/faces/test_viewer.py --update-screenshots"
-    readme = (IMAGES.parents[1] / "README.md").read_text(encoding="utf-8")
-    assert "docs/img/viewer-filter.png" in readme
-
-
-def teardown_module():
-    shutil.rmtree(Path(__file__).parent / ".shots", ignore_errors=True)

@@ -16,6 +16,7 @@ from mcptap.errors import MCPTapError
 from mcptap.hostconfig import jsonc
 from mcptap.hostconfig import wrap as wrap_mod
 from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 
 CLAUDE_DESKTOP = """{
   "mcpServers": {
@@ -114,7 +115,7 @@ def test_wrap_puts_every_stdio_server_behind_mcptap_record_and_changes_nothing_e
     path, name = config
     before = entries(path.read_text(encoding="utf-8"))
     db = tmp_path / "rec.db"
-    done = run(mcptap("wrap", str(path), "--db", str(db)))
+    done = cli("wrap", str(path), "--db", str(db))
     assert done.returncode == 0, done.stderr
     after = entries(path.read_text(encoding="utf-8"))
     assert list(after) == list(before)
@@ -136,12 +137,12 @@ def test_wrap_puts_every_stdio_server_behind_mcptap_record_and_changes_nothing_e
 
 def test_wrapping_twice_changes_nothing_and_unwrap_gives_the_file_back_byte_for_byte(config, tmp_path):
     path, name = config
-    assert run(mcptap("wrap", str(path), "--db", str(tmp_path / "rec.db"))).returncode == 0
+    assert cli("wrap", str(path), "--db", str(tmp_path / "rec.db")).returncode == 0
     once = path.read_bytes()
-    again = run(mcptap("wrap", str(path), "--db", str(tmp_path / "rec.db")))
+    again = cli("wrap", str(path), "--db", str(tmp_path / "rec.db"))
     assert again.returncode == 0 and path.read_bytes() == once
     assert again.stdout.decode().count("already wrapped") == len(STDIO[name])
-    done = run(mcptap("unwrap", str(path)))
+    done = cli("unwrap", str(path))
     assert done.returncode == 0 and "restored as it was" in done.stdout.decode()
     assert path.read_text(encoding="utf-8") == HOSTS[name]
     assert not (tmp_path / (path.name + ".mcptap-backup")).exists()
@@ -150,13 +151,13 @@ def test_wrapping_twice_changes_nothing_and_unwrap_gives_the_file_back_byte_for_
 def test_unwrap_after_the_host_changed_the_file_unwraps_the_wrapped_entries_and_keeps_the_change(tmp_path):
     path = tmp_path / "claude_desktop_config.json"
     path.write_text(CLAUDE_DESKTOP, encoding="utf-8")
-    assert run(mcptap("wrap", str(path), "--db", str(tmp_path / "rec.db"))).returncode == 0
+    assert cli("wrap", str(path), "--db", str(tmp_path / "rec.db")).returncode == 0
     changed = path.read_text(encoding="utf-8").replace('"Ctrl+Space"', '"Alt+Space"')
     path.write_text(changed, encoding="utf-8")
-    done = run(mcptap("unwrap", str(path)))
+    done = cli("unwrap", str(path))
     assert done.returncode == 0, done.stderr
     assert path.read_text(encoding="utf-8") == CLAUDE_DESKTOP.replace('"Ctrl+Space"', '"Alt+Space"')
-    again = run(mcptap("unwrap", str(path)))  # nothing wrapped: the host's change is not undone by the backup
+    again = cli("unwrap", str(path))  # nothing wrapped: the host's change is not undone by the backup
     assert again.returncode == 0 and "nothing wrapped" in again.stdout.decode()
     assert path.read_text(encoding="utf-8") == CLAUDE_DESKTOP.replace('"Ctrl+Space"', '"Alt+Space"')
 
@@ -164,7 +165,7 @@ def test_unwrap_after_the_host_changed_the_file_unwraps_the_wrapped_entries_and_
 def test_dry_run_prints_the_change_as_a_diff_and_writes_nothing(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text(VSCODE_SETTINGS, encoding="utf-8")
-    done = run(mcptap("wrap", str(path), "--db", str(tmp_path / "rec.db"), "--dry-run"))
+    done = cli("wrap", str(path), "--db", str(tmp_path / "rec.db"), "--dry-run")
     assert done.returncode == 0
     out = done.stdout.decode()
     assert out.startswith(f"--- {path}\n") and '-      "time": {"command": "uvx"' in out and '"record"' in out
@@ -175,11 +176,11 @@ def test_dry_run_prints_the_change_as_a_diff_and_writes_nothing(tmp_path):
 def test_server_wraps_only_the_servers_named_and_an_unknown_name_is_an_error(tmp_path):
     path = tmp_path / ".claude.json"
     path.write_text(CLAUDE_CODE_USER, encoding="utf-8")
-    assert run(mcptap("wrap", str(path), "--db", str(tmp_path / "r.db"), "--server", "sqlite")).returncode == 0
+    assert cli("wrap", str(path), "--db", str(tmp_path / "r.db"), "--server", "sqlite").returncode == 0
     after = entries(path.read_text(encoding="utf-8"))
     assert "record" in after["sqlite"]["args"] and after["time"]["args"] == ["mcp-server-time"]
     before = path.read_bytes()
-    done = run(mcptap("wrap", str(path), "--db", str(tmp_path / "r.db"), "--server", "nope"))
+    done = cli("wrap", str(path), "--db", str(tmp_path / "r.db"), "--server", "nope")
     assert done.returncode == 2 and "no server 'nope'" in done.stderr.decode() and path.read_bytes() == before
 
 
@@ -188,10 +189,10 @@ def test_host_finds_that_hosts_own_config(tmp_path):
     home.mkdir()
     (home / ".claude.json").write_text(CLAUDE_CODE_USER, encoding="utf-8")
     env = {**os.environ, "HOME": str(home)}
-    done = run(mcptap("wrap", "--host", "claude-code", "--db", str(tmp_path / "r.db")), env=env)
+    done = cli("wrap", "--host", "claude-code", "--db", str(tmp_path / "r.db"), env=env)
     assert done.returncode == 0, done.stderr
     assert "record" in entries((home / ".claude.json").read_text(encoding="utf-8"))["time"]["args"]
-    assert run(mcptap("unwrap", "--host", "claude-code"), env=env).returncode == 0
+    assert cli("unwrap", "--host", "claude-code", env=env).returncode == 0
     assert (home / ".claude.json").read_text(encoding="utf-8") == CLAUDE_CODE_USER
 
 
@@ -203,8 +204,7 @@ def test_a_file_that_does_not_parse_is_one_line_exit_2_and_untouched(tmp_path, c
     path = tmp_path / "claude_desktop_config.json"
     path.write_bytes(content.encode("latin-1"))
     for command in ("wrap", "unwrap"):
-        done = run(mcptap(command, str(path), "--db", str(tmp_path / "r.db")) if command == "wrap"
-                   else mcptap(command, str(path)))
+        done = cli(command, str(path), *(["--db", str(tmp_path / "r.db")] if command == "wrap" else []))
         err = done.stderr.decode()
         assert done.returncode == 2 and err.count("\n") == 1 and said in err, err
     assert path.read_bytes() == content.encode("latin-1") and sorted(os.listdir(tmp_path)) == [path.name]
@@ -216,7 +216,7 @@ def test_a_file_that_does_not_parse_is_one_line_exit_2_and_untouched(tmp_path, c
     (("/nonexistent/mcp.json",), "no config file at /nonexistent/mcp.json"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args, said):
-    done = run(mcptap("wrap", *args))
+    done = cli("wrap", *args)
     err = done.stderr.decode()
     assert done.returncode == 2 and err.count("\n") == 1 and said in err, err
 
@@ -225,7 +225,7 @@ def test_a_read_only_config_is_not_changed(tmp_path):
     path = tmp_path / "mcp.json"
     path.write_text(CURSOR, encoding="utf-8")
     os.chmod(path, 0o444)
-    done = run(mcptap("wrap", str(path), "--db", str(tmp_path / "r.db")))
+    done = cli("wrap", str(path), "--db", str(tmp_path / "r.db"))
     assert done.returncode == 2 and "read-only" in done.stderr.decode()
     assert path.read_text(encoding="utf-8") == CURSOR and sorted(os.listdir(tmp_path)) == ["mcp.json"]
 

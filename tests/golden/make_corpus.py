@@ -4,10 +4,10 @@ corpus is data: it is made once and committed, and changes only when this script
 purpose.
 
     python tests/golden/make_corpus.py            # rules.jsonl from the CASES of tests/analysis/test_rules.py
-                                                  # and test_operations.py
+                                                  # and test_logical_operations.py
     python tests/golden/make_corpus.py --demo     # and demo.jsonl, a live `mcptap demo` recording
 
-rules.jsonl: for every case of tests/analysis/test_rules.py (then of test_operations.py), a session named CODE that fires it
+rules.jsonl: for every case of tests/analysis/test_rules.py (then of test_logical_operations.py), a session named CODE that fires it
 and one named CODE~near that must not, 1 ms between frames; a case over HTTP as a version-2 log:
 its exchanges as exchange records (ids prefixed with the session's name) and each frame's exchange. demo.jsonl: the two demo sessions (stdio and HTTP frames), with
 the recording machine's command line, host and pid replaced."""
@@ -32,7 +32,7 @@ def line(record: dict) -> str:
 
 
 def rules_corpus() -> str:
-    from tests.analysis.test_operations import CASES as OPERATION_CASES
+    from tests.analysis.test_logical_operations import CASES as OPERATION_CASES
     from tests.analysis.test_rules import CASES
 
     out, n = [], 0

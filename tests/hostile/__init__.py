@@ -1,2 +1,2 @@
 """Hostile input to every reader and listener, capture that never dies on a byte, redaction
-everywhere, bounded output (issue 15)."""
+everywhere, bounded output."""

@@ -1,4 +1,4 @@
-"""Bounded resources in capture and import (issue 15, items 2, 3 and 9): a frame larger than
+"""Bounded resources in capture and import: a frame larger than
 `--max-frame` is stored cut at the limit and marked (`incomplete` 2, `size` its full size) while
 the wire passes untouched; decompression is a step at a time; the SSE parser is linear and keeps
 only the unfinished event; a huge event holds back no other client's frames; the proxy stops
@@ -17,7 +17,6 @@ import io
 import json
 import os
 import socket
-import sqlite3
 import sys
 import threading
 import time
@@ -27,8 +26,10 @@ from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
 from mcptap.wire.sse import SSEParser
-from tests.conftest import analyze_json, mcptap, run, wait_for
+from tests.conftest import analyze_json, mcptap, rows, run, wait_for
 from tests.support.http_helpers import mcptap_proxy
+from tests.support.rawhttp import RawServer, answer, read_request, stream_head
+from tests.support.rawhttp import chunk as send_chunk
 
 LIMIT = 1 << 20  # --max-frame in these tests
 BIG = 6 << 20  # the decoded size of each hostile frame
@@ -48,90 +49,59 @@ BOMB_ANSWER = padded(b'{"jsonrpc":"2.0","id":8,"result":{"pad":"', BIG)
 BIG_ANSWER = padded(b'{"jsonrpc":"2.0","id":9,"result":{"pad":"', BIG)
 
 
-class Upstream:
+class Upstream(RawServer):
     """An HTTP/1.1 server on raw sockets: each connection takes one request and answers as its
     JSON-RPC method asks (a gzip request body is read decoded); a GET gets an endless event."""
 
+    backlog = 32
+    quiet_resets = True  # the client (or the proxy, stopping) went away mid-stream
+
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(32)
-        self.port = self.sock.getsockname()[1]
         self.bodies: list[bytes] = []  # request bodies as they came off the wire
         self.sent: dict[str, bytes] = {}  # answer bodies as they went on it
-        self.faults: list[BaseException] = []
         self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            conn.settimeout(30)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head, _, body = data.partition(b"\r\n\r\n")
-            fields = {line.split(b":")[0].strip().lower(): line.partition(b":")[2].strip()
-                      for line in head.split(b"\r\n")[1:]}
-            length = int(fields.get(b"content-length", b"0"))
-            while len(body) < length:
-                body += conn.recv(65536)
-            if head.startswith(b"GET "):
-                return self._endless(conn)
-            self.bodies.append(body)
-            if fields.get(b"content-encoding") == b"gzip":
-                body = gzip.decompress(body)
-            request = json.loads(body)
-            getattr(self, "_" + request["method"].replace("/", "_"))(conn, request.get("id"))
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client (or the proxy, stopping) went away mid-stream
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.faults.append(exc)
-        finally:
-            conn.close()
+    def serve(self, conn: socket.socket) -> None:
+        request = read_request(conn)
+        if request is None:
+            return
+        if request.head.startswith(b"GET "):
+            return self._endless(conn)
+        body = request.body
+        self.bodies.append(body)
+        if request.fields.get(b"content-encoding") == b"gzip":
+            body = gzip.decompress(body)
+        rpc = json.loads(body)
+        getattr(self, "_" + rpc["method"].replace("/", "_"))(conn, rpc.get("id"))
 
     def _ping(self, conn, rid) -> None:
-        body = PONG % rid
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (len(body), body))
+        answer(conn, PONG % rid)
 
     def _bomb_answer(self, conn, rid) -> None:
         body = self.sent["bomb"] = gzip.compress(BOMB_ANSWER, 9)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        answer(conn, body, headers=b"Content-Encoding: gzip\r\n")
 
     def _big_answer(self, conn, rid) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                     b"Connection: close\r\n\r\n%s" % (len(BIG_ANSWER), BIG_ANSWER))
+        answer(conn, BIG_ANSWER)
 
     def _stream_endless(self, conn, rid) -> None:
         self._endless(conn)
 
     def _endless(self, conn) -> None:
         """A first event, then one event that never ends, until the test says stop."""
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     b"Transfer-Encoding: chunked\r\n\r\n")
+        stream_head(conn)
         block = b"x" * 65536
         for data in [b"event: message\ndata: " + FIRST + b"\n\n", b'data: {"jsonrpc":"2.0","method":"n","params":"']:
-            conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+            send_chunk(conn, data)
         sent = 0
         while not self.stop.is_set() and sent < 256 << 20:
-            conn.sendall(b"%x\r\n%s\r\n" % (len(block), block))
+            send_chunk(conn, block)
             sent += len(block)
 
-    def close(self) -> None:
+    def close(self, join: float = 0) -> None:
         self.stop.set()
-        self.sock.close()
+        super().close(join)
 
 
 @contextlib.contextmanager
@@ -172,15 +142,10 @@ def hold(url: str, method: str, body: bytes) -> None:
         request(url, method, body, timeout=60)
 
 
-def rows(db) -> list[tuple]:
+def frame_rows(db) -> list[tuple]:
     """(direction, length of raw, size, incomplete, the first bytes) of every frame, in order."""
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT direction, length(CAST(raw AS BLOB)), size, incomplete, "
-                            "CAST(substr(CAST(raw AS BLOB), 1, 40) AS BLOB) FROM frames "
-                            "ORDER BY session_id, seq").fetchall()
-    finally:
-        conn.close()
+    return rows(db, "SELECT direction, length(CAST(raw AS BLOB)), size, incomplete, "
+                    "CAST(substr(CAST(raw AS BLOB), 1, 40) AS BLOB) FROM frames ORDER BY session_id, seq")
 
 
 def cut(direction: str, whole: bytes) -> tuple:
@@ -209,7 +174,7 @@ def test_gzip_bombs_and_a_huge_answer_through_the_proxy_pass_untouched_and_are_s
         assert request(proxy.url, "POST", PING % 2) == (200, PONG % 2)
         assert proxy.stop() == 0, proxy.errors
     assert upstream.bodies[0] == packed  # the wire passed it as it came
-    assert rows(db) == [cut("c2s", BOMB_CALL), whole("s2c", PONG % 7), whole("c2s", call), cut("s2c", BOMB_ANSWER),
+    assert frame_rows(db) == [cut("c2s", BOMB_CALL), whole("s2c", PONG % 7), whole("c2s", call), cut("s2c", BOMB_ANSWER),
                         whole("c2s", big), cut("s2c", BIG_ANSWER), whole("c2s", PING % 2), whole("s2c", PONG % 2)]
     status, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]
@@ -232,13 +197,13 @@ def test_an_sse_event_that_never_ends_is_stored_cut_holds_back_no_other_client_a
         for rid in range(10, 20):  # other clients, while the event goes on
             assert request(proxy.url, "POST", PING % rid) == (200, PONG % rid)
         pings = [whole(d, raw % rid) for rid in range(10, 20) for d, raw in (("c2s", PING), ("s2c", PONG))]
-        wait_for(lambda: all(p in rows(db) for p in pings), 30, "the other clients' frames stored meanwhile")
+        wait_for(lambda: all(p in frame_rows(db) for p in pings), 30, "the other clients' frames stored meanwhile")
         began = time.monotonic()
         status = proxy.stop(timeout=30)
         stopped = time.monotonic() - began
         assert status == 0, proxy.errors
         assert stopped < STOP_S, stopped
-    stored = rows(db)
+    stored = frame_rows(db)
     events = [r for r in stored if r[0] == "s2c" and r[4].startswith(b'{"jsonrpc":"2.0","method":"n"')]
     assert events and all(r[1] == LIMIT and r[2] > LIMIT and r[3] == 2 for r in events), events
     assert any(r == whole("s2c", FIRST) for r in stored)
@@ -254,7 +219,7 @@ def test_a_stdio_line_longer_than_max_frame_passes_the_tee_whole_and_is_stored_c
                  input=wire, timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert hashlib.sha256(result.stdout).digest() == hashlib.sha256(wire).digest()  # the wire passed it whole
-    assert sorted(rows(db)) == sorted([cut("c2s", line), whole("c2s", PING % 2), cut("s2c", line),
+    assert sorted(frame_rows(db)) == sorted([cut("c2s", line), whole("c2s", PING % 2), cut("s2c", line),
                                        whole("s2c", PING % 2)])
     status, report = analyze_json(db)
     codes = [f["code"] for f in report["findings"]]
@@ -272,7 +237,7 @@ def test_a_frame_stored_cut_is_exported_with_its_full_size_and_imports_as_the_sa
     assert exported.returncode == 0, exported.stderr.decode(errors="replace")
     imported = run(mcptap("import", "--db", str(again), str(log)), timeout=60)  # the default limit: 128M
     assert imported.returncode == 0, imported.stderr.decode(errors="replace")
-    assert sorted(rows(again)) == sorted(rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
+    assert sorted(frame_rows(again)) == sorted(frame_rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
 
 
 def test_max_frame_that_is_no_size_is_a_one_line_usage_error(tmp_path):
@@ -305,7 +270,7 @@ def test_importing_a_dump_of_decompression_bombs_stores_each_frame_cut_at_max_fr
     assert os.path.getsize(dump) < 64 << 10
     result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(dump)), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
-    assert rows(db) == [cut("c2s", BOMB_CALL), cut("s2c", BOMB_ANSWER)]
+    assert frame_rows(db) == [cut("c2s", BOMB_CALL), cut("s2c", BOMB_ANSWER)]
     assert os.path.getsize(db) < 4 * LIMIT
 
 
@@ -333,7 +298,7 @@ def test_importing_a_frame_log_with_a_frame_longer_than_max_frame_stores_it_cut(
     log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
-    assert rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
+    assert frame_rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
 
 
 @pytest.mark.parametrize("torn", [False, True])
@@ -365,46 +330,29 @@ def test_a_record_larger_than_the_readers_buffer_comes_out_whole_and_a_torn_one_
     assert got == ([(0, 0.5, b"ok")] if torn else [(0, 0.5, b"ok"), (1, 1.0, big), (0, 2.0, b"end")])
 
 
-class HalvesUpstream:
+class HalvesUpstream(RawServer):
     """One exchange, in halves: the request body is read as it comes (`got_half` once half of it
     is here), and the answer's second half is sent only once the test says `release`."""
+
+    backlog = 4
 
     def __init__(self, answer: bytes) -> None:
         self.answer = answer
         self.body = b""
         self.got_half, self.release, self.done = threading.Event(), threading.Event(), threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.faults: list[BaseException] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-            with conn:
-                conn.settimeout(30)
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                while len(body) < length:
-                    if len(body) >= length // 2:
-                        self.got_half.set()
-                    body += conn.recv(65536)
-                self.body = body
-                half = len(self.answer) // 2
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                             b"Connection: close\r\n\r\n%s" % (len(self.answer), self.answer[:half]))
-                assert self.release.wait(30), "the client never had the first half of the answer"
-                conn.sendall(self.answer[half:])
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.faults.append(exc)
-        finally:
-            self.sock.close()
-            self.done.set()
+    def serve(self, conn: socket.socket) -> None:
+        self.body = read_request(conn, on_half=self.got_half).body
+        half = len(self.answer) // 2
+        answer(conn, self.answer, send=half)
+        assert self.release.wait(30), "the client never had the first half of the answer"
+        conn.sendall(self.answer[half:])
+
+    def _connection(self, conn: socket.socket) -> None:
+        super()._connection(conn)  # its one exchange
+        self.sock.close()
+        self.done.set()
 
 
 # alone: with the other worker's load beside it, the recorder process (SCHED_IDLE until the proxy stops)
@@ -440,4 +388,4 @@ def test_a_body_above_a_mib_passes_the_proxy_as_it_comes_and_is_stored_whole(tmp
         assert upstream.done.wait(30) and upstream.faults == []
         assert proxy.stop() == 0, proxy.errors
     assert upstream.body == call and got.partition(b"\r\n\r\n")[2] == answer
-    assert rows(db) == [whole("c2s", call), whole("s2c", answer)]
+    assert frame_rows(db) == [whole("c2s", call), whole("s2c", answer)]

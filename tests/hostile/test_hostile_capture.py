@@ -1,4 +1,4 @@
-"""Capture never dies on a byte (issue 15, items 1 and 10): a real `mcptap proxy` in front of a
+"""Capture never dies on a byte: a real `mcptap proxy` in front of a
 real upstream carrying header and URL bytes that are not UTF-8, and crafted mitmproxy dumps (every
 field of a flow given a value of the wrong type, written with mitmproxy's own io writer), each
 imported whole or refused with a one-line error."""
@@ -14,7 +14,6 @@ import math
 import os
 import signal
 import socket
-import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,7 +29,7 @@ from mcptap.errors import MCPTapError
 from mcptap.store.journal import Sink
 from mcptap.store.ops import ExchangeOp, FrameOp, SessionOp
 from mcptap.redaction import FrameRedactor, Redactor
-from tests.conftest import alive, mcptap, run, wait_for
+from tests.conftest import alive, mcptap, rows, run, wait_for
 from tests.support.http_helpers import mcptap_proxy
 from tests.hostile.test_hostile import assert_clean, assert_one_line_error
 
@@ -95,16 +94,6 @@ def _children(pid: int) -> list[int]:
         return [int(p) for p in fh.read().split()]
 
 
-def _rows(db: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    except sqlite3.OperationalError:
-        return []  # the tables are not there yet
-    finally:
-        conn.close()
-
-
 INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
         b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}')
 LIST = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
@@ -118,8 +107,8 @@ def _hostile_then_ordinary(proxy, db: Path, frames: int) -> None:
     assert hostile.startswith(b"HTTP/1.1 200") and b"X-Name: " + OBS_TEXT in hostile
     ordinary = _post(proxy.url, b"/mcp", LIST, b"Mcp-Session-Id: s1")
     assert ordinary.startswith(b"HTTP/1.1 200")
-    wait_for(lambda: len(_rows(db, "SELECT 1 FROM frames")) == frames, RECORD_TIMEOUT_S, f"{frames} frames recorded")
-    wait_for(lambda: len(_rows(db, "SELECT 1 FROM exchanges WHERE outcome IS NOT NULL")) == frames // 2,
+    wait_for(lambda: len(rows(db, "SELECT 1 FROM frames", missing_ok=True)) == frames, RECORD_TIMEOUT_S, f"{frames} frames recorded")
+    wait_for(lambda: len(rows(db, "SELECT 1 FROM exchanges WHERE outcome IS NOT NULL", missing_ok=True)) == frames // 2,
              RECORD_TIMEOUT_S, "the exchanges recorded")
 
 
@@ -139,9 +128,9 @@ def test_headers_and_urls_that_are_not_utf8_are_recorded_losslessly_and_recordin
         assert "recording goes on inside the proxy" in proxy.errors
         assert proxy.stop() == 0, proxy.errors
     assert "Traceback" not in proxy.errors and "cannot" not in proxy.errors.replace("cannot read", ""), proxy.errors
-    raws = [r[0] for r in _rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")]
+    raws = [r[0] for r in rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq", missing_ok=True)]
     assert raws == [INIT, _answer(INIT), LIST, _answer(LIST)] * 2
-    exchanges = _rows(db, "SELECT url, request_headers, response_headers FROM exchanges ORDER BY started_at")
+    exchanges = rows(db, "SELECT url, request_headers, response_headers FROM exchanges ORDER BY started_at", missing_ok=True)
     for url_cell, request_headers, response_headers in exchanges[::2]:  # the hostile ones
         assert url_cell.endswith("/mcp?q=%FF")  # the byte, percent-encoded
         for stored in (request_headers, response_headers):
@@ -161,7 +150,7 @@ def test_a_row_the_store_refuses_is_said_in_one_line_and_the_recording_stays_in_
     sink.write([FrameOp(store.http_frame_row("s", 0, 2.0, "s2c", ANSWER, "x1", None))])
     sink.close()
     assert len(said) == 1 and "exchange" in said[0] and "\n" not in said[0], said
-    assert [r[0] for r in _rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq")] == [INIT, ANSWER]
+    assert [r[0] for r in rows(db, "SELECT CAST(raw AS BLOB) FROM frames ORDER BY seq", missing_ok=True)] == [INIT, ANSWER]
     assert not list(tmp_path.glob("*.spool.jsonl"))
 
 
@@ -328,7 +317,7 @@ def test_crafted_dumps_give_a_one_line_error_or_are_imported_losslessly_through_
         else:
             assert_clean(result, 0)
     db = tmp_path / f"{files['flow 0 request.headers.0.0 not UTF-8'].stem}.db"
-    ((headers,),) = _rows(db, "SELECT request_headers FROM exchanges")
+    ((headers,),) = rows(db, "SELECT request_headers FROM exchanges", missing_ok=True)
     names = [name.encode("utf-8", "surrogateescape") for name, _ in json.loads(headers)]
     assert names[0] == b"caf\xe9"  # the header name's exact bytes
 

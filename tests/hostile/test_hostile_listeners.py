@@ -1,4 +1,4 @@
-"""Local HTTP listeners against DNS rebinding (issue 15, items 6 and 15b): a real `mcptap serve
+"""Local HTTP listeners against DNS rebinding: a real `mcptap serve
 --listen` and a real `mcptap proxy` in front of the real `mcp` SDK server (its DNS-rebinding
 protection on, as it turns it on for 127.0.0.1), sent raw HTTP requests with forged Host, Origin
 and Content-Type. What the upstream really got is read off a byte-logging relay between the proxy

@@ -9,7 +9,6 @@ import http.server
 import json
 import re
 import signal
-import socket
 import subprocess
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from tests.conftest import mcptap, run, wait_for
 from tests.hostile.test_hostile_work import INIT, imported
 from tests.support.peakrss import peak_kb, run_measured
+from tests.support.rawhttp import post
 
 PEAK_BOUND_KB = 200 * 1024  # serve's peak RSS after a 30 MB POST (it was 850 MB)
 BIG_BODY = 30 << 20
@@ -47,29 +47,6 @@ def served(tmp_path):
                 proc.kill()
                 proc.wait()
         proc.stderr.close()
-
-
-def post(port: int, body: bytes, *, send_body: bool = True) -> tuple[int, bytes]:
-    """One POST on a raw socket: (status, response body). With `send_body` False only the head
-    goes out (a client that waits for the verdict before sending, as `Expect: 100-continue` does)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-        sock.sendall(head + body if send_body else head)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        head_text, _, rest = data.partition(b"\r\n\r\n")
-        length = int(re.search(rb"(?i)content-length: *(\d+)", head_text).group(1))
-        while len(rest) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            rest += chunk
-        return int(head_text.split()[1]), rest
 
 
 def big_call(size: int) -> bytes:

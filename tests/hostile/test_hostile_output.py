@@ -1,4 +1,4 @@
-"""Output is safe and bounded (issue 15, items 8, 11, 12, 15): terminal and bidi characters from
+"""Output is safe and bounded: terminal and bidi characters from
 the traffic are escaped in every command and in the HTML report, every file written from
 recorded frames is 0600, a spool merges only into the session its recorder wrote (and counts
 what it stored), and many tiny sessions give bounded memory and output. A hostile server (a real
@@ -30,6 +30,7 @@ from mcptap.wire import framelog
 from mcptap.store.writer import Spool
 from tests.conftest import mcptap, run, wait_for
 from tests.support.http_helpers import free_port, http_server
+from tests.support.inprocess import cli
 
 # A session name that sets the terminal's title, rings its bell, turns it red and reverses what follows.
 HOSTILE = "evil\x1b]0;pwned\x07\x1b[31m\u202egnp.exe\u2066\u200f"
@@ -54,7 +55,7 @@ def imported(tmp_path_factory) -> tuple[Path, str]:
     """A database holding the hostile session (imported once), and what the import printed."""
     tmp = tmp_path_factory.mktemp("hostile")
     db = tmp / "h.db"
-    result = run(mcptap("import", "--db", str(db), str(hostile_log(tmp / "hostile.jsonl"))))
+    result = cli("import", "--db", str(db), str(hostile_log(tmp / "hostile.jsonl")))
     assert result.returncode == 0, result.stderr
     return db, result.stdout.decode("utf-8")
 
@@ -68,7 +69,7 @@ def test_import_message_escapes_terminal_and_bidi_characters_of_a_session_name(i
 @pytest.mark.parametrize("fmt", ["table", "json", "jsonl"])
 def test_sessions_escapes_terminal_and_bidi_characters_in_every_format(imported, fmt):
     db, _ = imported
-    result = run(mcptap("sessions", "--db", str(db), "--format", fmt))
+    result = cli("sessions", "--db", str(db), "--format", fmt)
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode("utf-8")
     assert_no_raw_marks(out)
@@ -79,7 +80,7 @@ def test_sessions_escapes_terminal_and_bidi_characters_in_every_format(imported,
 
 def test_export_writes_the_same_values_with_bidi_characters_as_json_escapes(imported):
     db, _ = imported
-    result = run(mcptap("export", "--db", str(db)))
+    result = cli("export", "--db", str(db))
     assert result.returncode == 0, result.stderr
     out = result.stdout.decode("utf-8")
     assert_no_raw_marks(out)
@@ -89,7 +90,7 @@ def test_export_writes_the_same_values_with_bidi_characters_as_json_escapes(impo
 def test_html_report_escapes_bidi_and_escape_characters(imported, tmp_path):
     db, _ = imported
     report = tmp_path / "r.html"
-    result = run(mcptap("report", "--db", str(db), "-o", str(report)), timeout=120)
+    result = cli("report", "--db", str(db), "-o", str(report), timeout=120)
     assert result.returncode == 0, result.stderr
     html = report.read_text(encoding="utf-8")
     assert_no_raw_marks(html)
@@ -99,10 +100,10 @@ def test_html_report_escapes_bidi_and_escape_characters(imported, tmp_path):
 # -- file modes ----------------------------------------------------------------------------------
 
 OUTPUTS = {
-    "export": lambda db, out: mcptap("export", "--db", db, "-o", out),
-    "analyze-table": lambda db, out: mcptap("analyze", "--db", db, "--fail-on", "never", "-o", out),
-    "analyze-sarif": lambda db, out: mcptap("analyze", "--db", db, "--fail-on", "never", "--format", "sarif", "-o", out),
-    "report": lambda db, out: mcptap("report", "--db", db, "-o", out),
+    "export": lambda db, out: ("export", "--db", db, "-o", out),
+    "analyze-table": lambda db, out: ("analyze", "--db", db, "--fail-on", "never", "-o", out),
+    "analyze-sarif": lambda db, out: ("analyze", "--db", db, "--fail-on", "never", "--format", "sarif", "-o", out),
+    "report": lambda db, out: ("report", "--db", db, "-o", out),
 }
 
 
@@ -114,7 +115,7 @@ def test_every_output_file_written_from_frames_is_readable_by_its_owner_only(imp
     if existing:
         out.write_text("old", encoding="utf-8")
         out.chmod(0o644)
-    result = run(OUTPUTS[command](str(db), str(out)), timeout=120)
+    result = cli(*OUTPUTS[command](str(db), str(out)))
     assert result.returncode == 0, result.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     assert out.stat().st_size > 3
@@ -122,7 +123,7 @@ def test_every_output_file_written_from_frames_is_readable_by_its_owner_only(imp
 
 def test_an_output_file_that_cannot_be_created_is_one_line_and_exit_2(imported, tmp_path):
     db, _ = imported
-    result = run(mcptap("analyze", "--db", str(db), "-o", str(tmp_path / "no" / "such" / "dir.txt")))
+    result = cli("analyze", "--db", str(db), "-o", str(tmp_path / "no" / "such" / "dir.txt"))
     assert result.returncode == 2
     assert result.stderr.decode().startswith("mcptap: error:") and b"Traceback" not in result.stderr
 
@@ -162,7 +163,7 @@ def test_a_spool_merge_adds_only_the_frames_its_session_is_missing_and_counts_th
     db = tmp_path / "m.db"
     row = recorded_session(db, "0193aaaa-0000-7000-8000-000000000001", range(1, 4))
     path = spool_of(db, row, range(2, 7))  # 2 and 3 already stored
-    result = run(mcptap("import", "--db", str(db), path))
+    result = cli("import", "--db", str(db), path)
     assert result.returncode == 0, result.stderr
     assert stored_frames(db, row["id"]) == [1, 2, 3, 4, 5, 6]
     assert re.search(rb": 3 frames,", result.stdout), result.stdout
@@ -173,7 +174,7 @@ def test_a_forged_spool_never_appends_to_a_session_another_recorder_wrote(tmp_pa
     row = recorded_session(db, "victim", range(1, 3))
     forged = dict(row, host="elsewhere", pid=1)
     path = spool_of(tmp_path / "other.db", forged, range(1, 6))
-    result = run(mcptap("import", "--db", str(db), path))
+    result = cli("import", "--db", str(db), path)
     assert result.returncode == 0, result.stderr
     assert stored_frames(db, "victim") == [1, 2]
     assert result.stderr.decode().startswith("mcptap: warning:")
@@ -227,11 +228,11 @@ def test_an_import_of_many_sessions_keeps_only_the_open_ones_in_memory(tmp_path,
 def test_import_and_the_analysis_table_of_many_sessions_fit_a_screen(tmp_path):
     db = tmp_path / "t.db"
     log = tiny_sessions(tmp_path / "t.jsonl", 300)
-    result = run(mcptap("import", "--db", str(db), str(log)))
+    result = cli("import", "--db", str(db), str(log))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.decode().splitlines()
     assert len(lines) <= 25 and re.fullmatch(r"and 280 more sessions: 280 frames, 0 stderr lines", lines[-1])
-    result = run(mcptap("analyze", "--db", str(db), "--fail-on", "never"), timeout=120)
+    result = cli("analyze", "--db", str(db), "--fail-on", "never", timeout=120)
     assert result.returncode == 0, result.stderr
     table = result.stdout.decode().splitlines()
     assert len(table) < 80, len(table)
@@ -239,7 +240,7 @@ def test_import_and_the_analysis_table_of_many_sessions_fit_a_screen(tmp_path):
                         next(line for line in table if line.startswith("and ")))
     listed = table[2:52]
     assert all(re.match(r"s\d{6} .* 1 +0 +1 ", line) for line in listed[:30])  # the 30 with errors first
-    result = run(mcptap("analyze", "--db", str(db), "--fail-on", "never", "--format", "jsonl"), timeout=120)
+    result = cli("analyze", "--db", str(db), "--fail-on", "never", "--format", "jsonl", timeout=120)
     assert len(result.stdout.splitlines()) == 600  # json and jsonl keep every finding
 
 
@@ -287,8 +288,8 @@ def evil(tmp_path_factory) -> dict:
     server = tmp / "evil_server.py"
     server.write_text(EVIL_SERVER, encoding="utf-8")
     db = tmp / "evil.db"
-    recorded = run(mcptap("record", "--db", str(db), "--name", EVIL_LABEL, "--", sys.executable, str(server),
-                          EVIL_VERSION, EVIL_STDERR), input=CLIENT_LINES.encode("utf-8"))
+    recorded = cli("record", "--db", str(db), "--name", EVIL_LABEL, "--", sys.executable, str(server),
+                          EVIL_VERSION, EVIL_STDERR, input=CLIENT_LINES.encode("utf-8"))
     assert recorded.returncode == 0, recorded.stderr
     marker = tmp / "marker"
     log = tmp / "evil.jsonl"
@@ -303,7 +304,7 @@ def evil(tmp_path_factory) -> dict:
                         "raw": raw})
     records.append({"record": "stderr", "session": EVIL_ID, "seq": 1, "ts": 1764460800.05, "raw": EVIL_STDERR})
     log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    imported = run(mcptap("import", "--db", str(db), str(log)))
+    imported = cli("import", "--db", str(db), str(log))
     assert imported.returncode == 0, imported.stderr
     conn = sqlite3.connect(db)
     try:
@@ -323,7 +324,7 @@ def printed(result: subprocess.CompletedProcess) -> str:
 @pytest.mark.parametrize("which", ["live", "imported"])
 @pytest.mark.parametrize("how", [(), ("--full",), ("--follow",), ("--no-stderr",)])
 def test_show_prints_a_servers_protocol_version_and_stderr_escaped(evil, how, which):
-    result = run(mcptap("show", "--db", str(evil["db"]), evil[which], *how))
+    result = cli("show", "--db", str(evil["db"]), evil[which], *how)
     assert result.returncode == 0, result.stderr
     out = printed(result)
     assert "revision 2025-06-18\\x1b]0;pwned\\x07" in out  # shown, visibly
@@ -342,7 +343,7 @@ def test_show_prints_a_servers_protocol_version_and_stderr_escaped(evil, how, wh
 def test_every_text_face_prints_the_hostile_strings_escaped(evil, args):
     server = shlex.join([sys.executable, str(evil["server"]), EVIL_VERSION + "x", EVIL_STDERR])
     argv = [{"LIVE": evil["live"], "IMPORTED": evil["imported"], "SERVER": server}.get(a, a) for a in args]
-    result = run(mcptap(argv[0], "--db", str(evil["db"]), *argv[1:]), timeout=120)
+    result = cli(argv[0], "--db", str(evil["db"]), *argv[1:], timeout=120)
     assert result.returncode in (0, 1), result.stderr
     out = printed(result)
     assert "\\x1b" in out or "\\u202e" in out  # the strings are there, as escapes
@@ -350,7 +351,7 @@ def test_every_text_face_prints_the_hostile_strings_escaped(evil, args):
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "sarif"])
 def test_json_and_sarif_write_the_hostile_strings_as_json_escapes_and_keep_their_values(evil, fmt):
-    result = run(mcptap("analyze", "--db", str(evil["db"]), "--fail-on", "never", "--format", fmt), timeout=120)
+    result = cli("analyze", "--db", str(evil["db"]), "--fail-on", "never", "--format", fmt, timeout=120)
     assert result.returncode == 0, result.stderr
     out = printed(result)
     if fmt == "sarif":
@@ -363,7 +364,7 @@ def test_json_and_sarif_write_the_hostile_strings_as_json_escapes_and_keep_their
 
 
 def test_replay_never_runs_the_command_a_recording_names_unless_asked(evil):
-    result = run(mcptap("replay", "--db", str(evil["db"]), evil["imported"], "--no-record", "--timeout", "5"))
+    result = cli("replay", "--db", str(evil["db"]), evil["imported"], "--no-record", "--timeout", "5")
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1 and "--command-from-log" in printed(result)
     assert not evil["marker"].exists()
@@ -375,8 +376,8 @@ def test_replay_with_command_from_log_prints_the_command_escaped_before_it_runs_
         command = conn.execute("SELECT command FROM sessions WHERE id = ?", (evil["live"],)).fetchone()[0]
     finally:
         conn.close()
-    result = run(mcptap("replay", "--db", str(evil["db"]), evil["live"], "--command-from-log", "--no-record",
-                        "--timeout", "5"), timeout=120)
+    result = cli("replay", "--db", str(evil["db"]), evil["live"], "--command-from-log", "--no-record",
+                        "--timeout", "5", timeout=120)
     assert result.returncode in (0, 1), result.stderr
     printed(result)
     first = result.stderr.decode("utf-8").splitlines()[0]
@@ -390,7 +391,7 @@ def test_replay_with_command_from_log_prints_the_command_escaped_before_it_runs_
 ], ids=["export", "show-json", "show-jsonl", "sessions-json", "diff-json"])
 def test_every_json_face_writes_the_hostile_strings_as_json_escapes(evil, args):
     argv = [{"LIVE": evil["live"], "IMPORTED": evil["imported"]}.get(a, a) for a in args]
-    result = run(mcptap(argv[0], "--db", str(evil["db"]), *argv[1:]), timeout=120)
+    result = cli(argv[0], "--db", str(evil["db"]), *argv[1:], timeout=120)
     assert result.returncode in (0, 1), result.stderr
     out = printed(result)
     documents = [json.loads(out)] if args[-1] == "json" else [json.loads(line) for line in out.splitlines()]
@@ -432,7 +433,7 @@ def test_replay_over_http_of_a_hostile_protocol_version_puts_nothing_unsendable_
     port = free_port()
     argv = mcptap("serve", "--db", str(evil["db"]), evil["imported"], "--listen", f"127.0.0.1:{port}")
     with http_server(argv, port) as base:  # answers initialize with EVIL_VERSION, as recorded
-        result = run(mcptap("replay", "--db", str(evil["db"]), evil["imported"], "--url", f"{base}/mcp",
-                            "--no-record", "--timeout", "5"), timeout=120)
+        result = cli("replay", "--db", str(evil["db"]), evil["imported"], "--url", f"{base}/mcp",
+                            "--no-record", "--timeout", "5", timeout=120)
     assert result.returncode in (0, 1), result.stderr
     assert b"Traceback" not in result.stderr and not printed(result).count("mcptap: error")

@@ -1,4 +1,4 @@
-"""The parsers accept what they promise (issue 15, items 4, 5, 13 and 14): JSON nested at any
+"""The parsers accept what they promise: JSON nested at any
 depth (orjson reads 1024 levels but writes only 254, so 255 to 1024 was the trap), numbers too
 large for a float (1e400, -1e400, 400 digits) in ids and in params, and database cells of the
 wrong type, in every command that reads frames (real subprocesses of the CLI: analyze in each
@@ -28,10 +28,11 @@ import mcptap.data as mt
 from mcptap import engine, store
 from mcptap.replay import script
 from mcptap.report import listing, transcript
-from mcptap.store import cells, schema
+from mcptap.store import cells, migrations
 from mcptap.errors import SessionNotFound
 from tests.conftest import frames, mcptap, run, wait_for
 from tests.support.http_helpers import accepting, free_port
+from tests.support.sessions import write_log
 
 HANG_S = 120  # a command still running after this long on these small files is hung
 DEPTHS = (254, 255, 256, 1000, 1024, 5000)
@@ -101,16 +102,6 @@ def call_seq(depth: int) -> int:
     return SEQ[deep_call(depth)]
 
 
-def write_log(path: Path, sessions: dict[str, list[tuple[str, str]]]) -> Path:
-    lines = []
-    for name, rows in sessions.items():
-        lines.append(json.dumps({"record": "session", "session": name}))
-        lines += [json.dumps({"session": name, "seq": seq, "ts": 1000.0 + seq, "direction": d, "raw": raw})
-                  for seq, (d, raw) in enumerate(rows, 1)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def assert_clean(result: subprocess.CompletedProcess, *statuses: int) -> None:
     """One of `statuses`, and nothing on stderr but mcptap's own one-line messages."""
     err = result.stderr.decode("utf-8", "replace")
@@ -140,7 +131,7 @@ def _serve_stdio(folder: Path, db: Path) -> subprocess.CompletedProcess:
 
 def _pipeline(folder: Path) -> dict:
     db = folder / "hostile.db"
-    log = write_log(folder / "hostile.jsonl", {"hostile": FRAMES})
+    log = write_log(folder / "hostile.jsonl", {"hostile": FRAMES}, start=1001.0, per_second=1, session_records=True)
     out: dict = {"db": db, "import": cli("import", "--db", str(db), str(log), cwd=folder)}
     jobs = [("analyze " + fmt, ("analyze", "--db", str(db), "--format", fmt)) for fmt in ("table", "json", "jsonl",
                                                                                           "sarif")]
@@ -320,7 +311,7 @@ def test_analyze_with_two_workers_analyses_every_session_of_a_deep_database_as_o
     sessions = {f"s{i:02}": [("c2s", INIT), ("s2c", INIT_RESULT), ("c2s", INITIALIZED),
                              ("c2s", deep_call(DEPTHS[i % len(DEPTHS)])), ("s2c", deep_result(DEPTHS[i % len(DEPTHS)]))]
                 for i in range(25)}
-    log = write_log(tmp_path / "many.jsonl", sessions)
+    log = write_log(tmp_path / "many.jsonl", sessions, start=1001.0, per_second=1, session_records=True)
     db = tmp_path / "many.db"
     assert_clean(cli("import", "--db", str(db), str(log), cwd=tmp_path), 0)
     alone = cli("analyze", "--db", str(db), "--format", "json", cwd=tmp_path)
@@ -581,7 +572,7 @@ def test_report_refuses_a_wrong_typed_cell_in_one_line_naming_it(analysed, tmp_p
 def test_the_cell_types_cover_every_column_of_the_schema(tmp_path):
     conn = store.connect(tmp_path / "fresh.db")
     try:
-        for statement in schema.DERIVED_DDL:
+        for statement in migrations.DERIVED_DDL:
             conn.execute(statement)
         have = {t: [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')] for t in cells.COLUMNS}
     finally:

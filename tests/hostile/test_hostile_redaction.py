@@ -17,7 +17,6 @@ import json
 import os
 import queue
 import shutil
-import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -29,8 +28,9 @@ from pathlib import Path
 import pytest
 
 from mcptap.redaction import MASKED
-from tests.conftest import mcptap, run, tool
+from tests.conftest import mcptap, rows, tool
 from tests.support.http_helpers import mcptap_proxy, mitmdump_reverse, sdk_http_server
+from tests.support.inprocess import cli
 
 ANSWER_S = 30  # the longest wait for one answer of the stdio server
 
@@ -68,14 +68,6 @@ def files_bytes(db: Path) -> bytes:
 def leaks(db: Path, secrets: list[str]) -> list[str]:
     data = files_bytes(db)
     return [s for s in secrets if s.encode() in data]
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -192,17 +184,17 @@ def test_protocol_members_and_schemas_recorded_through_the_tee_are_stored_as_the
 
 def test_import_of_a_frame_log_written_without_redaction_stores_no_secret(stdio_dbs, tmp_path):
     log = tmp_path / "kept.jsonl"
-    ok(run(mcptap("export", "--db", str(stdio_dbs["kept"]), "-o", str(log))))
+    ok(cli("export", "--db", str(stdio_dbs["kept"]), "-o", str(log)))
     assert CMD_API_KEY.encode() in log.read_bytes() and ERR_PASSWORD.encode() in log.read_bytes()
     db = tmp_path / "imported.db"
-    ok(run(mcptap("import", "--db", str(db), str(log))))
+    ok(cli("import", "--db", str(db), str(log)))
     assert_stdio_session_clean(db)
 
 
 def test_mcptap_redact_of_a_stdio_recording_without_redaction_leaves_no_secret(stdio_dbs, tmp_path):
     db = tmp_path / "kept.db"
     shutil.copy(stdio_dbs["kept"], db)
-    result = ok(run(mcptap("redact", "--db", str(db))))
+    result = ok(cli("redact", "--db", str(db)))
     assert "3 stderr lines and 1 command lines" in result.stdout.decode()
     assert_stdio_session_clean(db)
 
@@ -273,15 +265,15 @@ def test_the_proxy_stores_no_secret_of_urls_headers_or_json_inside_strings(http_
 
 def test_import_of_a_mitmdump_dump_stores_no_secret(http_captures, tmp_path):
     db = tmp_path / "dump.db"
-    ok(run(mcptap("import", "--db", str(db), str(http_captures["dump"]))))
+    ok(cli("import", "--db", str(db), str(http_captures["dump"])))
     assert_http_session_clean(db)
 
 
 def test_mcptap_redact_of_a_dump_imported_without_redaction_leaves_no_secret(http_captures, tmp_path):
     db = tmp_path / "dump-kept.db"
-    ok(run(mcptap("import", "--db", str(db), "--no-redact", str(http_captures["dump"]))))
+    ok(cli("import", "--db", str(db), "--no-redact", str(http_captures["dump"])))
     assert leaks(db, HTTP_SECRETS) == HTTP_SECRETS
-    ok(run(mcptap("redact", "--db", str(db))))
+    ok(cli("redact", "--db", str(db)))
     assert_http_session_clean(db)
 
 
@@ -291,8 +283,8 @@ def test_a_spool_holds_no_secret_of_the_command_line_or_stderr(tmp_path):
     blocker.write_text("not a folder", encoding="utf-8")
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl")))
     script = 'echo "login password=spool-stderr-pw-1" >&2; cat'
-    result = run(mcptap("record", "--db", str(blocker / "rec.db"), "--", "sh", "-c", script, "sh", "--api-key",
-                        "spool-cmdline-key-2"), input=b'{"jsonrpc":"2.0","method":"x"}\n')
+    result = cli("record", "--db", str(blocker / "rec.db"), "--", "sh", "-c", script, "sh", "--api-key",
+                        "spool-cmdline-key-2", input=b'{"jsonrpc":"2.0","method":"x"}\n')
     assert result.returncode == 0 and b"spool-stderr-pw-1" in result.stderr  # the wire is never touched
     (spool,) = set(glob.glob(os.path.join(tempfile.gettempdir(), "*.spool.jsonl"))) - before
     try:

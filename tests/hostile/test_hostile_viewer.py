@@ -125,7 +125,7 @@ def test_a_regex_with_a_backreference_is_a_one_line_error(served):
     ("/api/frame", {"seq": "9" * 25}), ("/api/frame", {"seq": str(2 ** 63)}), ("/api/frame", {"seq": "1e5"}),
     ("/api/locate", {"seq": "-" + "9" * 25, "filter": ""}), ("/api/rows", {"offset": "9" * 25}),
     ("/api/rows", {"limit": "9" * 25}), ("/api/window", {"from": "1e999", "to": "1"}),
-    ("/api/window", {"from": "0", "to": "nan"})])
+    ("/api/window", {"from": "0", "to": "nan"}), ("/api/window", {"from": "0", "to": "1", "max": "9" * 25})])
 def test_numbers_past_64_bits_or_not_finite_are_a_400_from_the_viewer(served, path, query):
     status, body = get(served["url"], path, session=served["session"], **query)
     assert status == 400, body[:300]

@@ -3,7 +3,8 @@ JSON path with several `..` steps over a deeply nested answer is matched without
 an id with an exponent past any Decimal is kept and compared as written (`show`, `diff`,
 `analyze`, `serve`, a live client of `serve`), and every wrong-typed field of a frame-log line is
 a one-line refusal (or, for a null optional field, the same as its absence). Real frame-log
-files, real `mcptap` processes; the bounds are the CPU seconds the process used (a shared,
+files; the bounded commands run as real `mcptap` processes (the others in-process:
+tests/support/inprocess.py), the bounds are the CPU seconds the process used (a shared,
 loaded machine stretches wall time, not CPU time), generous (the quadratic code took several
 times as long), and the speed figures are bench/work.py's."""
 
@@ -19,6 +20,7 @@ import pytest
 from mcptap.errors import ImportFormatError
 from mcptap.wire import framelog as framelog_module
 from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 
 INIT = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
         '"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}')
@@ -46,7 +48,7 @@ def framelog(path: Path, frames: list[tuple[str, str]]) -> Path:
 
 def imported(tmp_path: Path, name: str, frames: list[tuple[str, str]]) -> Path:
     db = tmp_path / f"{name}.db"
-    result = run(mcptap("import", str(framelog(tmp_path / f"{name}.jsonl", frames)), "--db", str(db)), timeout=300)
+    result = cli("import", str(framelog(tmp_path / f"{name}.jsonl", frames)), "--db", str(db), timeout=300)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     return db
 
@@ -106,7 +108,7 @@ def test_diff_ignores_a_path_of_several_deep_steps_in_a_deeply_nested_answer_in_
     call = ("c2s", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}')
     a = imported(tmp_path, "a", [call, ("s2c", deep_answer("one"))])
     b = imported(tmp_path, "b", [call, ("s2c", deep_answer("two"))])
-    plain = run(mcptap("diff", "--db", str(a), "--db-b", str(b), "s1", "s1"), timeout=120)
+    plain = cli("diff", "--db", str(a), "--db-b", str(b), "s1", "s1", timeout=120)
     assert plain.returncode == 1 and "content" in plain.stdout.decode()  # the texts differ
     result, took = cpu_run(mcptap("diff", "--db", str(a), "--db-b", str(b), "s1", "s1", "--ignore", pattern),
                            timeout=600)
@@ -130,19 +132,19 @@ def huge_ids(tmp_path) -> Path:
 
 
 def test_show_prints_an_id_with_an_exponent_past_any_decimal_as_written(huge_ids):
-    result = run(mcptap("show", "--db", str(huge_ids), "s1"))
+    result = cli("show", "--db", str(huge_ids), "s1")
     no_traceback(result)
     assert result.returncode == 0 and HUGE in result.stdout.decode()
 
 
 def test_diff_compares_sessions_with_ids_past_any_decimal(huge_ids):
-    result = run(mcptap("diff", "--db", str(huge_ids), "s1", "s1"))
+    result = cli("diff", "--db", str(huge_ids), "s1", "s1")
     no_traceback(result)
     assert result.returncode == 0, result.stdout.decode()
 
 
 def test_analyze_pairs_ids_past_any_decimal_as_written(huge_ids):
-    result = run(mcptap("analyze", "--db", str(huge_ids), "--format", "json"))
+    result = cli("analyze", "--db", str(huge_ids), "--format", "json")
     no_traceback(result)
     assert result.returncode in (0, 1), result.stderr.decode()
     report = json.loads(result.stdout)
@@ -153,7 +155,7 @@ def test_analyze_pairs_ids_past_any_decimal_as_written(huge_ids):
 
 def test_serve_answers_a_recorded_id_past_any_decimal_under_the_live_id(huge_ids):
     requests = (INIT + "\n" + '{"jsonrpc":"2.0","id":%s,"method":"ping"}' % HUGE + "\n").encode()
-    result = run(mcptap("serve", "--db", str(huge_ids), "s1"), input=requests)
+    result = cli("serve", "--db", str(huge_ids), "s1", input=requests)
     no_traceback(result)
     assert result.returncode == 0
     assert result.stdout.splitlines()[1] == b'{"jsonrpc":"2.0","id":%s,"result":{}}' % HUGE.encode()
@@ -164,7 +166,7 @@ def test_serve_on_stdio_survives_a_live_client_sending_an_id_past_any_decimal(tm
                                       ("s2c", '{"jsonrpc":"2.0","id":1,"result":{}}')])
     requests = [INIT, '{"jsonrpc":"2.0","id":%s,"method":"ping"}' % HUGE,
                 '{"jsonrpc":"2.0","id":%s,"result":{}}' % HUGE, '{"jsonrpc":"2.0","id":2,"method":"ping"}']
-    result = run(mcptap("serve", "--db", str(db), "s1"), input=("\n".join(requests) + "\n").encode())
+    result = cli("serve", "--db", str(db), "s1", input=("\n".join(requests) + "\n").encode())
     no_traceback(result)
     assert result.returncode == 0
     ids = [json.loads(x)["id"] for x in result.stdout.splitlines()]
@@ -221,7 +223,7 @@ def test_import_and_analyze_of_a_frame_log_line_with_null_meta_read_it_as_no_met
     log = tmp_path / "log.jsonl"
     log.write_text(line(1, "c2s", PING, {"meta": None}) + "\n", encoding="utf-8")
     argv = ["import", str(log), "--db", str(tmp_path / "x.db")] if command == "import" else ["analyze", str(log)]
-    result = run(mcptap(*argv))
+    result = cli(*argv)
     no_traceback(result)
     assert result.returncode in ((0,) if command == "import" else (0, 1)), result.stderr.decode()
 
@@ -232,7 +234,7 @@ def test_import_and_analyze_refuse_a_wrong_typed_meta_field_in_one_line(tmp_path
     log = tmp_path / "log.jsonl"
     log.write_text(line(1, "c2s", PING, fields) + "\n", encoding="utf-8")
     argv = ["import", str(log), "--db", str(tmp_path / "x.db")] if command == "import" else ["analyze", str(log)]
-    result = run(mcptap(*argv))
+    result = cli(*argv)
     err = result.stderr.decode()
     assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and "log.jsonl:1" in err, err
 

@@ -116,7 +116,8 @@ def test_the_import_graph_has_no_cycles():
         raise AssertionError(f"an import cycle: {' -> '.join(exc.args[1])}") from None
 
 
-FACES = ("mcptap.cli", "mcptap.quick", "mcptap.report", "mcptap.data", "mcptap.plots", "mcptap.replay", "mcptap.demo")
+FACES = ("mcptap.cli", "mcptap.quick", "mcptap.report", "mcptap.data", "mcptap.plots", "mcptap.replay", "mcptap.demo",
+         "mcptap.mcpface", "mcptap.tui")
 
 
 def _under(name: str, prefixes) -> bool:
@@ -175,8 +176,8 @@ STAGES = (
     ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
     ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
     ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.quick", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data",
-               "mcptap.dataio", "mcptap.dataparquet", "mcptap.plots", "mcptap.replay", "mcptap.demo", "mcptap.hostconfig",
-               "mcptap.help")),
+               "mcptap.dataio", "mcptap.dataparquet", "mcptap.datalatency", "mcptap.plots", "mcptap.replay", "mcptap.demo",
+               "mcptap.hostconfig", "mcptap.help", "mcptap.mcpface", "mcptap.tui", "mcptap.dataruns")),
 )
 """The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
 faces): a module imports from its own folder and from the stages below; between folders of one

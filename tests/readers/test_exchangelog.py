@@ -13,6 +13,7 @@ import pytest
 
 from mcptap import engine, store
 from mcptap.errors import ImportFormatError
+from mcptap.outfile import WriteOptions
 from mcptap.readers import exporter, importer
 
 T0 = 1764460800.0
@@ -81,7 +82,7 @@ def export_all(db) -> str:
     conn = store.open_existing(str(db))
     try:
         out = io.StringIO()
-        exporter.export(conn, out, store.session_ids(conn))
+        exporter.export(conn, out, WriteOptions(sessions=store.session_ids(conn)))
         return out.getvalue()
     finally:
         conn.close()

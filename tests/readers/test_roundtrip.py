@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
-from tests.conftest import analyze_json, mcptap, run, tee, tool
+from tests.conftest import analyze_json, run, tee, tool
 from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+from tests.support.inprocess import cli
 
 HTTP_CASES = [  # (server mode, client transport, path, client mode)
     ("resumable", "streamable", "/mcp", "legacy"),  # SSE events with ids
@@ -48,7 +49,7 @@ def recording(sdk_python, tmp_path_factory):
                 sdk_client(sdk_python, client_mode, transport, proxy.url + path)
             finally:
                 assert proxy.stop() == 0, proxy.errors
-    result = run(mcptap("demo", "--db", str(db)), timeout=300)
+    result = cli("demo", "--db", str(db), timeout=300)
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
     return db
 
@@ -74,10 +75,10 @@ def test_the_recording_covers_every_transport_both_eras_and_findings_only_exchan
 
 def test_export_import_export_is_byte_identical_and_keeps_every_table_and_every_finding(recording, tmp_path):
     first, second, copy = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "copy.db"
-    assert run(mcptap("export", "--db", str(recording), "-o", str(first))).returncode == 0
-    imported = run(mcptap("import", "--db", str(copy), str(first)))
+    assert cli("export", "--db", str(recording), "-o", str(first)).returncode == 0
+    imported = cli("import", "--db", str(copy), str(first))
     assert imported.returncode == 0, imported.stderr
-    assert run(mcptap("export", "--db", str(copy), "-o", str(second))).returncode == 0
+    assert cli("export", "--db", str(copy), "-o", str(second)).returncode == 0
     assert second.read_bytes() == first.read_bytes()
     assert tables(copy) == tables(recording)
     _, original = analyze_json(recording)
@@ -91,9 +92,9 @@ def test_export_import_export_is_byte_identical_and_keeps_every_table_and_every_
 
 def test_an_http_session_imported_under_a_new_id_keeps_its_exchanges_apart_from_the_original(recording, tmp_path):
     log, db = tmp_path / "log.jsonl", tmp_path / "twice.db"
-    assert run(mcptap("export", "--db", str(recording), "-o", str(log))).returncode == 0
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
-    assert run(mcptap("import", "--db", str(db), "--new-id", str(log))).returncode == 0
+    assert cli("export", "--db", str(recording), "-o", str(log)).returncode == 0
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
+    assert cli("import", "--db", str(db), "--new-id", str(log)).returncode == 0
     conn = sqlite3.connect(db)
     exchanges = dict(conn.execute("SELECT session_id, count(*) FROM exchanges GROUP BY session_id"))
     dangling = conn.execute("SELECT count(*) FROM frames f WHERE exchange_id IS NOT NULL AND NOT EXISTS "

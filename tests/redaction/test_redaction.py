@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from mcptap.redaction import CREDENTIAL_KEYS, MASKED, FrameRedactor, Redaction, Redactor
 from tests.conftest import frames, mcptap, run, tee, tool
 from tests.support.http_helpers import mcptap_proxy, sdk_http_server
+from tests.support.inprocess import cli
+from tests.support.sessions import write_log
 
 KEY = b"test-key"
 
@@ -382,15 +384,15 @@ def test_a_secret_in_a_header_and_in_a_tool_argument_appears_nowhere_in_the_data
 
 def test_no_redact_records_the_frame_as_it_was(db):
     line = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"kept"}}'
-    result = run(mcptap("record", "--db", str(db), "--no-redact", "--", "cat"), input=line + b"\n")
+    result = cli("record", "--db", str(db), "--no-redact", "--", "cat", input=line + b"\n")
     assert result.returncode == 0
     assert frames(db, "c2s") == [line]
 
 
 def test_extra_keys_and_paths_given_to_record_are_redacted(db):
     line = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"dsn":"pg://u:p@h","gh_token":"t0k"}}'
-    result = run(mcptap("record", "--db", str(db), "--redact-key", "*_token", "--redact-path", "$.params.dsn", "--",
-                        "cat"), input=line + b"\n")
+    result = cli("record", "--db", str(db), "--redact-key", "*_token", "--redact-path", "$.params.dsn", "--",
+                        "cat", input=line + b"\n")
     assert result.returncode == 0 and result.stdout == line + b"\n"  # the wire is never touched
     (stored,) = frames(db, "c2s")
     assert b"pg://" not in stored and b"t0k" not in stored
@@ -409,7 +411,7 @@ def test_a_spooled_frame_is_redacted_like_a_stored_one(tmp_path):
             text = fh.read()
         assert b"spooled-secret" not in text and b'"redacted":["$.params.password"]' in text
         good = tmp_path / "good.db"
-        assert run(mcptap("import", "--db", str(good), spool)).returncode == 0
+        assert cli("import", "--db", str(good), spool).returncode == 0
         conn = sqlite3.connect(good)
         assert conn.execute("SELECT redacted FROM frames WHERE direction = 'c2s'").fetchone() == ('["$.params.password"]',)
         conn.close()
@@ -417,28 +419,24 @@ def test_a_spooled_frame_is_redacted_like_a_stored_one(tmp_path):
         os.unlink(spool)
 
 
-def write_log(path, raw: str) -> None:
-    path.write_text(json.dumps({"session": "s1", "ts": 1.0, "direction": "c2s", "raw": raw}) + "\n", encoding="utf-8")
-
-
 def test_import_redacts_unless_told_not_to(tmp_path):
     log = tmp_path / "log.jsonl"
-    write_log(log, '{"jsonrpc":"2.0","id":1,"method":"x","params":{"client_secret":"imported-secret"}}')
+    write_log(log, [("c2s", '{"jsonrpc":"2.0","id":1,"method":"x","params":{"client_secret":"imported-secret"}}')], "s1", start=1.0)
     redacted, kept = tmp_path / "r.db", tmp_path / "k.db"
-    assert run(mcptap("import", "--db", str(redacted), str(log))).returncode == 0
-    assert run(mcptap("import", "--db", str(kept), "--no-redact", str(log))).returncode == 0
+    assert cli("import", "--db", str(redacted), str(log)).returncode == 0
+    assert cli("import", "--db", str(kept), "--no-redact", str(log)).returncode == 0
     assert b"imported-secret" not in files_bytes(redacted)
     assert frames(kept) == [b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"client_secret":"imported-secret"}}']
 
 
 def test_mcptap_redact_rewrites_a_file_recorded_without_redaction_and_leaves_no_trace(tmp_path):
     log = tmp_path / "log.jsonl"
-    write_log(log, '{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"old-secret","dsn":"pg://old"}}')
+    write_log(log, [("c2s", '{"jsonrpc":"2.0","id":1,"method":"x","params":{"password":"old-secret","dsn":"pg://old"}}')], "s1", start=1.0)
     db = tmp_path / "old.db"
-    assert run(mcptap("import", "--db", str(db), "--no-redact", str(log))).returncode == 0
-    assert run(mcptap("analyze", "--db", str(db))).returncode in (0, 1)
+    assert cli("import", "--db", str(db), "--no-redact", str(log)).returncode == 0
+    assert cli("analyze", "--db", str(db)).returncode in (0, 1)
     assert b"old-secret" in files_bytes(db)
-    result = run(mcptap("redact", "--db", str(db), "--redact-path", "$.params.dsn"))
+    result = cli("redact", "--db", str(db), "--redact-path", "$.params.dsn")
     assert result.returncode == 0, result.stderr
     assert "redacted 2 members in 1 frames" in result.stdout.decode()
     data = files_bytes(db)
@@ -447,9 +445,9 @@ def test_mcptap_redact_rewrites_a_file_recorded_without_redaction_and_leaves_no_
     assert conn.execute("SELECT redacted FROM frames").fetchone() == ('["$.params.password", "$.params.dsn"]',)
     assert conn.execute("SELECT count(*) FROM analyses").fetchone() == (0,)  # dropped: analyze writes it again
     conn.close()
-    again = run(mcptap("redact", "--db", str(db)))
+    again = cli("redact", "--db", str(db))
     assert again.returncode == 0 and "redacted 0 members" in again.stdout.decode()
-    shown = run(mcptap("show", "--db", str(db), "s1"))
+    shown = cli("show", "--db", str(db), "s1")
     assert "redacted: $.params.password, $.params.dsn" in shown.stdout.decode()
     import mcptap.data as mt
 
@@ -457,9 +455,9 @@ def test_mcptap_redact_rewrites_a_file_recorded_without_redaction_and_leaves_no_
 
 
 def test_mcptap_redact_with_a_bad_path_or_file_is_a_one_line_error(tmp_path):
-    bad = run(mcptap("redact", "--db", str(tmp_path / "none.db"), "--redact-path", "$.a["))
+    bad = cli("redact", "--db", str(tmp_path / "none.db"), "--redact-path", "$.a[")
     assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1 and "JSON path" in bad.stderr.decode()
-    missing = run(mcptap("redact", "--db", str(tmp_path / "none.db")))
+    missing = cli("redact", "--db", str(tmp_path / "none.db"))
     assert missing.returncode == 2 and "no database" in missing.stderr.decode()
 
 

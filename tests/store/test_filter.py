@@ -14,6 +14,7 @@ import pytest
 
 from mcptap.store import filterlang, filtersql
 from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = json.loads((ROOT / "tests" / "data" / "filter_corpus.json").read_text(encoding="utf-8"))
@@ -22,8 +23,8 @@ CORPUS = json.loads((ROOT / "tests" / "data" / "filter_corpus.json").read_text(e
 @pytest.fixture(scope="module")
 def corpus_db(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("filter") / "corpus.db"
-    assert run(mcptap("import", "--db", str(db), str(ROOT / CORPUS["database"]))).returncode == 0
-    assert run(mcptap("analyze", "--db", str(db), "--fail-on", "never")).returncode == 0
+    assert cli("import", "--db", str(db), str(ROOT / CORPUS["database"])).returncode == 0
+    assert cli("analyze", "--db", str(db), "--fail-on", "never").returncode == 0
     return db
 
 

@@ -10,6 +10,7 @@ import tempfile
 
 from mcptap.store import BUSY_TIMEOUT_S
 from tests.conftest import frames, mcptap, run, tee, tool
+from tests.support.inprocess import cli
 
 INPUT = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(50)) + b"\xff no newline"
 
@@ -31,7 +32,7 @@ def test_an_unwritable_database_path_spools_every_frame_to_a_temp_folder(tmp_pat
     assert spool.encode() in result.stderr
     try:
         good_db = tmp_path / "good.db"
-        imported = run(mcptap("import", "--db", str(good_db), spool))
+        imported = cli("import", "--db", str(good_db), spool)
         assert imported.returncode == 0, imported.stderr
         expected = INPUT.split(b"\n")
         assert frames(good_db, "c2s") == expected
@@ -56,12 +57,12 @@ def test_a_database_locked_past_the_busy_timeout_spools_and_the_spool_merges_bac
     (spool,) = spool_files(tmp_path)
     assert oct(os.stat(spool).st_mode & 0o777) == "0o600"
     assert frames(db) == []
-    imported = run(mcptap("import", "--db", str(db), spool))
+    imported = cli("import", "--db", str(db), spool)
     assert imported.returncode == 0, imported.stderr
     expected = INPUT.split(b"\n")
     assert frames(db, "c2s") == expected and frames(db, "s2c") == expected
     # importing the spool again adds nothing and loses nothing
-    again = run(mcptap("import", "--db", str(db), spool))
+    again = cli("import", "--db", str(db), spool)
     assert again.returncode == 0
     assert frames(db, "c2s") == expected
 
@@ -96,7 +97,7 @@ def test_a_store_that_cannot_even_be_imported_sends_the_session_to_the_spool(tmp
     assert result.stderr.count(b"\n") == 1 and b"warning" in result.stderr and b"Traceback" not in result.stderr
     (spool,) = spool_files(tmp_path)
     assert b"ImportError" in result.stderr and spool.encode() in result.stderr
-    imported = run(mcptap("import", "--db", str(tmp_path / "good.db"), spool))
+    imported = cli("import", "--db", str(tmp_path / "good.db"), spool)
     assert imported.returncode == 0, imported.stderr
     assert frames(tmp_path / "good.db", "s2c") == INPUT.split(b"\n")
 
@@ -130,7 +131,7 @@ def test_a_spooled_http_session_keeps_its_exchanges_and_each_frame_names_its_exc
         assert locker.wait(timeout=30) == 0
     assert said and all("\n" not in line for line in said)
     (spool,) = spool_files(tmp_path)
-    imported = run(mcptap("import", "--db", str(db), spool))
+    imported = cli("import", "--db", str(db), spool)
     assert imported.returncode == 0, imported.stderr
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT method, url, status, response_type, started_at, ended_at FROM exchanges").fetchall() \

@@ -1,4 +1,4 @@
-"""The store (analyzer/store/__init__.py, analyzer/store/schema.py): migrations, exact bytes, session lookup."""
+"""The store (analyzer/store/__init__.py, analyzer/store/migrations.py): migrations, exact bytes, session lookup."""
 
 import os
 import sqlite3
@@ -8,7 +8,7 @@ import pytest
 
 from mcptap import store
 
-from mcptap.store import derived, schema
+from mcptap.store import derived, migrations
 from mcptap.errors import NotADatabase, SessionNotFound
 from mcptap.ids import new_session_id
 
@@ -23,7 +23,7 @@ def test_migrations_can_be_run_again_and_are_recorded_once(db):
     conn.close()
     conn = store.connect(db)
     names = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'mcptap'").fetchall()
-    assert names == [(name,) for name, _ in schema.MIGRATIONS]
+    assert names == [(name,) for name, _ in migrations.MIGRATIONS]
     assert {"sessions", "frames", "stderr_lines", "messages", "findings", "analyses"} <= {r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
 

@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.conftest import wait_for as polled
+
 CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
 
@@ -53,15 +55,9 @@ def chromium(width: int = 1500, height: int = 1300) -> Iterator:
 
 
 def wait_for(condition, *, timeout: float = 20.0, what: str = "the condition"):
-    """`condition()` once it is truthy, polled until `timeout` seconds (then AssertionError)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not hold within {timeout} s")
-        time.sleep(0.02)
+    """`condition()` once it is truthy, polled until `timeout` seconds (then AssertionError):
+    tests.conftest.wait_for with keywords."""
+    return polled(condition, timeout, what, interval=0.02)
 
 
 def open_page(driver, url: str, *, timeout: float = 30.0) -> float:

@@ -10,6 +10,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import analyze_json, tool, wait_for
 from tests.support.http_helpers import START_TIMEOUT_S, accepting, free_port, http_server
 
@@ -24,6 +26,13 @@ def running_oauth_server(sdk_python: str, *fault: str):
     with http_server([sdk_python, tool("sdk_oauth_server.py"), str(as_port), str(rs_port), *fault], rs_port) as rs:
         wait_for(lambda: accepting(as_port), START_TIMEOUT_S, "the authorization server to listen")
         yield f"http://127.0.0.1:{as_port}", rs
+
+
+@pytest.fixture(scope="module")
+def oauth_server(sdk_python):
+    """running_oauth_server's URLs, one server for a module (a test module imports this fixture)."""
+    with running_oauth_server(sdk_python) as urls:
+        yield urls
 
 
 def exchanges(db: Path) -> list[dict]:

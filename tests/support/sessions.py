@@ -1,5 +1,6 @@
 """Test helpers for the analysis: build a session's frames in a line or two and run the pure
-session analysis (analyzer/analysis/session.py) on them, no database involved."""
+session analysis (analyzer/analysis/session.py) on them, no database involved; or write them as
+a frame log (`write_log`) for a command to import or analyse."""
 
 from __future__ import annotations
 
@@ -7,6 +8,23 @@ import json
 
 from mcptap.analysis import revision as revision_mod
 from mcptap.analysis.session import SessionAnalysis
+
+
+def write_log(path, frames, session: str = "s", *, start: float = 1000.0, per_second: float = 100,
+              session_records: bool = False):
+    """A frame log (docs/contract.md) at `path` of `frames`, [(direction, raw), ...], in one session;
+    or of several, `frames` being {session: frames}. A session's i-th frame (seq i + 1) is stamped
+    start + i / per_second; `session_records` puts a session record before each session's frames."""
+    sessions = frames if isinstance(frames, dict) else {session: frames}
+    lines = []
+    for name, some in sessions.items():
+        if session_records:
+            lines.append(json.dumps({"record": "session", "session": name}))
+        lines += [json.dumps({"session": name, "seq": i + 1, "ts": start + i / per_second, "direction": direction,
+                              "raw": raw}) for i, (direction, raw) in enumerate(some)]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    return path
 
 
 def j(**members) -> str:

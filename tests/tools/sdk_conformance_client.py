@@ -4,7 +4,8 @@ MCP_CONFORMANCE_SCENARIO and, for some authorization scenarios, credentials in M
 It connects in MODE ('legacy': the initialize handshake; 'auto': 2026-07-28 where the server speaks it,
 else the handshake), lists the
 tools and calls them: the one a scenario names, or each listed tool with arguments made from its schema.
-Authorization scenarios go through the SDK's OAuth client, the browser step done headlessly."""
+Authorization scenarios go through the SDK's OAuth client, the browser step done headlessly; the
+client-credentials ones through its client_credentials providers (a client secret, a private_key_jwt)."""
 
 import asyncio
 import json
@@ -17,31 +18,17 @@ import httpx2
 import mcp.types as types
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import (ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider,
+                                                           SignedJWTParameters)
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
+from sdk_shared import Memory  # noqa: E402 - the tools' folder is the script's own
 
 REDIRECT = "http://localhost:3000/callback"  # never dialled: the redirect's Location is read instead
 # The tool a scenario calls (other scenarios call every listed tool).
 CALLS = {"tools_call": ("add_numbers", {"a": 5, "b": 3}), "sse-retry": ("test_reconnection", {}),
          "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {})}
-
-
-class Memory:
-    def __init__(self):
-        self.tokens = self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, info):
-        self.client = info
 
 
 async def on_elicit(context, params):
@@ -81,6 +68,16 @@ def oauth(url: str) -> OAuthClientProvider:
 
     storage = Memory()
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if scenario == "auth/client-credentials-basic":  # the client_credentials grant (SEP-1046), a client secret
+        return ClientCredentialsOAuthProvider(server_url=url, storage=storage, client_id=context["client_id"],
+                                              client_secret=context["client_secret"])
+    if scenario == "auth/client-credentials-jwt":  # ... authenticated by a private_key_jwt assertion
+        signer = SignedJWTParameters(issuer=context["client_id"], subject=context["client_id"],
+                                     signing_key=context["private_key_pem"],
+                                     signing_algorithm=context.get("signing_algorithm", "ES256"))
+        return PrivateKeyJWTOAuthProvider(server_url=url, storage=storage, client_id=context["client_id"],
+                                          assertion_provider=signer.create_assertion_provider())
     if context.get("client_id"):  # a pre-registered client
         storage.client = OAuthClientInformationFull(
             client_id=context["client_id"], client_secret=context.get("client_secret"), redirect_uris=[REDIRECT],

@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
+import sdk_conformance_mrtr  # the tools' folder is the script's own
+from sdk_shared import EventStore
 
 warnings.filterwarnings("ignore", message="The sampling capability is deprecated")
 
@@ -20,6 +22,7 @@ IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQI
 AUDIO = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 
 server = MCPServer("mcptap-conformance-server")
+sdk_conformance_mrtr.register(server)
 
 
 def text(value: str) -> types.TextContent:
@@ -243,28 +246,6 @@ low = server._lowlevel_server
 low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, accept)
 low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, accept)
 low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, accept)
-
-
-class EventStore:
-    """Every event kept in memory, numbered: the SSE events carry ids, and a client may resume."""
-
-    def __init__(self):
-        self.events = []  # (stream id, message)
-
-    async def store_event(self, stream_id, message):
-        self.events.append((stream_id, message))
-        return str(len(self.events))
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        from mcp.server.streamable_http import EventMessage
-
-        if not last_event_id.isdigit() or not 0 < int(last_event_id) <= len(self.events):
-            return None
-        stream = self.events[int(last_event_id) - 1][0]
-        for n, (sid, message) in enumerate(self.events[int(last_event_id):], int(last_event_id) + 1):
-            if sid == stream and message is not None:
-                await send_callback(EventMessage(message, str(n)))
-        return stream
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
+from sdk_shared import EventStore  # noqa: E402 - the tools' folder is the script's own
 
 warnings.filterwarnings("ignore", message="The sampling capability is deprecated")
 
@@ -68,28 +69,6 @@ async def sample(topic: str, ctx: Context) -> str:
         messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"a haiku about {topic}"))],
         max_tokens=50, related_request_id=ctx.request_id)
     return f"the model said: {result.content.text}"
-
-
-class EventStore:
-    """Every event kept in memory, numbered: the SSE events carry ids (`id: 7`), and a client may resume."""
-
-    def __init__(self):
-        self.events = []  # (stream id, message)
-
-    async def store_event(self, stream_id, message):
-        self.events.append((stream_id, message))
-        return str(len(self.events))
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        from mcp.server.streamable_http import EventMessage
-
-        if not last_event_id.isdigit() or not 0 < int(last_event_id) <= len(self.events):
-            return None
-        stream = self.events[int(last_event_id) - 1][0]
-        for n, (sid, message) in enumerate(self.events[int(last_event_id):], int(last_event_id) + 1):
-            if sid == stream and message is not None:
-                await send_callback(EventMessage(message, str(n)))
-        return stream
 
 
 if __name__ == "__main__":

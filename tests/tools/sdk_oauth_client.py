@@ -16,25 +16,9 @@ from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from sdk_shared import Memory  # noqa: E402 - the tools' folder is the script's own
 
 REDIRECT = "http://127.0.0.1:1/callback"  # never dialled: the redirect's Location is read instead
-
-
-class Memory:
-    def __init__(self):
-        self.tokens = self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, info):
-        self.client = info
 
 
 async def main() -> None:

@@ -11,7 +11,7 @@ frames are analysed), `end` (the session is over), `definitions` (a definition a
 that differs from the baseline or from its earlier listing, or definitions over a budget: given by
 analyzer/analysis/drift.py once the session's frames are read), `operation` (a step of a logical
 operation: a retry after input_required, a task's status, cancel or result, any answer; given by
-analyzer/analysis/operations.py), `schema` (a message that failed its revision's schema, or a
+analyzer/analysis/logical_operations.py), `schema` (a message that failed its revision's schema, or a
 tool's result and that tool's outputSchema: given by analyzer/analysis/results.py, once per
 message), and the security reading's (analyzer/analysis/security/reading.py, once the session's
 frames are read, over the frames of its definitions, tool calls and elicitations): `declared` (a
@@ -34,8 +34,9 @@ __all__ = ["EVENTS", "FACTS", "GROUPS", "RULES", "SEVERITIES", "SUBSCRIBED_EVENT
 
 def load() -> dict[str, Rule]:
     """Import every rule module (registration happens on import) and return the registry."""
-    from mcptap.analysis.rules import (authorization, definitions, envelope, extensions, lifecycle,  # noqa: F401
-                                       methods, operations, pairing, progress, schema, tools, transport)
+    from mcptap.analysis.rules import (authorization, declared_checks, envelope, extensions, lifecycle,  # noqa: F401
+                                       methods, operation_checks, pairing, progress, schema_checks, tools,
+                                       transport)
     from mcptap.analysis.rules import authflow, headers, rounds, subscriptions  # noqa: F401
     from mcptap.analysis.rules.security import load as load_security
 

@@ -70,10 +70,11 @@ def challenge_missing(s):
           'Unauthorized to indicate the location of the resource server metadata URL"; 2025-11-25 on: "MCP servers '
           'MUST implement one of the following discovery mechanisms" (the header, or the well-known URI)',
       summary="a Bearer challenge without resource_metadata (2025-06-18; later revisions: and no protected-resource "
-              "metadata at the well-known URI either)")
+              "metadata at the well-known URI either; a flow of 2025-03-26's shape, the authorization server at "
+              "the MCP server's origin, is judged by 2025-03-26)")
 def resource_metadata_missing(s):
-    if not revision_at_least(s.revision, "2025-06-18"):
-        return
+    if not revision_at_least(s.revision, "2025-06-18") or flow_2025_03_26(s):
+        return  # a 2025-03-26 flow: the authorization server at the MCP server's origin, no resource metadata
     found_prm = any(PRM_PATH in row["url"] and row.get("status") == 200 for row in _exchanges(s))
     failed_prm = any(PRM_PATH in row["url"] and (row.get("status") or 0) >= 400 for row in _exchanges(s))
     if s.revision != "2025-06-18" and (found_prm or not failed_prm):
@@ -125,6 +126,36 @@ def _protected_resource(s) -> bool:
             return True
         if row.get("status") in (401, 403) and any("resource_metadata" in c.lower()
                                                    for c in headers(row, "response", "www-authenticate")):
+            return True
+    return False
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = split_url(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+AS_METADATA = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+
+
+def flow_2025_03_26(s) -> bool:
+    """The flow has 2025-03-26's shape, so that revision's authorization rules apply whatever the
+    session negotiated (MCP 2025-03-26 basic/authorization: the authorization base URL is the MCP
+    server's with the path discarded; its RFC 8414 metadata there, or the default `/authorize`,
+    `/token`, `/register`): no protected-resource metadata found or named, and the client found
+    the authorization server at the MCP server's origin (its metadata served there, or an
+    authorization, token or registration request sent there)."""
+    if _protected_resource(s):
+        return False
+    rows = list(_exchanges(s))
+    servers = {_origin(row["url"]) for row in rows if row.get("role") in (None, "auth-challenge", "http-error")}
+    for row in rows:
+        if _origin(row["url"]) not in servers or PRM_PATH in row["url"]:
+            continue
+        role = row.get("role")
+        if role == "auth-discovery" and row.get("status") == 200 and split_url(row["url"]).path in AS_METADATA:
+            return True
+        if role in ("auth-register", "auth-authorize", "auth-token"):
             return True
     return False
 

@@ -24,7 +24,7 @@ def parse_error(frame, s):
 
 
 @rule("frame-truncated", group="envelope", severity="warning", on=["frame"],
-      ref="mcptap capture bound (--max-frame, issue 15); MCP basic/transports: each message is one whole JSON-RPC message",
+      ref="mcptap capture bound (--max-frame, docs/record-stdio.md); MCP basic/transports: each message is one whole JSON-RPC message",
       summary="the frame was larger than the capture's --max-frame: it is stored cut at the limit and not analysed",
       when=['truncated'])
 def frame_truncated(frame, s):

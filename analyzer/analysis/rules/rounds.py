@@ -1,7 +1,7 @@
 """What a 2026-07-28 server does with a round of input (MCP 2026-07-28 basic/patterns/mrtr, basic/index
 §Request Metadata; docs/findings.md "Operations"): an input_required result that asks for input the
 request's `_meta` did not declare the client able to give, and a retry whose requestState the client
-altered that the server completed anyway. Each check gets one `Step` (analyzer/analysis/operations.py)."""
+altered that the server completed anyway. Each check gets one `Step` (analyzer/analysis/logical_operations.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Definition rules: a tool, prompt, resource or resource template, or the server's instructions,
 that differ from what a baseline approved or from what the same session listed before, and
 definitions that cost more of a model's context than the budget allows. Each check gets one
-`Delta` (analyzer/analysis/definitions.py) or one server's cost, and what the session did with it
+`Delta` (analyzer/analysis/declared.py) or one server's cost, and what the session did with it
 (analyzer/analysis/drift.py).
 
 Change is not misbehaviour: a listing that differs from the session's earlier one after the server
@@ -11,7 +11,7 @@ one against a baseline the user approved, is a `warning`."""
 
 from __future__ import annotations
 
-from mcptap.analysis.definitions import ADDED, CHANGED, REMOVED
+from mcptap.analysis.declared import ADDED, CHANGED, REMOVED
 from mcptap.analysis.rules.registry import Hit, rule
 
 LISTS = ("MCP server/tools §Listing Tools, server/prompts, server/resources; §List Changed Notification: "

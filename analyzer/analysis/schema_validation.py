@@ -6,7 +6,7 @@ judged once per message by a check compiled once per (revision, direction, kind,
 JSON Schema pydantic gives of the model, compiled by jsonschema-rs (the `[schema]` extra) over the
 frame parsed by orjson, says whether it passes; one that does not, or any message without
 jsonschema-rs, is validated by the model itself (pydantic's JSON validator, strict: no coercion),
-whose errors become `schema-violation` findings (analyzer/analysis/rules/schema.py): one per
+whose errors become `schema-violation` findings (analyzer/analysis/rules/schema_checks.py): one per
 message and JSON path, in the schema's words.
 
 The same pass gives what the result semantics need (analyzer/analysis/results.py): the tool a
@@ -71,15 +71,17 @@ class Checker:
         """The pydantic TypeAdapter of the model (mcp-types and pydantic are loaded here)."""
         return _adapter(self.key, self.arm)
 
-    def validate(self, raw: str | bytes) -> Any:
-        """Raises Failed (this check, or the interim one, and pydantic's error)."""
-        try:
-            frame = orjson.loads(raw)
-        except orjson.JSONDecodeError:  # a number past 64 bits: orjson's limit, not the schema's
-            frame = None
+    def validate(self, raw: str | bytes, frame: Any = None) -> Any:
+        """Raises Failed (this check, or the interim one, and pydantic's error). `frame`: `raw`
+        as orjson reads it, when the caller has it (None: parsed here)."""
+        if frame is None:
+            try:
+                frame = orjson.loads(raw)
+            except orjson.JSONDecodeError:  # a number past 64 bits: orjson's limit, not the schema's
+                frame = None
         if self.interim is not None and type(frame) is dict and type(frame.get("result")) is dict \
                 and frame["result"].get("resultType") == "input_required":
-            return self.interim.validate(raw)
+            return self.interim.validate(raw, frame)
         if frame is None or self.quick is None or not self.quick.is_valid(frame):
             from pydantic import ValidationError
 

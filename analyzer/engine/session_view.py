@@ -1,6 +1,6 @@
 """The paired view of a stored session (analyzer/analysis/paired.py): the session analysed in
 memory, nothing stored, and its frames joined with the analysis' pairs into operations, each
-annotated with the logical operation it belongs to (analyzer/analysis/operations.py), for the
+annotated with the logical operation it belongs to (analyzer/analysis/logical_operations.py), for the
 exports, the report and the pandas API alike."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mcptap import store
-from mcptap.analysis import operations as logical, paired
+from mcptap.analysis import logical_operations as logical, paired
 from mcptap.analysis.messages import Finding
 from mcptap.engine.job import analyze_session
 

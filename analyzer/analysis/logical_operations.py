@@ -1,15 +1,19 @@
 """Logical operations: the paired requests (analyzer/analysis/paired.py) that belong to one thing a
 requestor asked for, joined. A 2026-07-28 request answered `input_required` and its retries
-(MCP 2026-07-28 basic/patterns/mrtr), and a 2025-11-25 task-augmented request with its
+(MCP 2026-07-28 basic/patterns/mrtr), a 2025-11-25 task-augmented request with its
 `tasks/get` polls, `tasks/result`, `tasks/cancel` and `notifications/tasks/status` (MCP
-2025-11-25 basic/utilities/tasks) are one operation each; every other request is one on its own.
+2025-11-25 basic/utilities/tasks), and a 2026-07-28 request answered with a CreateTaskResult
+(`resultType: "task"`, the io.modelcontextprotocol/tasks extension, SEP-2663) with its `tasks/get`
+polls, `tasks/update`, `tasks/cancel` and `notifications/tasks` are one operation each; every
+other request is one on its own. A 2025-11-25 task ends at its `tasks/result` answer, a 2026-07-28
+one at the first `tasks/get` answer that reports it terminal (completed, failed, cancelled).
 
 Each paired operation is annotated as it passes (`join`): `operation` (the frame of the
 operation's first request, `seq` or `seq:idx` for a batch element), `parent` (the frame of the
 request this one continues: the round it retries, the request that created the task), `step`
-(request, retry, task-poll, task-result, task-cancel, task-status, notification) and, on the
+(request, retry, task-poll, task-update, task-result, task-cancel, task-status, notification) and, on the
 one whose answer ends the operation, `operation_latency_s`, from the first request to that
-answer. The operations rules (analyzer/analysis/rules/operations.py) judge each step (`Step`).
+answer. The operations rules (analyzer/analysis/rules/operation_checks.py) judge each step (`Step`).
 Pure: paired operations in, the same annotated, and finding rows; memory grows with the rounds
 awaiting their retry and the tasks of the session."""
 
@@ -26,8 +30,12 @@ from mcptap.analysis.messages import Finding, Message
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The client requests a server may answer with an InputRequiredResult (S/2026-07-28 mrtr §Supported Requests)."""
-TASK_METHODS = {"tasks/get": "task-poll", "tasks/result": "task-result", "tasks/cancel": "task-cancel"}
-TASK_STATUS = "notifications/tasks/status"
+TASK_METHODS = {"tasks/get": "task-poll", "tasks/result": "task-result", "tasks/cancel": "task-cancel",
+                "tasks/update": "task-update"}
+TASK_STATUS = frozenset({"notifications/tasks/status", "notifications/tasks"})
+"""A task's status notification: 2025-11-25's, and the tasks extension's (2026-07-28)."""
+TASK_RESULT = "task"
+"""The `resultType` of a CreateTaskResult (the tasks extension, 2026-07-28)."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 INPUT_REQUIRED = "input_required"
@@ -64,6 +72,8 @@ class _Round:
 @dataclass(slots=True)
 class _Task:
     first: paired.Operation
+    extension: bool = False  # a task of the tasks extension (2026-07-28), not a 2025-11-25 one
+    ended: bool = False  # an answer ended it (its result fetched, or reported terminal)
     seen: list[tuple[int, Any, paired.Operation, str]] = field(default_factory=list)  # (seq, status, op, step kind)
     cancels: list[paired.Operation] = field(default_factory=list)
 
@@ -99,7 +109,7 @@ class Joiner:
         op.operation, op.step = ref(op), "request"
         if op.outcome == paired.NOTIFICATION:
             op.step = "notification"
-            if op.method == TASK_STATUS:
+            if op.method in TASK_STATUS:
                 self._status_note(op)
             return
         if op.method in TASK_METHODS:
@@ -108,10 +118,15 @@ class Joiner:
             self._round(op)
         result = _result(op)
         task = result.get("task") if result is not None and isinstance(op.params.get("task"), dict) else None
+        extension = task is None and result is not None and result.get("resultType") == TASK_RESULT and (
+            op.method not in TASK_METHODS)
+        if extension:
+            task = result
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
-            t = self.tasks.setdefault((op.direction, task["taskId"]), _Task(op))
+            t = self.tasks.setdefault((op.direction, task["taskId"]), _Task(op, extension))
             t.seen.append((op.response_seq, task.get("status"), op, "created"))
-            self.steps.append(Step("task-created", op, status=task.get("status")))
+            if not extension:  # the extension's seed state may be any status (SEP-2663 §Creating a task)
+                self.steps.append(Step("task-created", op, status=task.get("status")))
             op.operation_latency_s = None
             return  # a task's first answer does not end it
         if op.response is not None and op.operation_latency_s is None and op.step == "request" and not (
@@ -165,10 +180,13 @@ class Joiner:
                 op.operation_latency_s = None if op.response_ts is None else op.response_ts - task.first.ts
                 self.steps.append(Step("task-result", op, task.first))
             return
-        if op.method == "tasks/cancel":
+        if op.method == "tasks/cancel" and not task.extension:  # the extension acknowledges any cancel
             task.cancels.append(op)
         if result is not None and "status" in result:
             task.seen.append((op.response_seq, result.get("status"), op, "task-status"))
+            if task.extension and not task.ended and op.method == "tasks/get" and result.get("status") in TERMINAL:
+                task.ended = True  # the extension's task ends at the poll that reports it terminal
+                op.operation_latency_s = None if op.response_ts is None else op.response_ts - task.first.ts
 
     def _status_note(self, op: paired.Operation) -> None:
         task_id = op.params.get("taskId")
@@ -254,47 +272,78 @@ class Timed(NamedTuple):
     operation_latency_s: float | None
 
 
-def service_table(rows: Iterable[Timed]) -> list[dict]:
-    """`service_times` of every method as table rows: method, calls, errors, tool_errors, unanswered,
-    p50_s, p95_s, max_s (None where no latency)."""
-    return [{"method": method, "calls": s["calls"], "errors": s["errors"], "tool_errors": s["tool_errors"],
-             "unanswered": s["unanswered"], "p50_s": s["latencies"].quantile(0.5),
-             "p95_s": s["latencies"].quantile(0.95), "max_s": s["latencies"].max}
-            for method, s in service_times(rows).items()]
+class Counted(NamedTuple):
+    """One call in the service response time table: its method, its latency (None: not timed), and
+    whether it ended in a JSON-RPC error, a tool error, or is counted unanswered."""
+    method: str
+    latency_s: float | None
+    error: bool
+    tool_error: bool
+    unanswered: bool
 
 
-def service_times(rows: Iterable[Timed], *, joined_only: bool = False) -> dict[str, dict]:
-    """The service response time records (analysis/statistics.py's shape: calls, errors, tool_errors,
-    unanswered, a LatencySketch of latencies) per method, counted by operation: the one definition of
-    `mcptap analyze`'s table and of `mcptap.data.latency` over `mcptap.data.operations`. `rows`: each
-    paired request and notification (those are left out). A call per operation, of its first request's method; its latency from the first
-    request to the answer that ends it; an error or tool error by that answer; an operation without
-    that answer (its last answer input_required, or no answer) unanswered, unless cancelled or a task
-    (whose result was not fetched). `joined_only`: only the methods that start a joined operation."""
-    from mcptap.analysis.latency import LatencySketch
-
+def counted(rows: Iterable[Timed], *, joined_only: bool = False) -> Iterator[Counted]:
+    """The calls of these paired requests (notifications are left out), counted by operation: the
+    one definition of `mcptap analyze`'s table, of `mcptap.data.latency` and of the HTML report's.
+    A call per operation, of its first request's method; its latency from the first request to
+    the answer that ends it; an error or tool error by that answer; an operation without that
+    answer (its last answer input_required, or no answer) unanswered, unless cancelled or a task
+    (whose result was not fetched). `joined_only`: only the operations of more than one request."""
     groups: dict[Any, list[Timed]] = {}
     for row in rows:
         if row.outcome != paired.NOTIFICATION and row.operation is not None:
             groups.setdefault(row.operation, []).append(row)
     for members in groups.values():
-        members.sort(key=lambda r: (r.seq, r.idx))
-    joined = {members[0].method for members in groups.values() if len(members) > 1} if joined_only else None
-    out: dict[str, dict] = {}
-    for members in groups.values():
-        method = members[0].method
-        if joined is not None and method not in joined:
+        if joined_only and len(members) < 2:
             continue
-        stats = out.setdefault(method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
-                                        "latencies": LatencySketch()})
-        stats["calls"] += 1
+        members.sort(key=lambda r: (r.seq, r.idx))
         end = next((r for r in members if r.operation_latency_s is not None), None)
         if end is not None:
-            stats["latencies"].add(end.operation_latency_s)
-            stats["errors"] += end.outcome == paired.ERROR
-            stats["tool_errors"] += end.outcome == paired.TOOL_ERROR
-        elif members[-1].outcome != paired.CANCELLED and not any(r.step and r.step.startswith("task") for r in members):
-            stats["unanswered"] += 1
+            yield Counted(members[0].method, end.operation_latency_s, end.outcome == paired.ERROR,
+                          end.outcome == paired.TOOL_ERROR, False)
+        else:
+            yield Counted(members[0].method, None, False, False, members[-1].outcome != paired.CANCELLED and not any(
+                r.step and r.step.startswith("task") for r in members))
+
+
+def service_times(rows: Iterable[Timed], *, joined_only: bool = False) -> dict[str, dict]:
+    """The service response time records (analysis/statistics.py's shape: calls, errors, tool_errors,
+    unanswered, a LatencySketch of latencies) per method of these paired requests' calls
+    (`counted`). `joined_only`: only the methods that start a joined operation (more than one
+    request), each counting all its operations, joined or not."""
+    from mcptap.analysis.latency import LatencySketch
+
+    rows = list(rows)
+    calls = list(counted(rows))
+    if joined_only:
+        joined = {c.method for c in counted(rows, joined_only=True)}
+        calls = [c for c in calls if c.method in joined]
+    out: dict[str, dict] = {}
+    for call in calls:
+        stats = out.setdefault(call.method, {"calls": 0, "errors": 0, "tool_errors": 0, "unanswered": 0,
+                                             "latencies": LatencySketch()})
+        stats["calls"] += 1
+        if call.latency_s is not None:
+            stats["latencies"].add(call.latency_s)
+        stats["errors"] += call.error
+        stats["tool_errors"] += call.tool_error
+        stats["unanswered"] += call.unanswered
+    return out
+
+
+def session_members(session_id: str, frames: list[tuple[int, float, str, bytes]]) -> dict[int, Member]:
+    """Frame seq -> its Member for each paired request and answer of a session's frames (seq, ts,
+    direction, raw, in seq order), joined from their own shapes, no analysis needed; unlike
+    `members`, an operation of one request too (a round answered input_required and never
+    retried has no answer that ends it): what the pandas API and the report read to count
+    operations as `mcptap analyze` does."""
+    out: dict[int, Member] = {}
+    for op in join(paired.operations(session_id, frames, _rows(frames))):
+        if op.outcome == paired.NOTIFICATION:
+            continue
+        out.setdefault(op.seq, Member(op.operation, op.step, op.parent))
+        if op.response_seq is not None:
+            out[op.response_seq] = Member(op.operation, op.step, op.parent, op.operation_latency_s, True)
     return out
 
 

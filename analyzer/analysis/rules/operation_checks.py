@@ -1,5 +1,5 @@
 """Operations rules: what the specification requires of the requests that make one logical
-operation (analyzer/analysis/operations.py), where the wire shows it. A 2026-07-28 round answered
+operation (analyzer/analysis/logical_operations.py), where the wire shows it. A 2026-07-28 round answered
 `input_required` and its retry (MCP 2026-07-28 basic/patterns/mrtr), and a 2025-11-25 task with its
 polls, cancellation and result (MCP 2025-11-25 basic/utilities/tasks). Each check gets one `Step`."""
 

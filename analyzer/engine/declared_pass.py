@@ -1,4 +1,4 @@
-"""The definitions each stored session's server declared (analyzer/analysis/definitions.py), read
+"""The definitions each stored session's server declared (analyzer/analysis/declared.py), read
 from the store (only the frames that can hold them, filtered in SQLite), and a session's
 definitions findings (against the policy's baseline, and its own earlier listings), which the job
 stores beside its other findings."""
@@ -6,11 +6,11 @@ stores beside its other findings."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from mcptap import store
 from mcptap.analysis import cost, drift
-from mcptap.analysis.definitions import NEEDLES, WANTED, Declared, collect
+from mcptap.analysis.declared import NEEDLES, WANTED, Declared, collect
 
 
 def declared(db_path: str, ids: list[str] | None = None, *, results: bool = False) -> list[tuple[Declared, str | None]]:
@@ -45,11 +45,13 @@ def each_declared(conn: sqlite3.Connection, ids: list[str] | None = None, *,
 
 
 def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None,
-                  calls: list[int] | None = None) -> list[tuple]:
+                  calls: list[int] | None = None, kept: list | None = None) -> list[tuple]:
     """The definitions findings of one session: against the policy's baseline when it has one, and
     against the session's own earlier listings. `seqs`, `calls`: the frames to read them from and
     its tools/call requests (from the analysis's message rows: `definitions.wanted`; the calls are
-    read only when a tool changed), else every frame that may hold them."""
+    read only when a tool changed), else every frame that may hold them. `kept`: a list that gets
+    (what the session's last listings declared, its label) when it declared any, for its cost
+    (`cost_of`) without reading its frames again."""
     if seqs is not None and not seqs:
         return []
     frames = store.frames_by_seq(conn, sid, seqs) if seqs is not None else store.frames_mentioning(conn, sid, NEEDLES)
@@ -57,6 +59,9 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
     if not (declared_here.listings or declared_here.instructions is not None):
         return []
     label = store.get_session(conn, sid).get("label")
+    if kept is not None:
+        kept.append((Declared(sid, declared_here.name, declared_here.version, declared_here.instructions,
+                              declared_here.instructions_seq, list(declared_here.latest().values())), label))
     baseline = getattr(policy, "baseline", None)
     found = drift.findings(declared_here, label, baseline, policy)
     if calls and any(f.code in CALLED for f in found):
@@ -75,7 +80,13 @@ def cost_report(db: str | sqlite3.Connection, ids: list[str] | None = None, *, r
     the definitions only (no tool result read: what analyze's JSON report carries)."""
     conn = db if isinstance(db, sqlite3.Connection) else store.open_existing(db)
     try:
-        return cost.report((decl, drift.server_key(decl, label)) for decl, label in each_declared(conn, ids, results=results))
+        return cost_of(each_declared(conn, ids, results=results))
     finally:
         if conn is not db:
             conn.close()
+
+
+def cost_of(declared: Iterable[tuple[Declared, str | None]]) -> dict:
+    """`cost_report` of (what a session declared, its label) pairs, in start order: those an
+    analysis kept (`judge_session`'s `kept`), or read from the store."""
+    return cost.report((decl, drift.server_key(decl, label)) for decl, label in declared)

@@ -190,6 +190,17 @@ def exchange_bodies(db: Database) -> None:
             db.execute(f"ALTER TABLE exchanges ADD COLUMN {name} TEXT")
 
 
+def runs(db: Database) -> None:
+    """A session knows the run it belongs to (the sessions of one host process, or of one HTTP client
+    within a window: addons/runs.py) and the client that started it (JSON: the host process, or the
+    HTTP client's address and User-Agent)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
+    for name in ("run", "client"):
+        if name not in columns:
+            db.execute(f"ALTER TABLE sessions ADD COLUMN {name} TEXT")
+    db.execute("CREATE INDEX IF NOT EXISTS sessions_by_run ON sessions (run, started_at)")
+
+
 def finding_groups(db: Database) -> None:
     """Each finding code's group (the rule registry's), written by every analysis, so that a filter
     selects findings by group (`finding.group == "security"`) from the store alone."""
@@ -213,7 +224,8 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0005_frame_redactions", frame_redactions),
     ("0006_cut_frames", cut_frames),
     ("0007_exchange_bodies", exchange_bodies),
-    ("0008_finding_groups", finding_groups),
+    ("0008_runs", runs),
+    ("0009_finding_groups", finding_groups),
 ]
 
 

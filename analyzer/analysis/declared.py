@@ -123,6 +123,32 @@ def normalised(value: Any) -> Any:
     return _bounded(value, 0, budget)
 
 
+SEEN_BYTES = 1 << 20
+"""Bytes of compact JSON of the definitions `normalised_seen` keeps normalised (per process)."""
+_SEEN: dict[bytes, Any] = {}
+_SEEN_SIZE = [0]
+
+
+def normalised_seen(value: Any) -> Any:
+    """`normalised(value)`, kept by the value's compact JSON: a definition listed again (a
+    tools/list answered the same way, in this session or another) is bounded once. What orjson
+    cannot write (a number the wire's parser kept as text) is bounded every time."""
+    try:
+        key = orjson.dumps(value)
+    except TypeError:  # JSONEncodeError is one
+        return normalised(value)
+    found = _SEEN.get(key)
+    if found is None:
+        found = normalised(value)
+        if len(key) <= SEEN_BYTES // 16:
+            if _SEEN_SIZE[0] + len(key) > SEEN_BYTES:
+                _SEEN.clear()
+                _SEEN_SIZE[0] = 0
+            _SEEN[key] = found
+            _SEEN_SIZE[0] += len(key)
+    return found
+
+
 def _bounded(value: Any, depth: int, budget: list[int]) -> Any:
     kind = type(value)
     if kind is str:
@@ -252,7 +278,7 @@ def _page(out: Declared, open_listing: dict, announced: set, how: tuple[str, str
     listing.seq = seq
     for item in items:
         if type(item) is dict and type(item.get(key)) is str:
-            item = normalised(item)
+            item = normalised_seen(item)
             listing.items[item[key]] = item
     if result.get("nextCursor") is not None:
         open_listing[kind] = listing

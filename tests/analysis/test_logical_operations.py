@@ -1,4 +1,4 @@
-"""Logical operations (analyzer/analysis/operations.py): a 2026-07-28 request answered input_required
+"""Logical operations (analyzer/analysis/logical_operations.py): a 2026-07-28 request answered input_required
 and its retries, and a 2025-11-25 task with its polls, cancellation and result, joined into one
 operation each; and the operations rules, each with a case that fires it and a neighbour that
 must not, on frames built in a line, no database involved."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcptap.analysis import operations, paired
+from mcptap.analysis import logical_operations, paired
 from mcptap.analysis.rules import load
 from tests.support.sessions import err, handshake, note, ok, req
 from tests.support.sessions import modern as _modern
@@ -51,15 +51,15 @@ def mrtr(echo="S1", issued="S1", retry_id=2, name="greet", inputs=True):
 
 
 def rows(fs):
-    return operations._rows(fs)
+    return logical_operations._rows(fs)
 
 
 def joined(fs):
-    return sorted(operations.join(paired.operations("S", fs, rows(fs))), key=lambda o: (o.seq, o.idx or 0))
+    return sorted(logical_operations.join(paired.operations("S", fs, rows(fs))), key=lambda o: (o.seq, o.idx or 0))
 
 
 def codes(fs, revision=R26):
-    return {f[3] for f in operations.findings("S", fs, revision)}
+    return {f[3] for f in logical_operations.findings("S", fs, revision)}
 
 
 CAPS = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
@@ -186,7 +186,7 @@ def test_without_a_known_revision_no_operations_rule_judges():
 
 
 def stats(fs, revision=R26):
-    return operations.judge("S", fs, revision)[1]
+    return logical_operations.judge("S", fs, revision)[1]
 
 
 def test_the_method_table_counts_a_retried_call_once_timed_from_its_first_request():
@@ -219,7 +219,7 @@ def test_a_task_call_counts_once_timed_to_its_result_and_its_polls_stay_polls():
 
 
 def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_the_latency():
-    found = operations.members(joined(mrtr()))
+    found = logical_operations.members(joined(mrtr()))
     assert {seq: (m.operation, m.step, m.parent, m.answer) for seq, m in found.items()} == {
         1: ("1", "request", None, False), 2: ("1", "request", None, True),
         3: ("1", "retry", 1, False), 4: ("1", "retry", 1, True)}
@@ -228,7 +228,7 @@ def test_each_frame_of_a_joined_operation_knows_its_place_and_the_last_answer_th
 
 def test_frames_of_operations_of_their_own_have_no_place_to_show():
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
-    assert operations.members(joined(fs)) == {}
+    assert logical_operations.members(joined(fs)) == {}
 
 
 def stored(tmp_path, fs) -> str:
@@ -257,7 +257,7 @@ def test_analyze_stores_the_operations_findings_and_counts_a_retried_call_once(t
 
 def test_analyze_reads_no_frame_again_for_a_session_without_operations(tmp_path, monkeypatch):
     from mcptap import engine
-    from mcptap.analysis import operations as logical
+    from mcptap.analysis import logical_operations as logical
 
     monkeypatch.setattr(logical, "judge", lambda *a, **k: pytest.fail("judged a session without operations"))
     fs = frames(("c2s", modern(1, "tools/call", {"name": "t"})), ("s2c", ok(1, DONE)))
@@ -279,8 +279,8 @@ def test_any_value_where_a_member_is_read_is_judged_without_failing(odd):
                              ("c2s", req(4, "tasks/result", {"taskId": odd})), ("s2c", ok(4, {"_meta": odd})),
                              ("c2s", req(5, "tasks/cancel", {"taskId": "T1"})), ("s2c", ok(5, odd)))
     for fs, revision in ((mrtr_odd, R26), (tasks_odd, R25)):
-        operations.judge("S", fs, revision)
-        operations.members(joined(fs))
+        logical_operations.judge("S", fs, revision)
+        logical_operations.members(joined(fs))
 
 
 def test_the_pandas_latency_table_over_operations_is_the_one_analyze_prints(tmp_path):
@@ -298,4 +298,45 @@ def test_the_pandas_latency_table_over_operations_is_the_one_analyze_prints(tmp_
             record["calls"], record["errors"], record["tool_errors"], record["unanswered"]), method
         assert (row.p50_s, row.max_s) == pytest.approx((record["latencies"].quantile(0.5), record["latencies"].max))
     assert table.loc["tools/call", "calls"] == 1  # the input_required round and its retry: one call, timed whole
-    assert mt.latency(mt.messages(path)).loc["tools/call", "calls"] == 2  # stored messages: each round
+
+
+def _shifted(fs, by):
+    return [(seq + by, ts + by / 1000, d, raw) for seq, ts, d, raw in fs]
+
+
+def test_analyze_json_the_pandas_api_over_a_database_and_messages_and_the_report_count_an_operation_alike(tmp_path):
+    import json
+    import re
+
+    import mcptap.data as mt
+    from mcptap.report import html
+    from tests.conftest import mcptap, run
+
+    left = frames(("c2s", modern(11, "tools/call", {"name": "t"})), ("s2c", ok(11, asked("A"))))
+    refused = frames(("c2s", modern(21, "tools/call", {"name": "u"})), ("s2c", ok(21, asked("B"))),
+                     ("c2s", modern(22, "tools/call", {"name": "u", "requestState": "B", "inputResponses": ANSWER})),
+                     ("s2c", err(22, -32602, "bad state")))
+    plain = frames(("c2s", modern(9, "tools/list")), ("s2c", ok(9, {"tools": [], "resultType": "complete"})),
+                   ("c2s", modern(8, "tools/call", {"name": "v"})), ("s2c", ok(8, DONE)))
+    path = stored(tmp_path, mrtr() + _shifted(left, 4) + _shifted(refused, 6) + _shifted(plain, 10))
+    done = run(mcptap("analyze", "--db", path, "--format", "json", "--fail-on", "never"))
+    assert done.returncode == 0, done.stderr
+    printed = {r["method"]: (r["calls"], r["errors"], r["unanswered"], r["p50_s"], r["max_s"])
+               for r in json.loads(done.stdout)["methods"]}
+    assert printed["tools/call"][:3] == (4, 1, 1)  # four operations of six requests: one error, one left waiting
+    page = html.render(path)
+    embedded = json.loads(re.search(r'id="mcptap-data">(.*?)</script>', page, re.S).group(1))["latency"]
+    reported = {r["method"]: (r["calls"], r["errors"], r["unanswered"], r["p50_ms"] / 1e3, r["max_ms"] / 1e3)
+                for r in embedded}
+    for table in (mt.latency(path), mt.latency(mt.messages(path)), mt.latency(mt.operations(path))):
+        found = {str(m): (r.calls, r.errors, r.unanswered, r.p50_s, r.max_s) for m, r in table.iterrows()}
+        assert found.keys() == printed.keys()
+        for method, row in found.items():
+            assert row[:3] == printed[method][:3], method
+            assert row[3:] == pytest.approx(printed[method][3:], abs=1e-6), method
+    assert reported.keys() == printed.keys()
+    for method, row in reported.items():
+        assert row[:3] == printed[method][:3] and row[3:] == pytest.approx(printed[method][3:], abs=1e-6), method
+    counted_apart = mt.latency(mt.messages(path, columns=["session_id", "frame_seq", "kind", "method",
+                                                            "paired_frame", "latency_s"]))
+    assert counted_apart.loc["tools/call", "calls"] == 6  # without the operation column: each request apart

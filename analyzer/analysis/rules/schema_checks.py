@@ -5,7 +5,7 @@ own outputSchema."""
 from __future__ import annotations
 
 from mcptap.analysis.rules.registry import Hit, rule
-from mcptap.analysis.schema import MAX_PATHS, describe, era, violations
+from mcptap.analysis.schema_validation import MAX_PATHS, describe, era, violations
 
 _MAX_WORDS = 400
 

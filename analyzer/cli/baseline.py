@@ -32,11 +32,11 @@ def baseline(
     """
     from mcptap import outfile
     from mcptap.analysis import drift
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
     from mcptap.wire.textsafe import json_text
 
     with one_line_errors():
-        found = definitions.declared(db)
+        found = declared_pass.declared(db)
         doc = drift.document(found)
         if server:
             missing = [name for name in server if name not in doc["servers"]]
@@ -71,7 +71,7 @@ def cost(
     import sys
 
     from mcptap import store
-    from mcptap.engine import definitions
+    from mcptap.engine import declared_pass
     from mcptap.report import cost as cost_report
 
     with one_line_errors():
@@ -82,7 +82,7 @@ def cost(
                 ids = store.resolve_sessions(conn, sessions)
             finally:
                 conn.close()
-        figures = definitions.cost_report(db, ids)
+        figures = declared_pass.cost_report(db, ids)
         if CostFormat(fmt) is CostFormat.json:
             cost_report.write_json(figures, sys.stdout)
         else:

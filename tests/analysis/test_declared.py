@@ -1,4 +1,4 @@
-"""The definitions a server declared (analyzer/analysis/definitions.py) and the definitions rules
+"""The definitions a server declared (analyzer/analysis/declared.py) and the definitions rules
 (tool drift: analyzer/analysis/drift.py) on frames built in a line, no database involved."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from mcptap.analysis import drift
-from mcptap.analysis.definitions import collect, compare, paths
+from mcptap.analysis.declared import collect, compare, paths
 from mcptap.analysis.rules import load
 from tests.support.sessions import handshake, note, ok, req
 
@@ -179,3 +179,27 @@ def test_a_definition_nested_past_what_json_can_write_back_is_kept_bounded_and_i
     assert [sorted(x.items) for x in declared.listings] == [["add", "echo"], ["add"]]
     orjson.dumps(drift.document([(declared, None)]))  # a baseline of it can be written
     assert {f[3] for f in judged(session([tool, ADD], [ADD]))} == {"definition-removed"}
+
+
+def test_a_definition_listed_again_is_bounded_once_and_equal_to_its_first_listing():
+    from mcptap.analysis import declared as definitions
+
+    deep: dict = {}
+    for _ in range(definitions.MAX_DEPTH + 5):
+        deep = {"a": deep}
+    tool = {**ECHO, "inputSchema": deep}
+    first = definitions.normalised_seen(tool)
+    again = definitions.normalised_seen(orjson.loads(orjson.dumps(tool)))
+    assert again is first and first == definitions.normalised(tool)
+    assert "[left out: " in orjson.dumps(first).decode()
+    listed = collect("s", session([ECHO, ADD], [ECHO, ADD]))
+    assert listed.listings[0].items == listed.listings[1].items == {"echo": ECHO, "add": ADD}
+
+
+def test_a_definition_orjson_cannot_write_is_still_bounded():
+    from mcptap.analysis import declared as definitions
+    from mcptap.wire.jsonwire import NumberText
+
+    odd = {"name": "n", "inputSchema": {"maximum": NumberText("1e999")}, "description": "y" * (definitions.MAX_TEXT + 1)}
+    out = definitions.normalised_seen(odd)
+    assert out == definitions.normalised(odd) and out["inputSchema"]["maximum"] == "1e999"

@@ -1,4 +1,4 @@
-"""Each message against its revision's schema (analyzer/analysis/schema.py, results.py): one finding
+"""Each message against its revision's schema (analyzer/analysis/schema_validation.py, results.py): one finding
 per message and JSON path, in the schema's words; what the schema permits (extension members,
 _meta) is not flagged; results against the outputSchema the session declared."""
 
@@ -154,7 +154,7 @@ def test_a_2026_07_28_result_is_judged_as_final_or_interim_by_its_result_type():
 
 
 def test_without_jsonschema_rs_the_models_alone_give_the_same_verdicts(monkeypatch):
-    from mcptap.analysis import schema
+    from mcptap.analysis import schema_validation as schema
 
     monkeypatch.setattr(schema, "jsonschema_rs", None)
     schema.checker.cache_clear(), schema._built.cache_clear()
@@ -172,7 +172,7 @@ def test_a_task_augmented_tools_call_answered_by_create_task_result_is_no_schema
     """2025-11-25: a tools/call carrying `task` is answered by a CreateTaskResult (no `content`),
     which the revision's models leave out: not judged; an answer without `content` or `task` is."""
     from mcptap import engine
-    from tests.analysis.test_operations import ok, stored, task_session
+    from tests.analysis.test_logical_operations import ok, stored, task_session
 
     def schema_findings(fs, name):
         (tmp_path / name).mkdir()
@@ -191,7 +191,7 @@ def test_the_schemas_cache_is_rebuilt_when_missing_or_damaged_and_gives_the_same
     import subprocess
     import sys
 
-    code = ("import sys; from mcptap.analysis import schema\n"
+    code = ("import sys; from mcptap.analysis import schema_validation as schema\n"
             "c = schema.checker('2025-11-25', 'request', 'c2s', 'tools/call')\n"
             "print(c.schema, c.quick.is_valid({'params': {'name': 't'}}), c.quick.is_valid({'params': {}}),\n"
             "      'pydantic' in sys.modules)\n")
@@ -209,3 +209,25 @@ def test_the_schemas_cache_is_rebuilt_when_missing_or_damaged_and_gives_the_same
         cache.write_bytes(damaged)
         assert run() == ["CallToolRequest", "True", "False", "True"]
     assert run()[-1] == "False"
+
+
+def test_the_exact_path_hands_the_schema_check_the_frame_it_read_and_it_is_not_parsed_again(monkeypatch):
+    import types
+
+    import orjson
+
+    from mcptap.analysis import schema_validation as schema
+    from mcptap.analysis.session import SessionAnalysis
+
+    parsed = []
+    counting = types.SimpleNamespace(JSONDecodeError=orjson.JSONDecodeError, dumps=orjson.dumps,
+                                     loads=lambda raw: parsed.append(raw) or orjson.loads(raw))
+    monkeypatch.setattr(schema, "orjson", counting)
+    frames = H + [("c2s", req(1, "tools/call", {"arguments": {}})), ("s2c", ok(1, {"content": []}))]
+    analysis = SessionAnalysis("s", revision="2025-11-25", revision_source="option", stdio=True, ended=True,
+                               exact_only=True)
+    analysis.feed([(i, 1000.0 + i, d, raw.encode()) for i, (d, raw) in enumerate(frames, 1)])
+    analysis.end()
+    found = [f[5] for f in analysis.take_findings() if f[3] == "schema-violation"]
+    assert found == ["$.params.name: required by the schema, absent (CallToolRequest, 2025-11-25 schema)"]
+    assert parsed == []

@@ -1,0 +1,36 @@
+"""What the Prometheus metrics of `mcptap view` count (analyzer/report/metrics.py): frames and bytes
+by direction and server, findings by code and severity, and answered requests' latencies in
+buckets by method and server. A session's server is its label (the name in the host's config)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from mcptap.store.connections import has_table
+
+
+def frames_by_direction(conn: sqlite3.Connection) -> list[tuple]:
+    """(server, direction, frames, bytes), the server "" for a session without a label."""
+    return conn.execute("SELECT coalesce(s.label, ''), f.direction, count(*), coalesce(sum(f.size), 0) FROM frames f "
+                        "JOIN sessions s ON s.id = f.session_id GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
+
+
+def findings_by_code(conn: sqlite3.Connection) -> list[tuple]:
+    """(server, code, severity, findings) of the analysed sessions."""
+    if not has_table(conn, "findings"):
+        return []
+    return conn.execute("SELECT coalesce(s.label, ''), g.code, g.severity, count(*) FROM findings g "
+                        "JOIN sessions s ON s.id = g.session_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").fetchall()
+
+
+def latency_buckets(conn: sqlite3.Connection, bounds: Sequence[float]) -> list[tuple]:
+    """(server, method, bucket, requests, latency sum) of the answered requests: `bucket` is the index
+    of the first bound the latency is at most (len(bounds): above the last)."""
+    if not has_table(conn, "messages"):
+        return []
+    case = " ".join(f"WHEN m.latency_s <= {float(b)!r} THEN {k}" for k, b in enumerate(bounds))
+    return conn.execute(
+        f"SELECT coalesce(s.label, ''), m.method, CASE {case} ELSE {len(bounds)} END AS bucket, count(*), "
+        "sum(m.latency_s) FROM messages m JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.kind = 'request' AND m.latency_s IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3").fetchall()
