@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from mcptap.analysis import results, rules
-from mcptap.analysis.definitions import LIST_CHANGED, LISTS, normalised, paths
+from mcptap.analysis.declared import LIST_CHANGED, LISTS, normalised, paths
 from mcptap.analysis.messages import Finding
 from mcptap.analysis.security import patterns, secrets
 from mcptap.analysis.security.text import safe

@@ -4,7 +4,7 @@ session's listings declared before it."""
 from __future__ import annotations
 
 from mcptap.analysis.rules.registry import Hit, rule
-from mcptap.analysis.schema import MAX_PATHS, describe
+from mcptap.analysis.schema_validation import MAX_PATHS, describe
 
 _MAX_WORDS = 400
 
