@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 
 from mcptap import store
-from mcptap.engine import declared_pass
-from mcptap.engine.job import FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer
-from mcptap.engine import security
+from mcptap.engine import declared_pass, security
+from mcptap.engine.job import (FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer,
+                               write_groups)
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
 from mcptap.store import cells
@@ -61,6 +61,7 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
     if store_results:
         writer, report.not_stored_reason = open_writer(db_path)  # schema up to date before any worker writes
         if writer is not None:
+            report.not_stored_reason = write_groups(writer)
             writer.close()
     else:
         report.not_stored_reason = "not asked to"

@@ -281,6 +281,18 @@ def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
         return None, reason_of(exc)
 
 
+def write_groups(conn: sqlite3.Connection) -> str | None:
+    """Every registered finding code's group stored (`finding_groups`, which display filters read);
+    None, or why it could not be."""
+    from mcptap.analysis import rules
+
+    try:
+        store.write_finding_groups(conn, {code: r.group for code, r in rules.load().items()})
+    except (sqlite3.Error, OSError) as exc:
+        return reason_of(exc)
+    return None
+
+
 def failure(exc: BaseException) -> str:
     """An exception as the one line that says why a session was not analysed (a wrong-typed
     cell: its own message, naming the cell)."""

@@ -29,5 +29,5 @@ from mcptap.store.recorded import frames_read_by_seq, frames_read_if_marked  # n
 from mcptap.store.sessionrefs import completions, handles, resolve_session, resolve_sessions  # noqa: F401
 from mcptap.store.derived import (  # noqa: F401
     analysis_summaries, clear_analyses, clear_analysis, drop_message_index, ensure_message_indexes,
-    insert_analysis_rows, insert_analysis_summary,
+    insert_analysis_rows, insert_analysis_summary, write_finding_groups,
 )

@@ -201,6 +201,19 @@ def runs(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS sessions_by_run ON sessions (run, started_at)")
 
 
+def finding_groups(db: Database) -> None:
+    """Each finding code's group (the rule registry's), written by every analysis, so that a filter
+    selects findings by group (`finding.group == "security"`) from the store alone."""
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS finding_groups (
+            code  TEXT PRIMARY KEY,  -- a finding code (findings.code)
+            grp   TEXT NOT NULL      -- its rule's group (mcptap analyze --rules)
+        )
+        """
+    )
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
@@ -212,6 +225,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0006_cut_frames", cut_frames),
     ("0007_exchange_bodies", exchange_bodies),
     ("0008_runs", runs),
+    ("0009_finding_groups", finding_groups),
 ]
 
 
