@@ -1,10 +1,10 @@
 """The pandas API's calls that make a database (mcptap.data: open_db, import_log, analyze,
 export_log: what `mcptap import`, `analyze` and `export` do, from a notebook) and that analyse
-one in memory (operations: the paired view; cost: what each server costs in a model's context)."""
+one in memory (operations: the paired view; cost: what each server costs in a model's context):
+each a call of the library (mcptap.api), its answer as a DataFrame."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mcptap import store
+from mcptap.api import databases, judging, servers  # not the package: its HTML report reads this module
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -20,16 +21,7 @@ def open_db(path: str | os.PathLike, *, fresh: bool = False) -> str:
     """The database at `path`, with mcptap's tables (created when there is none); its path, for
     the other calls. `fresh`: a database made anew, for an audit each run repeats: an SQLite file
     there (and its -wal and -shm) is removed first; any other file is refused (ValueError)."""
-    path = os.fspath(path)
-    if fresh and os.path.exists(path):
-        with open(path, "rb") as fh:
-            if fh.read(len(store.SQLITE_HEADER)) != store.SQLITE_HEADER:
-                raise ValueError(f"{path} is not an SQLite database: left as it is")
-        for name in (path, path + "-wal", path + "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(name)
-    store.connect(path).close()
-    return path
+    return databases.open_db(path, fresh=fresh)
 
 
 def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
@@ -41,20 +33,13 @@ def _path(db: str | os.PathLike | sqlite3.Connection) -> str:
 def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLike, *, new_id: bool = False,
                keep_credentials: bool = False, format: str | None = None) -> pd.DataFrame:
     """Bring a log into the database as `mcptap import` does (frame-log JSONL, a mitmproxy dump,
-    a HAR file, a bundle; all of it or nothing, credentials redacted unless kept): one row per
-    session imported, its `id`, `name` (as the log called it), `frames`, `stderr_lines`, `merged`.
-    `format`: a format of the registry (mcptap.report.formats: jsonl, har, mitm, bundle) to read
-    it as; default: the one its content shows."""
-    from mcptap.readers import importer
-    from mcptap.report import formats
-
-    kind = formats.reader_for(os.fspath(path), format).reader
-    conn = store.connect(_path(db))
-    try:
-        imported = importer.import_file(conn, os.fspath(path), new_id=new_id, keep_credentials=keep_credentials,
-                                        kind=kind)
-    finally:
-        conn.close()
+    a HAR file, a bundle; .gz and .zst decompressed; all of it or nothing, credentials redacted
+    unless kept): one row per session imported, its `id`, `name` (as the log called it), `frames`,
+    `stderr_lines`, `merged`. `format`: a format of the registry (mcptap.report.formats: jsonl, har,
+    mitm, bundle) to read it as; default: the one its content shows."""
+    imported = [s for _, found, _ in databases.import_files(_path(db), [os.fspath(path)], new_id=new_id,
+                                                       keep_credentials=keep_credentials, read_as=format)
+                for s in found]
     return pd.DataFrame([(s.id, s.name, s.frames, s.stderr_lines, s.merged) for s in imported],
                         columns=["id", "name", "frames", "stderr_lines", "merged"])
 
@@ -62,13 +47,12 @@ def import_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
 def analyze(db: str | os.PathLike | sqlite3.Connection, *, session: str | None = None,
             revision: str | None = None) -> pd.DataFrame:
     """Run `mcptap analyze` over the database (or one `session`; `revision`: the one to judge a
-    session by when it does not say), storing its messages and findings: one row per session
-    analysed, its `id`, `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
-    from mcptap import engine
-
-    report = engine.analyze(_path(db), session=session, fallback_revision=revision)
-    rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
-             for level in SEVERITIES)) for s in report.sessions]
+    session by when it does not say; the policy of ./mcptap.toml when there is one, as the
+    command's), storing its messages and findings: one row per session analysed, its `id`,
+    `revision`, `revision_source`, `frames`, `errors`, `warnings`, `infos`."""
+    with judging.analyze(_path(db), sessions=[session] if session else None, revision=revision) as done:
+        rows = [(s["id"], s["revision"], s["revision_source"], s["frames"], *(s["findings"].get(level, 0)
+                 for level in SEVERITIES)) for s in done.report.sessions]
     return pd.DataFrame(rows, columns=["id", "revision", "revision_source", "frames", "errors", "warnings", "infos"])
 
 
@@ -78,25 +62,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
     `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
     The number of frames written."""
-    from mcptap.outfile import WriteOptions
-    from mcptap.report import formats
-
-    chosen = formats.get(format, formats.FRAMES)
-    if not chosen.stream:
-        raise ValueError(f"{format} writes a folder, not a file: use `mcptap export --format {format}`")
-    written = [0]
-
-    def counted(n: int) -> None:
-        written[0] += n
-
-    conn = store.open_existing(_path(db))
-    try:
-        ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
-        with formats.output(os.fspath(path), binary=chosen.binary) as out:
-            chosen.write(conn, out, WriteOptions(sessions=ids, progress=counted))
-        return written[0]
-    finally:
-        conn.close()
+    return databases.export_log(_path(db), path, sessions=session, format=format)
 
 
 OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",
@@ -118,21 +84,12 @@ def operations(db: str | sqlite3.Connection, *, session: str | Sequence[str] | N
     import orjson
 
     from mcptap.analysis import mcp
-    from mcptap.engine import session_view as views
 
-    rows = []
-    conn = store.open_existing(_path(db))
-    try:
-        ids = store.resolve_sessions(conn, session) or store.session_ids(conn)
-        for sid in ids:
-            for op in views.session_view(conn, sid).operations:
-                rows.append((sid, op.seq, op.idx, op.ts, op.direction, op.method,
-                             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq,
-                             op.response_ts, op.latency_s, op.outcome, op.error_code, op.error_message,
-                             len(op.notes), [f.code for f in op.findings], op.operation, op.parent, op.step,
-                             op.operation_latency_s))
-    finally:
-        conn.close()
+    rows = [(sid, op.seq, op.idx, op.ts, op.direction, op.method,
+             None if op.id is mcp.ABSENT else orjson.dumps(op.id).decode(), op.response_seq, op.response_ts,
+             op.latency_s, op.outcome, op.error_code, op.error_message, len(op.notes), [f.code for f in op.findings],
+             op.operation, op.parent, op.step, op.operation_latency_s)
+            for sid, op in databases.operations(_path(db), [session] if isinstance(session, str) else session)]
     frame = pd.DataFrame(rows, columns=OPERATION_COLUMNS).sort_values(["session_id", "seq"], kind="stable")
     for column in ("ts", "response_ts"):
         frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
@@ -150,14 +107,7 @@ def cost(db: str | sqlite3.Connection, *, session: str | Sequence[str] | None = 
     definition (kind instructions, tool, prompt, resource, resource template: bytes, tokens,
     model_tokens) and per tool's results (kind result: count, bytes and tokens p50 and max), with
     the session, server, version and the tokenizer (`attrs["tokenizer"]`, `attrs["estimate"]`)."""
-    from mcptap.engine import declared_pass
-
-    conn = store.open_existing(_path(db))
-    try:
-        ids = store.resolve_sessions(conn, session)
-        figures = declared_pass.cost_report(conn, ids)
-    finally:
-        conn.close()
+    figures = servers.cost(_path(db), [session] if isinstance(session, str) else session)
     rows = []
     kinds = (("tools", "tool"), ("prompts", "prompt"), ("resources", "resource"),
              ("resourceTemplates", "resource template"))

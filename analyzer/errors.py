@@ -46,3 +46,7 @@ class DuplicateSession(MCPTapError):
 
 class OutputError(MCPTapError):
     """An output file (`-o`) cannot be created or written."""
+
+
+class AnalysisError(MCPTapError):
+    """Options of an analysis that do not go together, or that name what is not there."""

@@ -1,10 +1,11 @@
-"""The quick paths of the command line: `mcptap --version`, `mcptap sessions` and `mcptap show`,
-read by a small parser of their own and run without typer (whose every command loads pydantic to
+"""The quick paths of the command line: `mcptap --version`, `mcptap sessions`, `mcptap show` and
+`mcptap import` (its plain command lines, with stderr no terminal: no progress is drawn), read by
+a small parser of their own and run without typer (whose every command loads pydantic to
 coerce its options) and without the analysis a command does not show. analyzer/__main__.py hands
 a command line here first; one this parser does not take whole (`--help`, an option it does not
 know, a value it would have to coerce, shell completion) goes to the typer app, which parses it
 as before and says what is wrong. The typer commands of the same names (analyzer/cli/database.py)
-call the same `sessions` and `show` below, so both ways print the same."""
+call the same `sessions`, `show` and `import_logs` below, so both ways print the same."""
 
 from __future__ import annotations
 
@@ -36,15 +37,18 @@ _FLAGS = {
     "show": {"--json": ("as_json", True), "--color": ("color", True), "--no-color": ("color", False),
              "--follow": ("follow", True), "-f": ("follow", True), "--full": ("full", True),
              "--stderr": ("stderr", True), "--no-stderr": ("stderr", False)},
+    "import": {"--new-id": ("new_id", True)},
 }
 _VALUES = {
     "sessions": {"--db": "db", "--format": "fmt"},
     "show": {"--db": "db", "--format": "fmt", "--max-per-code": "max_per_code", "--filter": "where", "--run": "run"},
+    "import": {"--db": "db", "--format": "fmt", "--from": "read_as"},
 }
 _DEFAULTS = {
     "sessions": {"fmt": "text", "as_json": False, "color": None, "follow": False, "wide": False},
     "show": {"session": None, "fmt": "text", "as_json": False, "color": None, "follow": False, "full": False,
              "stderr": True, "max_per_code": PER_CODE, "where": None},
+    "import": {"fmt": "text", "new_id": False, "read_as": None},
 }
 
 
@@ -89,6 +93,10 @@ def parse(command: str, args: list[str]) -> dict:
             if not (count.isascii() and count.isdigit()):
                 raise NotQuick
             got["max_per_code"] = int(count)
+    elif command == "import":
+        if not positional:
+            raise NotQuick
+        got["files"] = positional
     elif positional:
         raise NotQuick
     return got
@@ -102,11 +110,13 @@ def main(argv: list[str]) -> int | None:
         return 0
     if not argv or argv[0] not in _FLAGS or "_MCPTAP_COMPLETE" in os.environ:
         return None
+    if argv[0] == "import" and on_terminal(sys.stderr):
+        return None  # the typer command draws the import's progress there
     try:
         kwargs = parse(argv[0], argv[1:])
     except NotQuick:
         return None
-    run = sessions if argv[0] == "sessions" else show
+    run = {"sessions": sessions, "show": show, "import": import_logs}[argv[0]]
     try:
         with one_line_errors():
             run(**kwargs)
@@ -323,3 +333,47 @@ def _show_run(db: str, run: str, fmt: str, paint) -> None:
             jsonout.write_lines(out, [{"record": "run", **head}])
             jsonout.write_lines(out, runview.timeline(conn, sids))
     out.flush()
+
+
+IMPORT_LISTED = 20
+"""Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
+
+
+def import_logs(*, db: str, files: list[str], fmt: str = "text", new_id: bool = False, read_as: str | None = None,
+                keep_credentials: bool = False, redaction=None, max_frame: int | None = None, meter=None) -> None:
+    """`mcptap import`: the files brought into the database (mcptap.api.import_files), a line per
+    session (the first IMPORT_LISTED of a file, then one for the rest), JSON or JSON lines;
+    raises MCPTapError, sqlite3.Error."""
+    from mcptap import api
+    from mcptap.errors import warn_stderr
+    from mcptap.wire.textsafe import printable
+
+    fmt = _plain(fmt)
+    each_file = api.import_files(db, files, new_id=new_id, keep_credentials=keep_credentials, redaction=redaction,
+                                 max_frame=max_frame, read_as=read_as, warn=warn_stderr, meter=meter)
+    if fmt != "text":
+        from mcptap.report import jsonout
+
+        objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
+                    "stderr_lines": s.stderr_lines} for path, imported, _ in each_file for s in imported)
+        if fmt == "json":
+            jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
+        else:
+            jsonout.write_lines(sys.stdout, objects)
+        sys.stdout.flush()
+        return
+    for _, imported, _ in each_file:
+        listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
+        rest = [0, 0]
+        for n, s in enumerate(imported):
+            if n >= listed:
+                rest[0] += s.frames
+                rest[1] += s.stderr_lines
+                continue
+            verb = "merged into" if s.merged else "imported"
+            sys.stdout.write(f"{verb} session {printable(s.id)} ({printable(s.name)}): {s.frames} frames, "
+                             f"{s.stderr_lines} stderr lines\n")
+        if len(imported) > listed:
+            sys.stdout.write(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, "
+                             f"{rest[1]:,} stderr lines\n")
+        sys.stdout.flush()

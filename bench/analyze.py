@@ -50,7 +50,9 @@ Measured in one run, each database first read through once so both sides find it
 
 (c) The same command again without the schema checks (`--ignore-code schema-violation --ignore-code
     structured-content-mismatch`: analyzer/analysis/results.py then skips them), in the same run: the
-    analysis with them is to be at least half as fast as without them (TARGET_SCHEMA_RATIO); the
+    analysis with them is to be at least half as fast as without them (TARGET_SCHEMA_RATIO); and
+    without the security group (`--ignore-code` each of its codes: no security reading), the
+    analysis with it to be at least 0.8 as fast (TARGET_SECURITY_RATIO); the
     per-frame stages below give the same comparison for the analysis alone (SessionAnalysis.feed).
 (d) The same command again with `--format text` (no cost section in its report), for its peak RSS.
 
@@ -104,6 +106,12 @@ TARGET_RSS_GROWTH = 0.2
 TARGET_SCHEMA_RATIO = 0.5
 # the analysis without the schema checks (analyzer/analysis/results.py skips them when their codes are silenced)
 WITHOUT_SCHEMAS = ("--ignore-code", "schema-violation", "--ignore-code", "structured-content-mismatch")
+TARGET_SECURITY_RATIO = 0.8
+SECURITY_CODES = ("description-hidden-text", "description-instructs-model", "tool-shadowing", "tool-undeclared",
+                  "arguments-schema-violation", "secret-in-arguments", "call-loop", "definition-changed-after-use",
+                  "elicitation-asks-secret")
+# the analysis without the security group (analyzer/engine/security.py skips the reading when every code is silenced)
+WITHOUT_SECURITY = tuple(arg for code in SECURITY_CODES for arg in ("--ignore-code", code))
 
 VIOLATIONS = ("unknown-response-id", "missing-response", "duplicate-request-id", "stdout-noise",
               "batch", "null-id", "duplicate-key", "fractional-id")
@@ -1226,6 +1234,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    without the schema checks ({' '.join(WITHOUT_SCHEMAS)}): {plain['s']:.2f} s wall, "
                       f"{plain['cpu_s']:.2f} s CPU, {plain['rate']:,.0f} frames/s; with them: {r['s']:.2f} s wall, "
                       f"{r['cpu_s']:.2f} s CPU, {r['rate']:,.0f} frames/s")
+                unsafe = run_analyze(path, tmp, n, WITHOUT_SECURITY)
+                r["unsafe_rate"] = unsafe["rate"] if unsafe["status"] == 0 else None
+                r["unsafe_cpu_s"] = unsafe["cpu_s"] if unsafe["status"] == 0 else None
+                print(f"    without the security group (--ignore-code each of its {len(SECURITY_CODES)} codes): "
+                      f"{unsafe['s']:.2f} s wall, {unsafe['cpu_s']:.2f} s CPU, {unsafe['rate']:,.0f} frames/s")
                 text = run_analyze(path, tmp, n, fmt="text")
                 r["text"] = text
                 print(f"    --format text: {text['s']:.2f} s wall, {text['cpu_s']:.2f} s CPU "
@@ -1258,6 +1271,12 @@ def main(argv: list[str] | None = None) -> int:
             ratio = r["rate"] / r["plain_rate"]
             rows.append(("with schema checks / without" + tag, f"{ratio:.2f}", f">= {TARGET_SCHEMA_RATIO}",
                          verdict(ratio >= TARGET_SCHEMA_RATIO)))
+        if r.get("unsafe_rate"):
+            ratio = r["rate"] / r["unsafe_rate"]
+            rows.append(("with the security group / without" + tag, f"{ratio:.2f}", f">= {TARGET_SECURITY_RATIO}",
+                         verdict(ratio >= TARGET_SECURITY_RATIO)))
+            if r.get("unsafe_cpu_s") and r.get("cpu_s"):  # CPU time: what a loaded machine does not skew
+                rows.append(("  the same by CPU time" + tag, f"{r['unsafe_cpu_s'] / r['cpu_s']:.2f}", "(info)", ""))
         for label, run_ in (("json", r), ("text", r.get("text"))):
             if run_ is None or run_["status"] != 0:
                 continue

@@ -155,12 +155,38 @@ def analyze_json(db: Path | str, *args: str) -> tuple[int, dict]:
     return result.returncode, json.loads(result.stdout)
 
 
-def assert_no_false_findings(db: Path | str) -> dict:
-    """Real, conformant traffic: no error and no warning (info is allowed), exit 0 at --fail-on warning."""
+def assert_no_false_findings(db: Path | str, deliberate: tuple[tuple[str, str], ...] = ()) -> dict:
+    """Real, conformant traffic: no error and no warning (info is allowed), exit 0 at --fail-on warning.
+    `deliberate`: (code, text of its message) of each finding the test's client provokes on purpose
+    (a call of a tool nobody declared): each is there once, and is left out of the report returned."""
     status, report = analyze_json(db, "--fail-on", "warning")
+    provoked = [f for f in report["findings"] if any(f["code"] == c and t in f["message"] for c, t in deliberate)]
+    assert sorted(f["code"] for f in provoked) == sorted(c for c, _ in deliberate), provoked
+    report["findings"] = [f for f in report["findings"] if f not in provoked]
     loud = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
-    assert loud == [] and status == 0, loud
+    assert loud == [] and status == (1 if any(f["severity"] != "info" for f in provoked) else 0), loud
     return report
+
+
+EVERYTHING_PROBES = (("tool-undeclared", "'no-such-tool'"),)
+"""The findings the clients of server-everything (tests/tools/sdk_client_everything.py, the plan of
+tests/e2e/test_e2e_ts_sdk.py) provoke on purpose (`deliberate`): a call of a tool it never
+declared, to see the error answer."""
+
+
+def security_findings(report: dict) -> list[dict]:
+    """The findings of the `security` group in an `analyze --format json` report."""
+    from mcptap.analysis import rules
+
+    security = {code for code, r in rules.load().items() if r.group == "security"}
+    return [f for f in report["findings"] if f["code"] in security]
+
+
+def assert_no_security_findings(report: dict) -> None:
+    """Real traffic with honest servers (an `analyze --format json` report of it): no finding of the
+    `security` group, of any severity: the security rules raise no false alarm on honest servers."""
+    found = security_findings(report)
+    assert found == [], found
 
 
 @pytest.fixture(scope="module")
@@ -193,9 +219,10 @@ FAST_TIER = frozenset({
     "analysis/test_classify.py", "analysis/test_golden.py", "analysis/test_auth_analysis.py", "analysis/test_http_pairing.py",
     "analysis/test_latency.py", "analysis/test_rules.py", "analysis/test_transport_rules.py",
     "analysis/test_declared.py", "analysis/test_cost.py", "analysis/test_logical_operations.py",
-    "analysis/test_schema_validation.py", "analysis/test_extensions.py",
+    "analysis/test_schema_validation.py", "analysis/test_extensions.py", "analysis/test_poisoned_corpus.py",
     "faces/test_data.py", "faces/test_jsondiff.py", "faces/test_progress.py", "faces/test_sarif.py",
-    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_formats.py", "faces/test_mcpface.py",
+    "faces/test_transcript_tool_errors.py", "faces/test_quick.py", "faces/test_mcpface.py", "faces/test_audit.py",
+    "faces/test_formats.py",
     "project/test_docs.py", "project/test_layout.py", "project/test_rows_by_name.py", "project/test_inprocess.py",
 })
 """The modules of the fast tier (`pytest -m "not slow" -n 2`: under a minute), by their path in

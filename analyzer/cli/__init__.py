@@ -2,10 +2,11 @@
 Each command parses, calls one library function, and turns the library's MCPTapError into one
 line on stderr and exit status 2. The app and what commands share are in common; the commands,
 by what they do: capture (demo, record, proxy, addon-path, wrap, unwrap), database (sessions,
-show, import, redact), export (export, bundle), analyze (analyze, report, diff), replay (replay, serve),
+show, import, redact), export (export, bundle), analyze (analyze, report, diff), audit (audit), replay (replay, serve),
 baseline (baseline, cost); progress draws the long ones' progress on stderr."""
 
 from mcptap.cli import capture, database, export, analyze, replay  # noqa: F401  (each registers its commands, in this order)
+from mcptap.cli import audit  # noqa: F401  (audit)
 from mcptap.cli import baseline  # noqa: F401  (baseline, cost)
 from mcptap.cli import view  # noqa: F401  (view)
 from mcptap.cli import mcpface  # noqa: F401  (mcp)

@@ -3,19 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import sys
-import tempfile
 from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from mcptap import extras
 from mcptap.errors import warn_stderr
-from mcptap.outfile import WriteOptions
 from mcptap.report import formats
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, DiffFormat, FilterOption, IgnorePathOption,
                                IgnoreOldOption, MaxPerCodeOption, PER_CODE, SessionAlias, SessionsArgument, app,
@@ -68,9 +63,11 @@ def analyze(
                                                   help="Write the report here instead of stdout.")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
                                                 help="Worker processes (default: one per CPU for large databases).")] = None,
-    list_rules: Annotated[bool, typer.Option("--rules", help="List every finding code (code, group, severity, "
+    list_rules: Annotated[bool, typer.Option("--rules", help="Alone: list every finding code (code, group, severity, "
                                                              "summary, spec reference) and exit; with --format "
-                                                             "json or jsonl as JSON.")] = False,
+                                                             "json or jsonl as JSON. Followed by GROUP[,GROUP] "
+                                                             "(e.g. --rules security): run only the rules of "
+                                                             "those groups.")] = False,
     max_per_code: MaxPerCodeOption = PER_CODE,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", metavar="FILE", help="Report every tool, prompt, resource or instructions that differ from "
@@ -97,9 +94,10 @@ def analyze(
 
     Example:  mcptap analyze fleet/ --engine spark --master spark://head:7077
     Example:  mcptap analyze --db ~/mcp.db --filter 'method == "tools/call"'  (the findings on those frames)
+
+    Example:  mcptap analyze --rules security incident.jsonl  (the security reading alone)
     """
-    from mcptap import engine, outfile, report, store
-    from mcptap.analysis import mcp, policy
+    from mcptap import api, outfile
     from mcptap.cli import progress
 
     fmt = ReportFormat.text if ReportFormat(fmt) is ReportFormat.table else ReportFormat(fmt)
@@ -107,142 +105,36 @@ def analyze(
         fmt = ReportFormat.json
     if ignore:
         deprecated("--ignore", "--ignore-code")
-    codes = [*(ignore_code or ()), *(ignore or ())]
+    groups = None
+    if list_rules and files and _groups(files[0]) is not None:
+        groups, files, list_rules = _groups(files[0]), files[1:], False
     if list_rules:
         if fmt in (ReportFormat.sarif, ReportFormat.junit):
             raise fail("--rules lists in text, json or jsonl")
-        report.write_rules(sys.stdout, fmt.value)
+        api.write_rules(sys.stdout, fmt.value)
         raise typer.Exit(0)
-    files, named = _files_and_sessions(files or [], session)
-    with one_line_errors(), contextlib.ExitStack() as cleanup:
-        if revision is not None and revision not in mcp.KNOWN_REVISIONS:
-            raise fail(f"unknown revision {revision!r}; known: {', '.join(mcp.KNOWN_REVISIONS)}")
+    args = files or []
+    files = [a for a in args if names_a_file(a)]
+    named = [*(a for a in args if not names_a_file(a)), *(session or ())]
+    db_given = getattr(ctx.get_parameter_source("db"), "name", None) == "COMMANDLINE"  # not $MCPTAP_DB either
+    with one_line_errors():
         if sarif_root is not None and not os.path.isdir(sarif_root):
+            api.check_revision(revision)
             raise fail(f"--sarif-root: no folder {sarif_root}")
-        rules_policy = policy.build(codes, severity or (), config)
-        if where is not None:
-            from mcptap.store import filterlang
-
-            filterlang.parse(where)  # a bad filter fails before the analysis
-        if baseline is not None:
-            from mcptap.cli.baseline import read_baseline
-            rules_policy.baseline = read_baseline(baseline)
-        sources = None
-        dataset_dir = _dataset_argument(files, named, engine_name, master)
-        if dataset_dir is not None:
-            result = _analyze_dataset(dataset_dir, engine_name, master, revision, rules_policy, jobs)
-            db = dataset_dir
-        elif files:
-            if named:
-                raise fail(f"{named[0]!r} is no file: a SESSION of a database cannot be combined with FILE arguments")
-            source = ctx.get_parameter_source("db")  # typer's own click or click's: compared by name
-            if getattr(source, "name", None) != "COMMANDLINE":  # not $MCPTAP_DB either
-                db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "analyze.db")
-            sources = _import_for_analysis(db, files, cleanup)
-        if dataset_dir is None:
-            conn = store.open_existing(db)
-            ids = list(sources) if sources is not None else \
-                store.resolve_sessions(conn, named) if named else None
-            total = store.count_frames(conn, ids)
-            conn.close()
-            with progress.meter("analyzing", total) as shown:
-                result = engine.analyze(db, fallback_revision=revision, policy=rules_policy,
-                                        progress=shown.advance, workers=jobs, sessions=ids, cost=fmt.value == "json")
-        fmt, fail_on = fmt.value, FailOn(fail_on).value
-        fmt = "table" if fmt == "text" else fmt
-        if where is not None:
-            from mcptap.engine import selection
-
-            if dataset_dir is not None:
-                raise fail("--filter selects frames of a database: a Parquet dataset takes none")
-            if not result.stored:
-                raise fail(f"--filter reads the stored analysis, which could not be stored: {result.not_stored_reason}")
-            keep = selection.select(db, where, ids)
-            result.findings = [f for f in result.findings if f.frame_seq is not None and f.frame_seq in keep.get(f.session_id, ())]
-        if not result.stored:
-            warn_stderr(f"results not stored in {db}: {result.not_stored_reason}")
-
-        def write_report(out, color: bool = False) -> None:
-            formats.get(fmt, formats.ANALYSIS).write(result, out, WriteOptions(
-                color=color, per_code=max_per_code, root=sarif_root, sources=sources, fail_on=fail_on))
-
-        if output is None:
-            write_report(sys.stdout, color=color_on(color))
-            sys.stdout.flush()
-        else:
-            with outfile.private_text(output) as fh:
-                write_report(fh)
-        raise typer.Exit(1 if report.reaches(result, fail_on) else 0)
-
-
-def _dataset_argument(files: list[str], named: list[str], engine_name, master: str | None) -> str | None:
-    """The Parquet dataset FILE names (a folder, or any FILE under --engine), else None."""
-    if engine_name is None and not (len(files) == 1 and os.path.isdir(files[0])):
-        if master is not None:
-            raise fail("--master goes with --engine spark")
-        return None
-    if len(files) != 1 or named:
-        raise fail("--engine analyses one Parquet dataset: give its folder, and nothing else, as FILE")
-    if master is not None and engine_name is not Engine.spark:
-        raise fail("--master goes with --engine spark")
-    return files[0]
-
-
-def _analyze_dataset(path: str, engine_name, master, revision, rules_policy, jobs):
-    from mcptap.cli import progress
-    from mcptap.engine import fleet
-
-    extras.need("parquet", "a Parquet dataset")
-    if engine_name is Engine.spark:
-        extras.need("spark", "--engine spark")
-    with progress.meter("analyzing") as shown:
-        return fleet.analyze_dataset(path, engine=(engine_name or Engine.local).value, master=master,
-                                     workers=jobs, fallback_revision=revision, policy=rules_policy,
-                                     progress=shown.advance)
-
-
-def _files_and_sessions(args: list[str], alias: list[str] | None) -> tuple[list[str], list[str]]:
-    """`analyze`'s arguments split into FILEs (`-`, a path that exists, or one that looks like a
-    path: a / or a log's extension) and SESSIONs (the rest, and the hidden --session alias's)."""
-    files, sessions = [], []
-    for arg in args:
-        (files if names_a_file(arg) else sessions).append(arg)
-    return files, [*sessions, *(alias or ())]
-
-
-def _import_for_analysis(db: str, files: list[str], cleanup: contextlib.ExitStack) -> dict:
-    """`analyze FILE...`: each file imported into `db` as `mcptap import` would, each frame's line
-    kept; the imported sessions by id, each with its file (sarif.Source)."""
-    from mcptap import outfile, store
-    from mcptap.cli import progress
-    from mcptap.readers import importer
-    from mcptap.report import formats, sarif
-
-    if files.count("-") > 1:
-        raise fail("- (stdin) can be read once")
-    folder = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
-    plain = {}
-    for n, path in enumerate(files):
-        os.mkdir(os.path.join(folder, str(n)), 0o700)
-        plain[path] = cleanup.enter_context(outfile.frames_in(path, os.path.join(folder, str(n))))
-    cleanup.enter_context(outfile.named_as_given(plain))
-    read_as = {path: formats.reader_for(plain[path]) for path in files}
-    try:
-        conn = store.connect(db)
-    except (sqlite3.Error, OSError) as exc:
-        raise fail(f"cannot open {db}: {exc}") from None
-    sources = {}
-    try:
-        for path in files:
-            with progress.meter(f"importing {os.path.basename(path)}",
-                                total_bytes=os.path.getsize(plain[path])) as shown:
-                imported = importer.import_file(conn, plain[path], locate=True, progress=shown.update, origin=path,
-                                                warn=warn_stderr, kind=read_as[path].reader)
-            for s in imported:
-                sources[s.id] = sarif.Source(path, s.lines if read_as[path].located else None)
-    finally:
-        conn.close()
-    return sources
+        with api.analyze(None if files and not db_given else db, files=files, sessions=named, revision=revision,
+                         ignore=[*(ignore_code or ()), *(ignore or ())], severity=severity or (), config=config, groups=groups,
+                         baseline=baseline, where=where, jobs=jobs, engine=engine_name and Engine(engine_name).value,
+                         master=master, cost=fmt is ReportFormat.json, warn=warn_stderr,
+                         meter=progress.meter) as done:
+            fail_on = FailOn(fail_on).value
+            if output is None:
+                api.write_analysis(done, sys.stdout, fmt.value, color=color_on(color), per_code=max_per_code,
+                                   root=sarif_root, fail_on=fail_on)
+                sys.stdout.flush()
+            else:
+                with outfile.private_text(output) as fh:
+                    api.write_analysis(done, fh, fmt.value, per_code=max_per_code, root=sarif_root, fail_on=fail_on)
+            raise typer.Exit(1 if api.reaches(done, fail_on) else 0)
 
 
 @app.command("report", short_help='Write the HTML report.')
@@ -263,16 +155,13 @@ def report_cmd(
 
     Example:  mcptap report --db ~/mcp.db -o report.html
     """
-    named = sessions_of(session_arg, session)
-    with one_line_errors():
-        extras.need("notebook", "mcptap report")
-        from mcptap.cli import progress
-        from mcptap.report import html as htmlreport
+    from mcptap import api
+    from mcptap.cli import progress
 
+    with one_line_errors():
         try:
-            with progress.meter() as shown:
-                htmlreport.write(db, output, sessions=named, progress=shown.advance, stage=shown.stage,
-                                 max_frames=max_frames)
+            api.report_html(db, output, sessions=sessions_of(session_arg, session), max_frames=max_frames,
+                            meter=progress.meter)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     if output != "-":
@@ -317,3 +206,14 @@ def diff(
             sessiondiff.render(outcome, diff_writer(color_on(color)))
         sys.stdout.flush()
     raise typer.Exit(outcome.exit_status)
+
+
+def _groups(arg: str) -> frozenset[str] | None:
+    """The rule groups `--rules GROUP[,GROUP]` names (the argument after --rules), or None when it
+    names none (a file or session instead)."""
+    from mcptap.analysis.rules import GROUPS
+
+    names = [g.strip() for g in arg.split(",")]
+    if os.path.exists(arg) or not all(n in GROUPS for n in names):
+        return None
+    return frozenset(names)

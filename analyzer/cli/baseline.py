@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.common import DbOption, DEFAULT_DB, SessionsArgument, app, fail, one_line_errors
+from mcptap.cli.common import DbOption, DEFAULT_DB, SessionsArgument, app, one_line_errors
 
 
 @app.command(short_help="Write the definitions each server declared, as a baseline file.")
@@ -30,20 +30,11 @@ def baseline(
 
     Example:  mcptap baseline --db ~/mcp.db --server time -o mcp-baseline.json
     """
-    from mcptap import outfile
-    from mcptap.analysis import drift
-    from mcptap.engine import declared_pass
+    from mcptap import api, outfile
     from mcptap.wire.textsafe import json_text
 
     with one_line_errors():
-        found = declared_pass.declared(db)
-        doc = drift.document(found)
-        if server:
-            missing = [name for name in server if name not in doc["servers"]]
-            if missing:
-                raise fail(f"no server named {missing[0]!r} declared definitions in {db}"
-                           f" (servers: {', '.join(sorted(doc['servers'])) or 'none'})")
-            doc["servers"] = {name: doc["servers"][name] for name in server}
+        doc = api.baseline(db, server)
         with outfile.private_text(output) as fh:
             text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False)
             fh.write(json_text(text, indented=True) + "\n")  # bidi, format, control characters escaped
@@ -70,36 +61,12 @@ def cost(
     """
     import sys
 
-    from mcptap import store
-    from mcptap.engine import declared_pass
+    from mcptap import api
     from mcptap.report import cost as cost_report
 
     with one_line_errors():
-        ids = None
-        if sessions:
-            conn = store.open_existing(db)
-            try:
-                ids = store.resolve_sessions(conn, sessions)
-            finally:
-                conn.close()
-        figures = declared_pass.cost_report(db, ids)
+        figures = api.cost(db, sessions)
         if CostFormat(fmt) is CostFormat.json:
             cost_report.write_json(figures, sys.stdout)
         else:
             cost_report.write_text(figures, sys.stdout)
-
-
-def read_baseline(path: str) -> dict:
-    """The baseline file at `path`, checked (BaselineError, OutputError: one line)."""
-    from mcptap.analysis import drift
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise drift.BaselineError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError):
-        raise drift.BaselineError(f"{path} is not JSON: write a baseline with `mcptap baseline`") from None
-    from mcptap.wire.textsafe import storable_tree
-
-    return drift.check_document(storable_tree(doc), path)  # a lone surrogate escaped, as the traffic's

@@ -150,30 +150,14 @@ def session_of_log(ctx: typer.Context, db: str, ref: str, cleanup: contextlib.Ex
     """replay's and serve's SESSION: a session of `db`, or a frame log (or capture; `-`, .gz and
     .zst as everywhere) holding one session, imported into a temporary database (into --db when
     it is given on the command line): (the database, the session) to use."""
-    import tempfile
-
     if not names_a_file(ref):
         return db, ref
     if ref == "-" and not stdin:
         raise fail("stdin is the client's here: give the log as a file")
-    from mcptap import outfile, store
-    from mcptap.readers import importer
+    from mcptap import api
 
-    if getattr(ctx.get_parameter_source("db"), "name", None) != "COMMANDLINE":
-        db = os.path.join(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-")), "log.db")
-    plain = cleanup.enter_context(outfile.frames_in(ref, cleanup.enter_context(
-        tempfile.TemporaryDirectory(prefix="mcptap-"))))
-    with outfile.named_as_given({ref: plain}):
-        importer.detect_format(plain)
-        conn = store.connect(db)
-        try:
-            imported = list(importer.import_file(conn, plain, origin=ref,
-                                                 warn=warn_stderr))
-        finally:
-            conn.close()
-    if len(imported) != 1:
-        raise fail(f"{ref} holds {len(imported)} sessions: import it with `mcptap import` and name one")
-    return db, imported[0].id
+    given = getattr(ctx.get_parameter_source("db"), "name", None) == "COMMANDLINE"
+    return api.session_of_log(ref, db if given else None, cleanup=cleanup, warn=warn_stderr)
 
 
 def deprecated(old: str, new: str) -> None:

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sqlite3
 import sys
-import tempfile
 from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from mcptap.errors import warn_stderr
 from mcptap.report import formats
 from mcptap.cli.common import DiffFormat as DiffFormatAlias  # text or json
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, FilterOption, MaxFrameOption, MAX_FRAME_DEFAULT,
@@ -143,70 +138,12 @@ def import_cmd(
 
     Example:  mcptap import --db ~/mcp.db incident.jsonl capture.mitm browser.har
     """
-    from mcptap import outfile, store
     from mcptap.cli import progress
-    from mcptap.readers import importer
-    from mcptap.wire.textsafe import printable
 
     redaction = redaction_of(no_redact or keep_credentials, redact_key, redact_path)
     limit = max_frame_of(max_frame)
-    if files.count("-") > 1:
-        raise fail("- (stdin) can be read once")
-    fmt = ListFormat.text if ListFormat(fmt) is ListFormat.table else ListFormat(fmt)
-    with one_line_errors(), contextlib.ExitStack() as stack:
-        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="mcptap-"))
-        plain = {path: stack.enter_context(outfile.frames_in(path, _folder(folder, n))) for n, path in enumerate(files)}
-        stack.enter_context(outfile.named_as_given(plain))
-        readers = {path: formats.reader_for(plain[path], read_as).reader for path in files}
-        try:
-            conn = store.connect(db)
-        except (sqlite3.Error, OSError) as exc:
-            raise fail(f"cannot open {db}: {exc}") from None
-
-        def each_file():
-            for path in files:
-                with progress.meter(f"importing {os.path.basename(path)}",
-                                    total_bytes=os.path.getsize(plain[path])) as shown:
-                    yield path, importer.import_file(conn, plain[path], new_id=new_id, warn=warn_stderr,
-                                                     progress=shown.update, keep_credentials=keep_credentials or no_redact,
-                                                     redaction=redaction, max_frame=limit, origin=path,
-                                                     kind=readers[path])
-
-        if fmt is not ListFormat.text:
-            from mcptap.report import jsonout
-
-            objects = ({"file": path, "session": s.id, "name": s.name, "merged": bool(s.merged), "frames": s.frames,
-                        "stderr_lines": s.stderr_lines} for path, imported in each_file() for s in imported)
-            if fmt is ListFormat.json:
-                jsonout.write_document(sys.stdout, [("imported", jsonout.Stream(objects))])
-            else:
-                jsonout.write_lines(sys.stdout, objects)
-            sys.stdout.flush()
-            return
-        for path, imported in each_file():
-            listed = len(imported) if len(imported) <= IMPORT_LISTED + 1 else IMPORT_LISTED
-            rest = [0, 0]
-            for n, s in enumerate(imported):
-                if n >= listed:
-                    rest[0] += s.frames
-                    rest[1] += s.stderr_lines
-                    continue
-                verb = "merged into" if s.merged else "imported"
-                typer.echo(f"{verb} session {printable(s.id)} ({printable(s.name)}): {s.frames} frames, "
-                           f"{s.stderr_lines} stderr lines")
-            if len(imported) > listed:
-                typer.echo(f"and {len(imported) - listed:,} more sessions: {rest[0]:,} frames, {rest[1]:,} stderr lines")
-
-
-def _folder(parent: str, n: int) -> str:
-    """A folder of its own for the n-th file's plain copy (two files may have one name)."""
-    path = os.path.join(parent, str(n))
-    os.mkdir(path, 0o700)
-    return path
-
-
-IMPORT_LISTED = 20
-"""Sessions of one file `mcptap import` names one line each; the rest are summed up in one line."""
+    _quick("import_logs", db=db, files=files, fmt=ListFormat(fmt).value, new_id=new_id, read_as=read_as,
+           keep_credentials=keep_credentials or no_redact, redaction=redaction, max_frame=limit, meter=progress.meter)
 
 
 @app.command("redact", short_help='Redact the secrets of a database already written.')

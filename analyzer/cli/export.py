@@ -158,7 +158,7 @@ def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content:
     typer.echo(f"{endpoint} accepted {spans} spans and {points} histogram data points of {len(ids)} sessions")
 
 
-@app.command("bundle")
+@app.command("bundle", short_help="Pack sessions into one zip for a bug report, redacted and checked.")
 def bundle_cmd(
     sessions: SessionsArgument = None,
     db: DbOption = DEFAULT_DB,

@@ -16,9 +16,9 @@ import subprocess
 import sys
 import threading
 
-from mcptap import engine, report, store
+from mcptap import api, store
 
-from mcptap.report import html as htmlreport, listing, transcript
+from mcptap.report import listing, transcript
 from mcptap.demo.client import run_http_session, run_session
 from mcptap.errors import MCPTapError
 
@@ -69,10 +69,11 @@ def run_demo(db: str, out=None) -> int:
         for line in transcript.transcript(conn, sid, width=150):
             out.write(line + "\n")
         out.write(f"\nAnalysis of the {what} demo session (mcptap analyze):\n")
-        report.write_table(engine.analyze(db, session=sid), out)
+        with api.analyze(db, sessions=[sid]) as done:
+            api.write_analysis(done, out)
     conn.close()
     page = shown(os.path.splitext(db)[0] + "-report.html")
-    htmlreport.write(db, page)
+    api.report_html(db, page)
     handle = store.handles(store.session_ids(store.open_existing(db))).get(sids[0], sids[0])
     out.write(f"\nThe stdio server exited with {status}. Look again with: mcptap show --db {shown(db)} {handle}, "
               f"or: mcptap analyze --db {shown(db)}\nThe HTML report (every frame, a display filter, the sequence "

@@ -24,8 +24,9 @@ import time
 from collections.abc import Callable
 
 from mcptap import store
-from mcptap.engine import declared_pass
-from mcptap.engine.job import FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer
+from mcptap.engine import declared_pass, security
+from mcptap.engine.job import (FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer,
+                               write_groups)
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
 from mcptap.store import cells
@@ -53,12 +54,14 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         cells.check_cheap(reader, ids if sessions is not None or session else None)
         counts = store.frames_per_session(reader)
         sizes = {sid: counts.get(sid, 0) for sid in ids}
+        policy = security.prepared(reader, ids, policy)  # which servers declare which tools, across the sessions
     finally:
         reader.close()
     report = Report(db_path=db_path, started_at=started)
     if store_results:
         writer, report.not_stored_reason = open_writer(db_path)  # schema up to date before any worker writes
         if writer is not None:
+            report.not_stored_reason = write_groups(writer)
             writer.close()
     else:
         report.not_stored_reason = "not asked to"

@@ -15,7 +15,8 @@ from mcptap.analysis import revision
 from mcptap.analysis.declared import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.engine import declared_pass, joined as operations
+from mcptap.analysis.security import reading as security_reading
+from mcptap.engine import declared_pass, joined as operations, security
 from mcptap.engine.results import SessionResult
 from mcptap.store import cells
 
@@ -87,6 +88,8 @@ class Job:
         analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)
         self.wanted: list[int] = []  # the frames the session's definitions are read from
         self.calls: list[int] = []  # its tools/call requests
+        self.secure: list[int] = []  # the frames the security reading needs
+        self.answers: list[int] = []  # and the tools/call answers it may read
         findings: list[tuple] = []
         first = True
         count = 0
@@ -102,8 +105,10 @@ class Job:
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
+        security_reading.wanted(early, self.secure, self.answers)
         kept: list | None = [] if self.declared else None
         extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
+        extra += security.judge_session(self.frames, sid, self.policy, self.secure, self.answers)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -132,6 +137,7 @@ class Job:
         session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
         wanted(rows, self.wanted, self.calls)
+        security_reading.wanted(rows, self.secure, self.answers)
         if early:  # the rows taken already (`early`: their frames noted in `wanted`) go first
             rows = early + rows
         findings.extend(found)
@@ -255,6 +261,10 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     calls: list[int] = []
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
     extra += declared_pass.judge_session(reader, session_id, policy, seqs, calls)
+    secure: list[int] = []
+    answers: list[int] = []
+    security_reading.wanted(rows, secure, answers)
+    extra += security.judge_session(reader, session_id, policy, secure, answers)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1
@@ -269,6 +279,18 @@ def open_writer(db_path: str) -> tuple[sqlite3.Connection | None, str | None]:
         return store.connect(db_path), None
     except (sqlite3.Error, OSError) as exc:
         return None, reason_of(exc)
+
+
+def write_groups(conn: sqlite3.Connection) -> str | None:
+    """Every registered finding code's group stored (`finding_groups`, which display filters read);
+    None, or why it could not be."""
+    from mcptap.analysis import rules
+
+    try:
+        store.write_finding_groups(conn, {code: r.group for code, r in rules.load().items()})
+    except (sqlite3.Error, OSError) as exc:
+        return reason_of(exc)
+    return None
 
 
 def failure(exc: BaseException) -> str:

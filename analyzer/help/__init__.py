@@ -26,8 +26,9 @@ def formats() -> str:
     from mcptap.report import formats as registry
 
     out = ["# Formats", "",
-           "`--format NAME` of `export` and `import --from` (what a database holds), and of `analyze` (its report).", ""]
-    for holds, title in ((registry.FRAMES, "Sessions (export, import)"), (registry.ANALYSIS, "Reports (analyze)")):
+           "`--format NAME` of `export` and `import --from` (what a database holds), and of `analyze` (its report) and `audit` (its security reading).", ""]
+    for holds, title in ((registry.FRAMES, "Sessions (export, import)"), (registry.ANALYSIS, "Reports (analyze)"),
+                         (registry.AUDIT, "Security readings (audit)")):
         out += [f"## {title}", "", "| format | extensions | reads | writes | extra | what |", "| --- | --- | --- | --- | --- | --- |"]
         for fmt in registry.formats(holds):
             out.append(f"| `{fmt.name}` | {' '.join(f'`{e}`' for e in fmt.extensions)} | "

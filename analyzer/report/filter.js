@@ -4,7 +4,7 @@
 const MCPTAP_FILTER = (function () {
   "use strict";
   const NUMBER_FIELDS = { seq: null, time: "duration", latency: "duration", size: "size", status: null };
-  const TEXT_FIELDS = ["session", "run", "server", "dir", "kind", "method", "id", "finding", "severity", "text"];
+  const TEXT_FIELDS = ["session", "run", "server", "dir", "kind", "method", "id", "finding", "finding.group", "severity", "text"];
   const FIELDS = Object.keys(NUMBER_FIELDS).concat(TEXT_FIELDS);
   const CHOICES = { dir: ["c2s", "s2c"],
     kind: ["request", "notification", "response", "error", "invalid", "batch", "not-json", "unparseable"],

@@ -20,8 +20,9 @@ from mcptap import extras, outfile
 from mcptap.outfile import NO_OPTIONS, WriteOptions
 from mcptap.errors import ImportFormatError, MCPTapError
 
-FRAMES, ANALYSIS = "frames", "analysis"
-"""What a format holds: a database's sessions (export, import), or an analysis' report."""
+FRAMES, ANALYSIS, AUDIT = "frames", "analysis", "audit"
+"""What a format holds: a database's sessions (export, import), an analysis' report, or its
+security reading (`mcptap audit`)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,12 @@ for _fmt in (
     Format("sarif", ANALYSIS, (".sarif",), "SARIF 2.1.0, each frame a location", "mcptap.report:write_sarif"),
     Format("junit", ANALYSIS, (".xml",), "JUnit XML: a suite per session, a case per rule, a failure per finding",
            "mcptap.report.junit:write"),
+    Format("table", AUDIT, (".txt",), "the security findings: severity, server, tool, finding, where, what "
+           "followed, evidence", "mcptap.report.audit:write_table"),
+    Format("json", AUDIT, (".json",), "the security findings as one JSON document, each with its server, tool "
+           "and the calls that followed", "mcptap.report.audit:write_json"),
+    Format("sarif", AUDIT, (".sarif",), "SARIF 2.1.0 with GitHub's security-severity on every rule",
+           "mcptap.report.audit:write_sarif"),
 ):
     register(_fmt)
 

@@ -21,7 +21,7 @@ import orjson
 import pandas as pd
 
 from mcptap import __version__, data, engine, outfile, store
-from mcptap.report import httplines, viewdata
+from mcptap.report import audit, httplines, viewdata
 from mcptap.wire.textsafe import json_text, printable
 
 MAX_FRAMES = 2_000_000
@@ -133,6 +133,7 @@ def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[in
         sessions=ranked.head(MAX_LISTED).to_dict("records"), total_sessions=len(sessions), viewed=len(viewed),
         frames=len(document["frames"]["seq"]), latency=latency, left_out=document["left_out"],
         by_code=_by_code(document["findings"]),
+        security=audit.section(document["findings"], document["codes"], document["sessions"]),
         in_db=sum(sizes[sid] for sid in viewed), max_frames=max_frames, near=viewdata.NEAR, ends=viewdata.ENDS,
         view_command=f"mcptap show --db {db} SESSION --filter EXPR",
         exchanges=_auth_exchanges(db, ids),

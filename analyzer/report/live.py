@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 from mcptap import __version__, origins
 from mcptap.errors import MCPTapError
 from mcptap.origins import ListenerPolicy
-from mcptap.report import livedata
+from mcptap.report import audit, livedata
 from mcptap.store import filterlang, viewpages
 
 DEFAULT_PORT = 8810
@@ -123,11 +123,14 @@ class Page:
         by_code = sorted(({"severity": sev, "code": code, "count": n}
                           for sev, code, n in viewpages.findings_by_code(self.view.conn())),
                          key=lambda c: (rank.get(c["severity"], 3), -c["count"], c["code"]))
+        secure = [code for code, c in config["codes"].items() if c["group"] == audit.GROUP]
+        found, total = viewpages.findings_with_codes(self.view.conn(), secure, audit.SECTION_ROWS)
+        security = ([audit.section_row(*row) for row in found], total)
         page = report_html._ENV.from_string(report_html._asset("viewer.html")).render(
             db=self.view.db, version=__version__, script=script, style=style, payload="", csp=csp,
             sessions=sessions[:report_html.MAX_LISTED], total_sessions=len(sessions), viewed=len(sessions),
             frames=summary["total"], latency=config["latency"], left_out={}, by_code=by_code, in_db=summary["total"],
-            max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"),
+            max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"), security=security,
             latency_pending=self._latency is None and bool(ids))
         return page.encode("utf-8"), csp
 

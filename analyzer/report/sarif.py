@@ -223,7 +223,17 @@ def _invocation(report, argv: Sequence[str] | None, left_out: int = 0, shared: b
     return invocation
 
 
+SECURITY_SEVERITY = {"error": "8.0", "warning": "5.0", "info": "2.0"}
+"""GitHub code scanning's `security-severity` (a number from 0.0 to 10.0, written as a string: over
+9.0 critical, 7.0 to 8.9 high, 4.0 to 6.9 medium, below 4.0 low) of a rule of group `security`, by
+its default severity: an error is high, a warning medium, an info low."""
+
+
 def _rule(r: rules.Rule) -> dict:
+    properties = {"group": r.group, "severity": ruledocs.severity_text(r)}
+    if r.group == "security":
+        properties.update({"tags": ["security"],
+                           "security-severity": SECURITY_SEVERITY[ruledocs.default_severity(r)]})
     return {
         "id": r.code, "name": r.code,
         "shortDescription": {"text": r.summary},
@@ -231,7 +241,7 @@ def _rule(r: rules.Rule) -> dict:
         "help": {"text": ruledocs.help_text(r), "markdown": ruledocs.help_markdown(r)},
         "helpUri": ruledocs.help_uri(r.code),
         "defaultConfiguration": {"level": LEVEL[ruledocs.default_severity(r)]},
-        "properties": {"group": r.group, "severity": ruledocs.severity_text(r)},
+        "properties": properties,
     }
 
 

@@ -87,7 +87,8 @@ MCPTAP.localSource = function (D) {
     return {
       session: () => true, run: i => !!SESSIONS[S[i]].run, server: i => SESSIONS[S[i]].label != null, seq: () => true, time: () => true, dir: () => true, size: () => true, text: () => true,
       kind: i => K[i] >= 0, method: i => M[i] >= 0, id: i => IDS[i] !== null, latency: i => !isNaN(L[i]),
-      finding: i => FINDINGS.has(i), severity: i => FINDINGS.has(i), status: i => !isNaN(statusOf(i)),
+      finding: i => FINDINGS.has(i), "finding.group": i => FINDINGS.has(i), severity: i => FINDINGS.has(i),
+      status: i => !isNaN(statusOf(i)),
     }[field];
   }
   function test(field, cmp, v) {
@@ -118,6 +119,10 @@ MCPTAP.localSource = function (D) {
     if (field === "id") {
       const t = cmp === "==" ? (s => s === idText(v)) : textTest(cmp, v);
       return i => IDS[i] !== null && t(IDS[i]);
+    }
+    if (field === "finding.group") {  // a finding's code's group, from the codes' table
+      const t = textTest(cmp, v);
+      return i => (FINDINGS.get(i) || []).some(f => { const c = D.codes[f[3]]; return !!c && t(c.group); });
     }
     if (field === "finding" || field === "severity") {
       const col = field === "finding" ? 3 : 4, t = textTest(cmp, v);

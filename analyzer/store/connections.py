@@ -56,10 +56,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
     """Apply pending migrations under a write lock, so concurrent recorders never race."""
     if {name for name, _ in migrations.MIGRATIONS} <= _applied_migrations(conn):
         return
-    from sqlite_utils import Database
-
     with write_transaction(conn):
-        migrations.registry().apply(Database(conn))  # re-checks what is pending now that we hold the lock
+        migrations.apply_pending(conn)  # re-checks what is pending now that we hold the lock
 
 
 def readonly_uri(path: str | os.PathLike) -> str:

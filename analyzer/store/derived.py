@@ -78,6 +78,14 @@ def insert_analysis_rows(conn: sqlite3.Connection, messages: Sequence[Sequence],
         conn.executemany(_INSERT_FINDING, findings)
 
 
+def write_finding_groups(conn: sqlite3.Connection, groups: dict[str, str]) -> None:
+    """Every finding code's group (code -> group), replacing what an earlier analysis wrote, in
+    one transaction."""
+    with write_transaction(conn):
+        conn.execute("DELETE FROM finding_groups")
+        conn.executemany("INSERT INTO finding_groups (code, grp) VALUES (?, ?)", sorted(groups.items()))
+
+
 def insert_analysis_summary(conn: sqlite3.Connection, summary: dict, analyzed_at: float, analyzer: str) -> None:
     counts = summary["findings"]
     conn.execute(

@@ -19,7 +19,8 @@ import re
 from mcptap.errors import MCPTapError
 
 NUMBER_FIELDS = {"seq": None, "time": "duration", "latency": "duration", "size": "size", "status": None}
-TEXT_FIELDS = ("session", "run", "server", "dir", "kind", "method", "id", "finding", "severity", "text")
+TEXT_FIELDS = ("session", "run", "server", "dir", "kind", "method", "id", "finding", "finding.group", "severity",
+               "text")
 FIELDS = (*NUMBER_FIELDS, *TEXT_FIELDS)
 CHOICES = {"dir": ("c2s", "s2c"),
            "kind": ("request", "notification", "response", "error", "invalid", "batch", "not-json", "unparseable"),

@@ -1,5 +1,6 @@
 """A display filter (analyzer/store/filterlang.py) as SQL over the store: a WHERE clause over one
-frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange) that is 1 or
+frame (`f` frames, `m` its own `messages` row, `s` its session, `x` its HTTP exchange; `g` a finding
+on it, `r` its code's row of `finding_groups`) that is 1 or
 0, never NULL (a field the frame lacks makes its tests false; `a != b` is `not a == b`), the
 frames it selects, and how many of a session's fall in each slice of a time window. Regular expressions are RE2's search (filterlang.regex: linear in the text, so
 no pattern holds SQLite's callback for long), registered on the connection."""
@@ -17,7 +18,8 @@ from mcptap.store.queries import frame_columns
 _COLUMNS = {"session": "f.session_id", "seq": "f.seq", "time": "(f.ts - s.started_at)", "dir": "f.direction",
             "kind": "m.kind", "method": "m.method", "id": "m.id", "latency": "m.latency_s", "size": "f.size",
             "status": "x.status", "text": "f.raw", "run": "s.run", "server": "s.label"}
-_FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity"}
+_FINDING_COLUMNS = {"finding": "g.code", "severity": "g.severity",
+                    "finding.group": "(SELECT r.grp FROM finding_groups r WHERE r.code = g.code)"}
 
 
 @functools.lru_cache(maxsize=64)
@@ -159,6 +161,8 @@ def select(conn: sqlite3.Connection, tree, sessions: list[str] | None = None) ->
     if "findings" not in tables:
         clause = clause.replace("FROM findings g", "FROM (SELECT NULL AS session_id, NULL AS frame_seq, "
                                 "NULL AS code, NULL AS severity) g")
+    if "finding_groups" not in tables:  # analysed before the store kept the rules' groups
+        clause = clause.replace("FROM finding_groups r", "FROM (SELECT NULL AS code, NULL AS grp) r")
     scope = ""
     if sessions is not None:
         scope = f" AND f.session_id IN ({', '.join('?' * len(sessions))})"

@@ -1,23 +1,23 @@
 """The recorded tables of the contract (`sessions`, `frames`, `stderr_lines`) as registered,
-re-runnable migrations, applied with sqlite-utils' `Migrations` (store.ensure_schema). Add a
-migration to MIGRATIONS; never edit a shipped one.
+re-runnable migrations (store.ensure_schema applies them), each recorded in the bookkeeping
+table sqlite-utils' `Migrations` keeps, so either tool reads the same history. Add a migration
+to MIGRATIONS; never edit a shipped one.
 
-sqlite-utils is imported only when a migration is pending: it imports pandas, which would cost
-the stdio tee half a second and 45 MB at every start."""
+Only the standard library's sqlite3 is used here: sqlite-utils imports pandas and numpy, which
+would cost the stdio tee and every new database half a second and 45 MB."""
 
 from __future__ import annotations
 
+import datetime
+import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from sqlite_utils import Database
 
 MIGRATION_SET = "mcptap"
 MIGRATIONS_TABLE = "_sqlite_migrations"  # sqlite-utils' own bookkeeping table
 
 
-def recorded_tables(db: Database) -> None:
+def recorded_tables(db: sqlite3.Connection) -> None:
     db.execute(
         """
         CREATE TABLE IF NOT EXISTS sessions (
@@ -112,12 +112,12 @@ DERIVED_INDEXES = (
 )
 
 
-def derived_tables(db: Database) -> None:
+def derived_tables(db: sqlite3.Connection) -> None:
     for statement in DERIVED_DDL + DERIVED_INDEXES:
         db.execute(statement)
 
 
-def http_tables(db: Database) -> None:
+def http_tables(db: sqlite3.Connection) -> None:
     """HTTP capture: one row per HTTP exchange (credentials redacted unless kept), and on each
     frame the exchange it crossed in and, for an SSE event, the event's id."""
     db.execute(
@@ -157,27 +157,27 @@ def http_tables(db: Database) -> None:
         db.execute("ALTER TABLE frames ADD COLUMN event_id TEXT")  # an SSE event's id
 
 
-def replay_link(db: Database) -> None:
+def replay_link(db: sqlite3.Connection) -> None:
     """`mcptap replay` records the replay as a session of its own, linked to the one it replayed."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
     if "replay_of" not in columns:
         db.execute("ALTER TABLE sessions ADD COLUMN replay_of TEXT")  # the session this one replayed
 
 
-def frame_redactions(db: Database) -> None:
+def frame_redactions(db: sqlite3.Connection) -> None:
     """Redaction of frame members (docs/contract.md, Redaction) is recorded on the frame."""
     columns = {row[1] for row in db.execute("PRAGMA table_info(frames)").fetchall()}
     if "redacted" not in columns:
         db.execute("ALTER TABLE frames ADD COLUMN redacted TEXT")  # JSON array of the member paths replaced
 
 
-def cut_frames(db: Database) -> None:
+def cut_frames(db: sqlite3.Connection) -> None:
     """Frames stored cut at the capture's --max-frame (analyzer/wire/bounded.py): `incomplete` 2, `size`
     the frame's full size; an index of them alone, so that the analysis finds them at no cost."""
     db.execute("CREATE INDEX IF NOT EXISTS frames_cut ON frames (session_id, seq) WHERE incomplete = 2")
 
 
-def exchange_bodies(db: Database) -> None:
+def exchange_bodies(db: sqlite3.Connection) -> None:
     """HTTP exchanges that are not MCP (OAuth discovery, registration, authorization, token) and
     HTTP errors whose body is not JSON-RPC are stored with their bodies (credentials redacted) and
     labelled by role; what `mcptap proxy` rewrote on the way to the client is kept beside them."""
@@ -190,7 +190,7 @@ def exchange_bodies(db: Database) -> None:
             db.execute(f"ALTER TABLE exchanges ADD COLUMN {name} TEXT")
 
 
-def runs(db: Database) -> None:
+def runs(db: sqlite3.Connection) -> None:
     """A session knows the run it belongs to (the sessions of one host process, or of one HTTP client
     within a window: addons/runs.py) and the client that started it (JSON: the host process, or the
     HTTP client's address and User-Agent)."""
@@ -201,9 +201,22 @@ def runs(db: Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS sessions_by_run ON sessions (run, started_at)")
 
 
+def finding_groups(db: Database) -> None:
+    """Each finding code's group (the rule registry's), written by every analysis, so that a filter
+    selects findings by group (`finding.group == "security"`) from the store alone."""
+    db.execute(
+        """
+        CREATE TABLE IF NOT EXISTS finding_groups (
+            code  TEXT PRIMARY KEY,  -- a finding code (findings.code)
+            grp   TEXT NOT NULL      -- its rule's group (mcptap analyze --rules)
+        )
+        """
+    )
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 
-MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_recorded_tables", recorded_tables),
     ("0002_derived_tables", derived_tables),
     ("0003_http_tables", http_tables),
@@ -212,14 +225,30 @@ MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = [
     ("0006_cut_frames", cut_frames),
     ("0007_exchange_bodies", exchange_bodies),
     ("0008_runs", runs),
+    ("0009_finding_groups", finding_groups),
 ]
 
 
-def registry():
-    """The migrations as a sqlite-utils `Migrations` set."""
-    from sqlite_utils.migrations import Migrations
+MIGRATIONS_TABLE_SQL = (
+    'CREATE TABLE IF NOT EXISTS "_sqlite_migrations" (\n   "id" INTEGER PRIMARY KEY,\n   "migration_set" TEXT,\n'
+    '   "name" TEXT,\n   "applied_at" TEXT\n)',
+    'CREATE UNIQUE INDEX IF NOT EXISTS "idx__sqlite_migrations_migration_set_name"\n'
+    '    ON "_sqlite_migrations" ("migration_set", "name")',
+)
+"""sqlite-utils' own bookkeeping table and its index, as its `Migrations` creates them."""
 
-    migrations = Migrations(MIGRATION_SET)
-    for name, fn in MIGRATIONS:
-        migrations(name=name)(fn)
-    return migrations
+
+def apply_pending(conn: sqlite3.Connection) -> None:
+    """Apply, in order, each migration of MIGRATIONS not recorded as applied, and record it (its
+    name and the UTC time, as sqlite-utils does). The caller holds the write lock: what is pending
+    is read under it."""
+    for statement in MIGRATIONS_TABLE_SQL:
+        conn.execute(statement)
+    done = {row[0] for row in conn.execute(
+        f"SELECT name FROM {MIGRATIONS_TABLE} WHERE migration_set = ?", (MIGRATION_SET,))}
+    for name, migrate in MIGRATIONS:
+        if name in done:
+            continue
+        migrate(conn)
+        conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (migration_set, name, applied_at) VALUES (?, ?, ?)",
+                     (MIGRATION_SET, name, str(datetime.datetime.now(datetime.timezone.utc))))

@@ -302,6 +302,36 @@ def frames_by_seq(conn: sqlite3.Connection, session_id: str, seqs: Iterable[int]
     return out
 
 
+def frames_read_by_seq(conn: sqlite3.Connection, session_id: str,
+                       seqs: Iterable[int]) -> list[tuple[int, float, str, bytes, str | None]]:
+    """(seq, ts, direction, raw bytes, redacted) of these frames of the session, in seq order
+    (`redacted`: the JSON array of member paths capture replaced, or None)."""
+    wanted = sorted(set(seqs))
+    out: list = []
+    for i in range(0, len(wanted), 500):
+        part = wanted[i:i + 500]
+        out.extend(conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), redacted FROM frames WHERE session_id = ? "
+                                f"AND seq IN ({','.join('?' * len(part))})", (session_id, *part)))
+    out.sort()
+    return out
+
+
+def frames_read_if_marked(conn: sqlite3.Connection, session_id: str, seqs: Iterable[int],
+                          needles: Sequence[bytes]) -> list[tuple[int, float, str, bytes, str | None]]:
+    """`frames_read_by_seq` of those of these frames that capture redacted something in, or that
+    hold one of `needles` (the filter runs in SQLite)."""
+    wanted = sorted(set(seqs))
+    marks = " OR ".join("instr(CAST(raw AS BLOB), ?) > 0" for _ in needles) or "0"
+    out: list = []
+    for i in range(0, len(wanted), 500):
+        part = wanted[i:i + 500]
+        out.extend(conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), redacted FROM frames WHERE session_id = ? "
+                                f"AND seq IN ({','.join('?' * len(part))}) AND (redacted IS NOT NULL OR {marks})",
+                                (session_id, *part, *needles)))
+    out.sort()
+    return out
+
+
 def frames_of_methods(conn: sqlite3.Connection, session_id: str,
                       methods: Sequence[str]) -> list[tuple[int, str, bytes]] | None:
     """(seq, direction, raw bytes) of the session's frames whose analysed messages have one of

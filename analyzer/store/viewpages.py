@@ -66,6 +66,20 @@ def findings_by_code(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
     return conn.execute("SELECT severity, code, count(*) FROM findings GROUP BY severity, code").fetchall()
 
 
+def findings_with_codes(conn: sqlite3.Connection, codes: Sequence[str], limit: int) -> tuple[list[tuple], int]:
+    """(session id, session label, frame seq, code, severity, message) of the first `limit` findings
+    of these codes, in the sessions' start order then the frames', and how many there are in all."""
+    if not has_table(conn, "findings") or not codes:
+        return [], 0
+    marks = ", ".join("?" * len(codes))
+    total = conn.execute(f"SELECT count(*) FROM findings WHERE code IN ({marks})", tuple(codes)).fetchone()[0]
+    rows = conn.execute(
+        "SELECT g.session_id, s.label, g.frame_seq, g.code, g.severity, g.message FROM findings g "
+        f"LEFT JOIN sessions s ON s.id = g.session_id WHERE g.code IN ({marks}) "
+        "ORDER BY s.started_at, g.session_id, g.frame_seq, g.rowid LIMIT ?", (*codes, limit)).fetchall()
+    return rows, total
+
+
 def _select(conn: sqlite3.Connection) -> str:
     have = frame_columns(conn)
     exchange = "f.exchange_id" if "exchange_id" in have else "NULL"

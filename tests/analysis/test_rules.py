@@ -190,9 +190,10 @@ def test_every_registered_finding_code_has_a_firing_case_and_a_neighbour():
     from tests.analysis.test_extensions import CASES as EXTENSION_CASES
     from tests.analysis.test_modern_http_rules import ALL_CODES as MODERN_HTTP_CODES
     from tests.analysis.test_logical_operations import CASES as OPERATION_CASES
+    from tests.analysis.test_security import CASES as SECURITY_CASES
 
     assert set(load()) == set(CASES) | set(DEFINITION_CASES) | set(OPERATION_CASES) | set(EXTENSION_CASES) \
-        | MODERN_HTTP_CODES
+        | MODERN_HTTP_CODES | set(SECURITY_CASES)
 
 
 @pytest.mark.parametrize("code", sorted(CASES))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_no_false_findings, frames, mcptap, run, tee, tool
+from tests.conftest import (EVERYTHING_PROBES, assert_no_false_findings, assert_no_security_findings, frames, mcptap,
+                            run, tee, tool)
 from tests.support.inprocess import cli
 
 # server-everything 2026.8.31 is built on the TypeScript SDK 1.32, whose newest revision is
@@ -140,7 +141,8 @@ def test_the_handshake_on_the_wire_follows_the_mode_and_settles_on_2025_11_25(se
 
 def test_real_traffic_with_server_everything_gets_no_error_or_warning(session):
     session.out()
-    report = assert_no_false_findings(session.db)
+    report = assert_no_false_findings(session.db, deliberate=EVERYTHING_PROBES)
+    assert_no_security_findings(report)
     (summary,) = report["sessions"]
     assert (summary["revision"], summary["revision_source"]) == (NEGOTIATED, "initialize")
     # auto mode: the client's 2026-07-28 probe (server/discover) is refused, and it falls back to

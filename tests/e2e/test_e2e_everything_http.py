@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import assert_no_false_findings, tool
+from tests.conftest import EVERYTHING_PROBES, assert_no_false_findings, assert_no_security_findings, tool
 from tests.support.http_helpers import Relay, free_port, http_server, mcptap_proxy, recorded_exchanges, wire_exchanges
 
 TRANSPORTS = {"streamableHttp": ("--url", "/mcp", "http"), "sse": ("--sse", "/sse", "sse")}
@@ -45,5 +45,6 @@ def test_everything_the_client_did_over_http_is_recorded_exactly(recorded):
 
 def test_server_everything_over_http_gives_no_false_findings(recorded):
     _, db, _, _ = recorded
-    report = assert_no_false_findings(db)
+    report = assert_no_false_findings(db, deliberate=EVERYTHING_PROBES)
+    assert_no_security_findings(report)
     assert report["sessions"][0]["revision"] == "2025-11-25" and report["sessions"][0]["frames"] > 90

@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from tests.conftest import analyze_json, assert_no_false_findings, mcptap, run, tee, tool
+from tests.conftest import analyze_json, assert_no_false_findings, assert_no_security_findings, mcptap, run, tee, tool
 from tests.support.http_helpers import free_port, http_server, mcptap_proxy
 
 
@@ -24,7 +24,7 @@ def hide(client_python: str, mode: str, transport: str, where: str) -> dict:
 
 
 def assert_the_removal_is_an_announced_change(db) -> None:
-    assert_no_false_findings(db)
+    assert_no_security_findings(assert_no_false_findings(db))
     _, report = analyze_json(db)
     removed = [f for f in report["findings"] if f["code"] == "definition-removed"]
     assert [f["severity"] for f in removed] == ["info"], report["findings"]

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import assert_no_false_findings
+from tests.conftest import assert_no_false_findings, assert_no_security_findings
 from tests.support.plan_clients import client_id, record_stdio, session_frames, tapped_frames
 
 HANDSHAKE = "2025-11-25"
@@ -140,5 +140,6 @@ def test_every_line_of_a_reference_server_session_is_recorded_in_order(recording
 def test_real_traffic_with_reference_servers_gets_no_error_or_warning(recording):
     client, server, rec = recording
     report = assert_no_false_findings(rec.db)
+    assert_no_security_findings(report)
     expected = MODERN if client[1] == "auto" and SPEAKS_MODERN[server] else HANDSHAKE
     assert report["sessions"][-1]["revision"] == expected

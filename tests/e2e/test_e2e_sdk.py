@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import assert_no_false_findings, frames, run, tee, tool
+from tests.conftest import assert_no_false_findings, assert_no_security_findings, frames, run, tee, tool
 
 
 def lines_of(path) -> list[bytes]:
@@ -38,5 +38,6 @@ def test_the_sdk_client_and_a_real_server_talk_through_the_tee_and_every_line_is
     assert len(frames(db)) >= 6
     assert b"mcptap" not in result.stderr  # the tee had nothing to complain about
     report = assert_no_false_findings(db)  # real traffic: the analyzer finds nothing wrong
+    assert_no_security_findings(report)
     (summary,) = report["sessions"]
     assert (summary["revision"], summary["revision_source"]) == (version, "meta" if mode == "auto" else "initialize")

@@ -8,7 +8,7 @@ traffic is real and correct: no error and no warning."""
 
 import pytest
 
-from tests.conftest import assert_no_false_findings, tool
+from tests.conftest import EVERYTHING_PROBES, assert_no_false_findings, assert_no_security_findings, tool
 from tests.support.plan_clients import (PY_CLIENTS, TS_CLIENTS, client_id, messages, record_stdio, session_frames,
                                         tapped_frames)
 
@@ -118,6 +118,7 @@ def test_the_session_settles_on_the_revision_both_sides_speak(recording):
 
 def test_real_traffic_from_the_typescript_sdk_gets_no_error_or_warning(recording):
     client, server, rec = recording
-    report = assert_no_false_findings(rec.db)
+    report = assert_no_false_findings(rec.db, deliberate=EVERYTHING_PROBES if server == "everything" else ())
+    assert_no_security_findings(report)
     *_, main = report["sessions"]
     assert main["revision"] == expected_revision(client, server)

@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 
 from mcptap.hostconfig import hosts, jsonc
-from tests.conftest import mcptap, run, tool
+from tests.conftest import run, tool
+from tests.support.inprocess import cli
 
 
 def layout(host: str, servers: dict) -> tuple[str, str]:
@@ -40,7 +41,7 @@ def test_each_wrapped_server_started_as_the_host_starts_it_is_recorded_under_its
     config = tmp_path / name
     config.write_text(text, encoding="utf-8")
     db = tmp_path / "host.db"
-    done = run(mcptap("wrap", str(config), "--db", str(db)))
+    done = cli("wrap", str(config), "--db", str(db))
     assert done.returncode == 0, done.stderr.decode()
     entries = {s.name: s.node.plain() for s in hosts.servers(jsonc.parse(config.read_text(encoding="utf-8")))}
     for name, kind in (("sdk", "sdk"), ("time", "time")):
@@ -55,5 +56,5 @@ def test_each_wrapped_server_started_as_the_host_starts_it_is_recorded_under_its
                                "GROUP BY label"))
     conn.close()
     assert labels == ["sdk", "time"] and counts["sdk"] >= 6 and counts["time"] >= 4
-    assert run(mcptap("unwrap", str(config))).returncode == 0
+    assert cli("unwrap", str(config)).returncode == 0
     assert config.read_text(encoding="utf-8") == text

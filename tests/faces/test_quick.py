@@ -5,6 +5,7 @@ commands print; a command line the small parser does not take whole goes to type
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
 import sys
 
@@ -128,3 +129,38 @@ def test_help_is_typers_and_names_every_command():
     assert b"Usage: mcptap" in done.stdout and b"sessions" in done.stdout and b"analyze" in done.stdout
     show = run(mcptap("show", "--help"))
     assert show.returncode == 0 and b"--max-per-code" in show.stdout
+
+
+@pytest.fixture
+def small_log(db, tmp_path):
+    """The module's small log (the one `db` imported), beside a fresh folder for databases."""
+    return str(Path(db).parent / "small.jsonl")
+
+
+def test_import_with_stderr_piped_loads_neither_typer_nor_pydantic(small_log, tmp_path):
+    modules, out = imported("import", "--db", str(tmp_path / "new.db"), small_log)
+    assert out.startswith(b"imported session ")
+    assert modules.isdisjoint(HEAVY + ANALYSIS), sorted(modules & set(HEAVY + ANALYSIS))
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--format", "jsonl"], ["--format=json"], ["--new-id", "--format", "table"], ["--from", "jsonl"],
+    ["--from", "yaml"], ["-", "-"], ["LOG", "LOG"],
+])
+def test_the_quick_import_prints_what_the_typer_command_prints(small_log, tmp_path, args):
+    files = [small_log if a == "LOG" else a for a in args if a in ("LOG", "-")] or [small_log]
+    options = [a for a in args if a not in ("LOG", "-")]
+    outcomes = []
+    for way, extra in (("quick", []), ("typer", ["--max-frame", "128MiB"])):  # an option of typer's alone
+        path = str(tmp_path / f"{way}.db")
+        done = run(mcptap("import", "--db", path, *options, *extra, *files))
+        ids = re.findall(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", done.stdout)
+        outcomes.append((done.returncode, _named(done.stdout, ids), done.stderr.replace(path.encode(), b"DB")))
+    assert outcomes[0] == outcomes[1]
+
+
+def _named(out: bytes, ids: list[bytes]) -> bytes:
+    """The output with each new id (--new-id) replaced by its order of appearance."""
+    for n, sid in enumerate(dict.fromkeys(ids)):
+        out = out.replace(sid, b"ID%d" % n)
+    return out

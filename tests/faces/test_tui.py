@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.conftest import PROCESS_TIMEOUT_S, mcptap, run
-from tests.support.sessions import handshake, ok, req
+from tests.support.sessions import handshake, ok, req, write_log
 
 textual = pytest.importorskip("textual")
 
@@ -30,18 +30,11 @@ FRAMES = handshake() + [("c2s", req(1, "tools/call", {"name": "echo", "arguments
                         ("s2c", "not json at all")] + [("c2s", req(10 + i, "ping")) for i in range(400)]
 
 
-def write_log(path, session: str, frames) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for i, (direction, raw) in enumerate(frames):
-            fh.write(json.dumps({"session": session, "seq": i + 1, "ts": 1000 + i / 100, "direction": direction,
-                                 "raw": raw}) + "\n")
-
-
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tui")
     log, path = folder / "log.jsonl", folder / "t.db"
-    write_log(log, "first", FRAMES)
+    write_log(log, FRAMES, "first")
     assert run(mcptap("import", "--db", str(path), "--no-redact", str(log))).returncode == 0
     assert run(mcptap("analyze", "--db", str(path))).returncode in (0, 1)
     return path
@@ -147,7 +140,7 @@ def test_follow_shows_frames_another_process_records(tmp_path, db):
     live = tmp_path / "live.db"
     live.write_bytes(db.read_bytes())
     more = tmp_path / "more.jsonl"
-    write_log(more, "second", handshake() + [("c2s", req(i, "ping")) for i in range(1, 40)])
+    write_log(more, handshake() + [("c2s", req(i, "ping")) for i in range(1, 40)], "second")
 
     async def script(app, pilot):
         table = app.query_one("#frames", DataTable)

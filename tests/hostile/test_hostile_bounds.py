@@ -26,8 +26,9 @@ from mitmproxy import io as mitm_io
 from mitmproxy.test import tflow
 
 from mcptap.wire.sse import SSEParser
-from tests.conftest import analyze_json, mcptap, rows, run, wait_for
+from tests.conftest import analyze_json, mcptap, rows, wait_for
 from tests.support.http_helpers import mcptap_proxy
+from tests.support.inprocess import cli
 from tests.support.rawhttp import RawServer, answer, read_request, stream_head
 from tests.support.rawhttp import chunk as send_chunk
 
@@ -215,7 +216,7 @@ def test_a_stdio_line_longer_than_max_frame_passes_the_tee_whole_and_is_stored_c
     line = padded(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"blob":"', 3 << 20)
     echo = "import sys\nfor l in sys.stdin.buffer: sys.stdout.buffer.write(l); sys.stdout.buffer.flush()"
     wire = line + b"\n" + PING % 2 + b"\n"
-    result = run(mcptap("record", "--db", str(db), "--max-frame", "1M", "--", sys.executable, "-c", echo),
+    result = cli("record", "--db", str(db), "--max-frame", "1M", "--", sys.executable, "-c", echo,
                  input=wire, timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert hashlib.sha256(result.stdout).digest() == hashlib.sha256(wire).digest()  # the wire passed it whole
@@ -230,18 +231,18 @@ def test_a_frame_stored_cut_is_exported_with_its_full_size_and_imports_as_the_sa
     db, log, again = tmp_path / "tee.db", tmp_path / "cut.jsonl", tmp_path / "again.db"
     line = padded(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"blob":"', 2 << 20)
     echo = "import sys\nfor l in sys.stdin.buffer: sys.stdout.buffer.write(l); sys.stdout.buffer.flush()"
-    result = run(mcptap("record", "--db", str(db), "--max-frame", "1M", "--", sys.executable, "-c", echo),
+    result = cli("record", "--db", str(db), "--max-frame", "1M", "--", sys.executable, "-c", echo,
                  input=line + b"\n", timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
-    exported = run(mcptap("export", "--db", str(db), "-o", str(log)), timeout=60)
+    exported = cli("export", "--db", str(db), "-o", str(log), timeout=60)
     assert exported.returncode == 0, exported.stderr.decode(errors="replace")
-    imported = run(mcptap("import", "--db", str(again), str(log)), timeout=60)  # the default limit: 128M
+    imported = cli("import", "--db", str(again), str(log), timeout=60)  # the default limit: 128M
     assert imported.returncode == 0, imported.stderr.decode(errors="replace")
     assert sorted(frame_rows(again)) == sorted(frame_rows(db)) == sorted([cut("c2s", line), cut("s2c", line)])
 
 
 def test_max_frame_that_is_no_size_is_a_one_line_usage_error(tmp_path):
-    result = run(mcptap("record", "--db", str(tmp_path / "x.db"), "--max-frame", "lots", "--", "true"))
+    result = cli("record", "--db", str(tmp_path / "x.db"), "--max-frame", "lots", "--", "true")
     err = result.stderr.decode(errors="replace")
     assert result.returncode == 2 and err.count("\n") == 1 and err.startswith("mcptap: error: --max-frame"), err
 
@@ -268,7 +269,7 @@ def test_importing_a_dump_of_decompression_bombs_stores_each_frame_cut_at_max_fr
     dump, db = tmp_path / "bombs.mitm", tmp_path / "import.db"
     _bomb_dump(dump)
     assert os.path.getsize(dump) < 64 << 10
-    result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(dump)), timeout=60)
+    result = cli("import", "--db", str(db), "--max-frame", "1M", str(dump), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert frame_rows(db) == [cut("c2s", BOMB_CALL), cut("s2c", BOMB_ANSWER)]
     assert os.path.getsize(db) < 4 * LIMIT
@@ -296,7 +297,7 @@ def test_importing_a_frame_log_with_a_frame_longer_than_max_frame_stores_it_cut(
     records = [{"session": "big", "seq": 1, "ts": 1.0, "direction": "c2s", "raw": line.decode()},
                {"session": "big", "seq": 2, "ts": 2.0, "direction": "s2c", "raw": (PONG % 1).decode()}]
     log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    result = run(mcptap("import", "--db", str(db), "--max-frame", "1M", str(log)), timeout=60)
+    result = cli("import", "--db", str(db), "--max-frame", "1M", str(log), timeout=60)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     assert frame_rows(db) == [cut("c2s", line), whole("s2c", PONG % 1)]
 

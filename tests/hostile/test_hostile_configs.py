@@ -23,6 +23,7 @@ from mcptap.errors import MCPTapError
 from mcptap.hostconfig import hosts, jsonc
 from mcptap.hostconfig import wrap as wrap_mod
 from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 
 PLAIN = '{\n  "mcpServers": {\n    "time": {"command": "uvx", "args": ["mcp-server-time"]}\n  },\n  "x": 1\n}\n'
 
@@ -32,11 +33,11 @@ def entries(path: Path) -> dict[str, dict]:
 
 
 def wrap(path: Path, *more: str) -> "subprocess.CompletedProcess":  # noqa: F821
-    return run(mcptap("wrap", str(path), "--db", str(path.parent / "rec.db"), *more))
+    return cli("wrap", str(path), "--db", str(path.parent / "rec.db"), *more)
 
 
 def unwrap(path: Path) -> "subprocess.CompletedProcess":  # noqa: F821
-    return run(mcptap("unwrap", str(path)))
+    return cli("unwrap", str(path))
 
 
 def one_line_refusal(done) -> bool:
@@ -148,7 +149,7 @@ def test_record_reads_name_equals_any_value_and_name_space_value_back_unchanged(
     server = [sys.executable, "-c", "import sys; sys.stdin.read()"]
     for way in ([f"--name={value}"], ["--name", value]):
         db = tmp_path / f"{len(way)}.db"
-        done = run(mcptap("record", f"--db={db}", *way, "--", *server))
+        done = cli("record", f"--db={db}", *way, "--", *server)
         assert done.returncode == 0, done.stderr.decode()
         conn = sqlite3.connect(db)
         assert [r[0] for r in conn.execute("SELECT label FROM sessions")] == [value]

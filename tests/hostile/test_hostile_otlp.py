@@ -16,8 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap
 from tests.support import otlp_receiver
+from tests.support.inprocess import cli
 from tests.support.peakrss import run_measured
 from tests.support.sessions import handshake, ok, req
 
@@ -87,12 +88,12 @@ def db(tmp_path_factory) -> str:
     log = folder / "made.jsonl"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     path = str(folder / "rec.db")
-    assert run(mcptap("import", "--db", path, str(log))).returncode == 0
+    assert cli("import", "--db", path, str(log)).returncode == 0
     return path
 
 
 def export(db: str, endpoint: str):
-    return run(mcptap("export", "--db", db, "--otlp-endpoint", endpoint, *HEADERS), timeout=120)
+    return cli("export", "--db", db, "--otlp-endpoint", endpoint, *HEADERS, timeout=120)
 
 
 def assert_one_line_error(result) -> None:

@@ -9,8 +9,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import analyze_json, mcptap, run
+from tests.conftest import analyze_json, run
 from tests.support.http_helpers import mcptap_proxy
+from tests.support.inprocess import cli
 from tests.support.oauth import TOKEN, running_oauth_server, stored_bytes
 
 COLUMNS = ("role", "method", "status", "request_body", "response_body", "rewritten")
@@ -43,10 +44,10 @@ def test_an_oauth_session_exported_and_imported_again_keeps_its_exchanges_and_it
     assert {"auth-discovery", "auth-challenge"} <= roles, roles
     assert any(r[5] for r in recorded) and any(r[3] or r[4] for r in recorded)
     log = tmp_path / "rec.jsonl"
-    done = run(mcptap("export", "--db", str(db), "--format", "jsonl", "-o", str(log)))
+    done = cli("export", "--db", str(db), "--format", "jsonl", "-o", str(log))
     assert done.returncode == 0, done.stderr.decode()
     again = tmp_path / "again.db"
-    done = run(mcptap("import", "--db", str(again), str(log)))
+    done = cli("import", "--db", str(again), str(log))
     assert done.returncode == 0, done.stderr.decode()
     assert exchange_rows(again) == recorded
     assert findings(again) == findings(db)

@@ -22,7 +22,8 @@ from mcptap import store
 from mcptap.addons.http.streams import exchange_row
 from mcptap.redaction import Redactor
 from mcptap.redaction.scrub import changed_exchange
-from tests.conftest import mcptap, run
+from tests.conftest import mcptap
+from tests.support.inprocess import cli
 from tests.support.oauth import stored_bytes
 
 TOKEN_NAMES = ["access_token", "refresh_token", "id_token", "registration_access_token", "client_secret",
@@ -121,9 +122,9 @@ def test_mcptap_redact_of_a_recording_kept_whole_leaves_no_generated_secret_in_t
     finally:
         conn.close()
     assert leaks(stored_bytes(db), found)
-    done = run(mcptap("redact", "--db", str(db)))
+    done = cli("redact", "--db", str(db))
     assert done.returncode == 0, done.stderr
-    shown = run(mcptap("show", "--db", str(db), "s1", "--format", "json"))
+    shown = cli("show", "--db", str(db), "s1", "--format", "json")
     assert shown.returncode == 0, shown.stderr
     assert leaks(stored_bytes(db) + done.stdout + done.stderr + shown.stdout + shown.stderr, found) == []
     with sqlite3.connect(db) as check:

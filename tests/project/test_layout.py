@@ -175,14 +175,16 @@ STAGES = (
     ("store", ("mcptap.store", "mcptap.redaction")),
     ("capture and analysis", ("mcptap.addons", "mcptap.analysis")),
     ("readers and engine", ("mcptap.readers", "mcptap.engine", "mcptap.redaction.scrub")),
-    ("faces", ("mcptap.__main__", "mcptap.cli", "mcptap.quick", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data",
+    ("faces", ("mcptap.api", "mcptap.__main__", "mcptap.cli", "mcptap.quick", "mcptap.record", "mcptap.proxy", "mcptap.report", "mcptap.data",
                "mcptap.dataio", "mcptap.dataparquet", "mcptap.datalatency", "mcptap.plots", "mcptap.replay", "mcptap.demo",
                "mcptap.hostconfig", "mcptap.help", "mcptap.mcpface", "mcptap.tui", "mcptap.dataruns")),
 )
 """The stages from the bottom up (the README's Layout: wire to capture to store to analysis to
-faces): a module imports from its own folder and from the stages below; between folders of one
-stage only the base and the faces import each other. `mcptap redact` rewrites a database
-written already: its module (redaction.scrub) is a stage above the rest of redaction."""
+the library to faces): a module imports from its own folder and from the stages below; between
+folders of one stage only the base and the faces import each other. `mcptap redact` rewrites a
+database written already: its module (redaction.scrub) is a stage above the rest of redaction.
+The library (mcptap.api), the calls the faces make, is of the faces' stage: it writes through the
+format registry (mcptap.report.formats), which the faces share."""
 
 
 def _stage_of(name: str) -> tuple[int, str]:
@@ -207,6 +209,21 @@ def test_every_module_imports_only_its_own_folder_and_the_stages_below():
             if target_rank > rank or (target_rank == rank and target_folder != folder and not same_stage_ok):
                 wrong.append(f"{name} ({STAGES[rank][0]}) imports {target} ({STAGES[target_rank][0]})")
     assert not wrong, "\n".join(wrong)
+
+
+THROUGH_THE_LIBRARY = ("mcptap.cli", "mcptap.dataio", "mcptap.demo.run")
+"""The faces whose import, analysis, baseline and cost go through the library (mcptap.api)."""
+NOT_YET_THROUGH_THE_LIBRARY = {"mcptap.cli.export", "mcptap.cli.view"}
+"""Commands that still read the engine themselves (export's --filter selection, view's server)."""
+
+
+def test_the_commands_reach_the_readers_and_the_engine_through_the_library():
+    graph = import_graph()
+    wrong = sorted(f"{name} imports {target}" for name, imported in graph.items()
+                   if _under(name, THROUGH_THE_LIBRARY) and name not in NOT_YET_THROUGH_THE_LIBRARY
+                   for target in imported if _under(target, ("mcptap.engine", "mcptap.readers")))
+    assert not wrong, "\n".join(wrong)
+    assert [n for n in graph if _under(n, ("mcptap.cli",)) and "mcptap.api" in graph[n]]
 
 
 MAX_LINES = 420

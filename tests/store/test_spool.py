@@ -86,11 +86,13 @@ def test_a_database_locked_for_less_than_the_busy_timeout_just_waits(tmp_path, d
 
 
 def test_a_store_that_cannot_even_be_imported_sends_the_session_to_the_spool(tmp_path, db):
-    """A broken environment (here: sqlite-utils, which the store imports when it opens a database,
-    is present but fails to import) loses nothing: every frame goes to the spool, with one warning."""
-    broken = tmp_path / "broken-site" / "sqlite_utils"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text('raise ImportError("sqlite_utils is broken here")\n', encoding="utf-8")
+    """A broken environment (here: sqlite3's connect, which the store calls when it opens a
+    database, fails as a module that cannot be imported does) loses nothing: every frame goes to
+    the spool, with one warning."""
+    broken = tmp_path / "broken-site" / "sitecustomize.py"
+    broken.parent.mkdir()
+    broken.write_text('import sqlite3\n\n\ndef _broken(*args, **kwargs):\n    raise ImportError("sqlite3 is broken here")'
+                      '\n\n\nsqlite3.connect = _broken\n', encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(broken.parent)}
     result = run(tee(db, "cat"), input=INPUT, env=env)
     assert result.returncode == 0 and result.stdout == INPUT

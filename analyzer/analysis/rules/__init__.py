@@ -13,7 +13,12 @@ analyzer/analysis/drift.py once the session's frames are read), `operation` (a s
 operation: a retry after input_required, a task's status, cancel or result, any answer; given by
 analyzer/analysis/logical_operations.py), `schema` (a message that failed its revision's schema, or a
 tool's result and that tool's outputSchema: given by analyzer/analysis/results.py, once per
-message). A check on frames or messages subscribes to
+message), and the security reading's (analyzer/analysis/security/reading.py, once the session's
+frames are read, over the frames of its definitions, tool calls and elicitations): `declared` (a
+tool, prompt, resource or template as a listing gives it, first or changed), `call` (a tools/call
+request), `result` (its answer), `elicitation` (an elicitation/create request), `redefined` (a tool
+whose definition changed after a call used it) and `reading` (the session's calls, at the end). A
+check on frames or messages subscribes to
 facts (`Rule.when`, in the vocabulary `FACTS`) and runs only where one is present. Layer `mcp`
 rules run only when the session's MCP revision is known. What a rule is lives in `registry`
 (which the rule modules import); this package loads them (`load`)."""
@@ -33,5 +38,8 @@ def load() -> dict[str, Rule]:
                                        methods, operation_checks, pairing, progress, schema_checks, tools,
                                        transport)
     from mcptap.analysis.rules import authflow, headers, rounds, subscriptions  # noqa: F401
+    from mcptap.analysis.rules.security import load as load_security
+
+    load_security()
 
     return RULES

@@ -11,8 +11,9 @@ from typing import Any, Literal
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 EVENTS = frozenset({"envelope", "frame", "request", "notification", "response", "exchange", "end", "definitions",
-                    "operation", "schema"})
-GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization", "definitions", "operations")
+                    "operation", "schema", "declared", "call", "result", "elicitation", "redefined", "reading"})
+GROUPS = ("envelope", "pairing", "lifecycle", "methods", "transport", "authorization", "definitions", "operations",
+          "security")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,99 @@
+"""The security reading of each stored session (analyzer/analysis/security/reading.py): its
+frames of listings, tool calls, their answers and elicitations read from the store with what
+capture redacted in them, and, across the sessions of one analysis, which servers declare which
+tool names (`catalogue`, for `tool-shadowing`)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import orjson
+
+from mcptap import store
+from mcptap.analysis import rules
+from mcptap.analysis.security.reading import ANSWER_NEEDLES, Reading
+
+SHADOWING = "tool-shadowing"
+LISTING_NEEDLES = (b'"tools"',)
+"""Every tools/list answer has this, and the initialize answer of a server with tools (its
+capability); a tools/call has not."""
+
+
+def enabled(policy, code: str | None = None) -> bool:
+    """Whether the policy lets any security rule (or this code) through."""
+    codes = [code] if code is not None else [c for c, r in rules.load().items() if r.group == "security"]
+    return any(policy is None or policy.severity(c, "error") is not None for c in codes)
+
+
+def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None,
+                  answers: list[int] | None = None) -> list[tuple]:
+    """The security findings of one session, read from the frames `seqs` and the tools/call
+    answers among `answers` that capture redacted something in or that hold what the free-text
+    detectors look for (`reading.wanted` of its message rows)."""
+    if not seqs:
+        return []
+    catalogue = (getattr(policy, "catalogue", None) or {}).get(sid)
+    reading = Reading(sid, policy, catalogue)
+    if not reading.active:
+        return []
+    frames = store.frames_read_by_seq(conn, sid, seqs)
+    if answers and reading.rules["result"]:
+        frames = sorted(frames + store.frames_read_if_marked(conn, sid, answers, ANSWER_NEEDLES))
+    for seq, ts, direction, raw, redacted in frames:
+        reading.frame(seq, ts, direction, raw, redacted)
+    return reading.end()
+
+
+def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
+    """{session id: {tool name: the other servers that declare it}} over these sessions: a server is
+    its serverInfo name (else the session's label); sessions of one server are not others. Read
+    from the frames that can be initialize or tools/list answers (filtered in SQLite)."""
+    servers: dict[str, tuple[str, set[str]]] = {}
+    for sid in ids:
+        server, tools = None, set()
+        for _seq, direction, raw in store.frames_mentioning(conn, sid, LISTING_NEEDLES):
+            if direction == "s2c":
+                found, names = _listed(raw)
+                server = server or found
+                tools |= names
+        servers[sid] = (server or store.get_session(conn, sid).get("label") or sid, tools)
+    by_tool: dict[str, set[str]] = {}
+    for name, tools in servers.values():
+        for tool in tools:
+            by_tool.setdefault(tool, set()).add(name)
+    out: dict[str, dict[str, list[str]]] = {}
+    for sid, (name, _tools) in servers.items():
+        others = {tool: sorted(s for s in names if s != name) for tool, names in by_tool.items()}
+        out[sid] = {tool: names for tool, names in others.items() if names}
+    return out
+
+
+def _listed(raw: bytes) -> tuple[str | None, set[str]]:
+    """The server name an initialize answer gives, and the tool names a tools/list answer gives."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, set()
+    result = value.get("result") if type(value) is dict else None
+    if type(result) is not dict:
+        return None, set()
+    info = result.get("serverInfo")
+    name = info.get("name") if type(info) is dict and type(info.get("name")) is str else None
+    tools = result.get("tools")
+    names = {t["name"] for t in tools if type(t) is dict and type(t.get("name")) is str} if type(tools) is list else set()
+    return name, names
+
+
+def prepared(conn: sqlite3.Connection, ids: list[str], policy):
+    """The policy an analysis of these sessions runs with: when more than one session is analysed
+    and `tool-shadowing` runs, a copy holding the catalogue of which servers declare which tools."""
+    if len(ids) < 2 or not enabled(policy, SHADOWING):
+        return policy
+    import dataclasses
+
+    from mcptap.analysis.policy import Policy
+
+    found = catalogue(conn, ids)
+    if not any(found.values()):
+        return policy
+    return dataclasses.replace(policy if policy is not None else Policy(), catalogue=found)
