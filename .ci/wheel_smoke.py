@@ -160,7 +160,7 @@ def smoke(work: Path) -> None:
     if said not in version.decode():
         raise Failed(f"mcptap.__version__ is {said!r}; mcptap --version printed {version!r}")
     commands = ["record", "proxy", "sessions", "show", "analyze", "export", "import", "redact", "report",
-                "replay", "serve", "diff", "wrap", "unwrap", "demo", "addon-path", "view"]
+                "replay", "serve", "diff", "wrap", "unwrap", "demo", "addon-path", "view", "runs", "audit", "tui", "mcp"]
     for command in commands:
         if "Example:" not in run([mcptap, command, "--help"], cwd=here).stdout.decode():
             raise Failed(f"mcptap {command} --help has no example")
@@ -198,6 +198,12 @@ def smoke(work: Path) -> None:
                                     ok=(0, 1)).stdout)
     if [s["id"] for s in dataset_report["sessions"]] != [s["id"] for s in report["sessions"]]:
         raise Failed("mcptap analyze of the Parquet export did not analyse the demo's sessions")
+    step("mcptap runs, show --run, audit")
+    if "demo" not in run([mcptap, "runs", "--db", db], cwd=here).stdout.decode():
+        raise Failed("mcptap runs lists no run of the demo's servers")
+    if "initialize" not in run([mcptap, "show", "--db", db, "--run", "@1"], cwd=here).stdout.decode():
+        raise Failed("mcptap show --run @1 printed no frame of the newest run")
+    run([mcptap, "audit", "--db", db, "--format", "json"], cwd=here, ok=(0, 1))
     shutil.copy(db, here / "scrubbed.db")
     run([mcptap, "redact", "--db", here / "scrubbed.db", "--redact-key", "*name*"], cwd=here)
 
