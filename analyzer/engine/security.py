@@ -45,10 +45,12 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
 
 
 def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
-    """{session id: {tool name: the other servers that declare it}} over these sessions: a server is
-    its serverInfo name (else the session's label); sessions of one server are not others. Read
-    from the frames that can be initialize or tools/list answers (filtered in SQLite)."""
-    servers: dict[str, tuple[str, set[str]]] = {}
+    """{session id: {tool name: the other servers that declare it}} over these sessions, within each
+    run (the sessions one host process or client started, which a model sees together; sessions
+    recorded without a run are compared with each other): a server is its serverInfo name (else the
+    session's label); sessions of one server are not others. Read from the frames that can be
+    initialize or tools/list answers (filtered in SQLite)."""
+    servers: dict[str, tuple[str, set[str], str | None]] = {}
     for sid in ids:
         server, tools = None, set()
         for _seq, direction, raw in store.frames_mentioning(conn, sid, LISTING_NEEDLES):
@@ -56,14 +58,15 @@ def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, l
                 found, names = _listed(raw)
                 server = server or found
                 tools |= names
-        servers[sid] = (server or store.get_session(conn, sid).get("label") or sid, tools)
-    by_tool: dict[str, set[str]] = {}
-    for name, tools in servers.values():
+        row = store.get_session(conn, sid)
+        servers[sid] = (server or row.get("label") or sid, tools, row.get("run"))
+    by_tool: dict[tuple[str | None, str], set[str]] = {}
+    for name, tools, run in servers.values():
         for tool in tools:
-            by_tool.setdefault(tool, set()).add(name)
+            by_tool.setdefault((run, tool), set()).add(name)
     out: dict[str, dict[str, list[str]]] = {}
-    for sid, (name, _tools) in servers.items():
-        others = {tool: sorted(s for s in names if s != name) for tool, names in by_tool.items()}
+    for sid, (name, _tools, run) in servers.items():
+        others = {tool: sorted(s for s in names if s != name) for (group, tool), names in by_tool.items() if group == run}
         out[sid] = {tool: names for tool, names in others.items() if names}
     return out
 

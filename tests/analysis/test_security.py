@@ -211,6 +211,18 @@ def test_a_loop_is_reported_once_and_not_when_the_calls_are_spread_out():
     assert "call-loop" not in codes(spread)
 
 
+def test_the_rounds_of_an_input_required_operation_are_no_loop():
+    """A 2026-07-28 retry carries `requestState` or `inputResponses` beside the same arguments: the same
+    call answered in rounds, not a call repeated."""
+    first = call(0, "book", {"room": 1})
+    rounds = [("c2s", req(10 + i, "tools/call", {"name": "book", "arguments": {"room": 1},
+                                                 "requestState": f"s{i}", "inputResponses": {"r": {"ok": True}}}))
+              for i in range(4)]
+    assert "call-loop" not in codes(session(listing(0, [ADD]), first, rounds))
+    plain = session(listing(0, [ADD]), *(call(i, "book", {"room": 1}) for i in range(4)))
+    assert "call-loop" in codes(plain)
+
+
 def test_the_loop_thresholds_come_from_the_policy():
     rows = session(listing(0, [ADD]), *(call(i, "add", {"a": 1}) for i in range(3)))
     policy = Policy()

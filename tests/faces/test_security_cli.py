@@ -72,3 +72,19 @@ def test_a_secret_redacted_at_import_is_still_reported_by_kind_and_never_by_valu
     found = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "secret-in-arguments"]
     assert sorted(f["frame"] for f in found) == [6, 7]
     assert "api_key at $.params.arguments.api_key" in found[0]["message"] and "password" in found[1]["message"]
+
+
+def test_tool_shadowing_compares_the_servers_of_one_run_only(tmp_path):
+    """Two servers declaring `add` shadow each other when one host process ran both (one run); in two
+    runs (two hosts, or two agent runs) the model never saw them together: no finding."""
+    def codes(runs: dict) -> set:
+        log = tmp_path / "runs.jsonl"
+        write_log(log, {"calc": server("calculator", ADD, 1), "evil": server("evil-math", ADD, 1)})
+        heads = "".join(json.dumps({"record": "session", "session": sid, "run": run}) + "\n" for sid, run in runs.items())
+        log.write_text(heads + log.read_text(encoding="utf-8"), encoding="utf-8")
+        done = run(mcptap("analyze", "--rules", "security", str(log), "--format", "json", "--fail-on", "never"))
+        assert done.returncode == 0, done.stderr
+        return {(f["session"], f["code"]) for f in json.loads(done.stdout)["findings"]}
+
+    assert {("calc", "tool-shadowing"), ("evil", "tool-shadowing")} <= codes({"calc": "r1", "evil": "r1"})
+    assert not {c for _, c in codes({"calc": "r1", "evil": "r2"})} & {"tool-shadowing"}

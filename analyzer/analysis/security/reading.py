@@ -71,7 +71,8 @@ class Call:
     """A tools/call request: its tool, arguments (and their JSON text, keys sorted), and what the
     session had declared by then (`listed`: a tools/list answer came before it; `declared`: the
     tool's definition, None when the latest listing does not hold it; `removed_at`: the listing
-    that dropped it)."""
+    that dropped it; `retry`: it carries `requestState` or `inputResponses`, a later round of one
+    2026-07-28 operation, not a call of its own)."""
     seq: int
     ts: float
     name: str | None
@@ -80,6 +81,7 @@ class Call:
     listed: bool = False
     declared: Any = None
     removed_at: int | None = None
+    retry: bool = False
     raw: bytes | None = field(default=None, repr=False)
     recorded: list | None = field(default=None, repr=False)
 
@@ -269,7 +271,8 @@ class Reading:
             text = repr(arguments)
         if len(text) > MAX_TEXT:
             text = text[:MAX_TEXT] + f"… [{len(text)} characters]"
-        call = Call(seq, ts, name, arguments, text, listed=self.current is not None, raw=raw, recorded=recorded)
+        call = Call(seq, ts, name, arguments, text, listed=self.current is not None, raw=raw, recorded=recorded,
+                    retry="requestState" in params or "inputResponses" in params)
         if name is not None:
             if self.current is not None and name in self.current:
                 found = self.seen.get(("tools", name))

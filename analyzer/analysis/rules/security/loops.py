@@ -20,7 +20,7 @@ RATE_MIN_CALLS = 20
 def call_loop(item, ctx):
     if type(item) is list:
         return _rate(item, ctx)
-    if item.name is None:
+    if item.name is None or item.retry:  # a round of an input_required operation is the same call, answered
         return None
     repeats = ctx.repeats(item)
     if len(repeats) < ctx.loop_calls:
