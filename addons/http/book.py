@@ -300,7 +300,9 @@ class ExchangeBook:
             "started_at": min([ex.started_at, *(h.started_at for h in held)]),
             "upstream": text(upstream), "recorder": self.recorder, "host": text(socket.gethostname()),
             "pid": os.getpid(), **({"source": text(self.source)} if self.source else {}),
-            "run": self.runs.run_for(address, agent, ex.started_at), "client": HttpRuns.client(address, agent),
+            "client": HttpRuns.client(address, agent),
+            # a run is what a live proxy saw one client start; an import (a HAR, a dump) cannot tell
+            **({} if self.source else {"run": self.runs.run_for(address, agent, ex.started_at)}),
         })
         for h in held:
             self._adopt(h, session)

@@ -46,8 +46,8 @@ def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[in
 
 def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
     """{session id: {tool name: the other servers that declare it}} over these sessions, within each
-    run (the sessions one host process or client started, which a model sees together; sessions
-    recorded without a run are compared with each other): a server is its serverInfo name (else the
+    run (the sessions one host process or client started, which a model sees together; a session
+    recorded without a run has no other to compare with): a server is its serverInfo name (else the
     session's label); sessions of one server are not others. Read from the frames that can be
     initialize or tools/list answers (filtered in SQLite)."""
     servers: dict[str, tuple[str, set[str], str | None]] = {}
@@ -59,7 +59,7 @@ def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, l
                 server = server or found
                 tools |= names
         row = store.get_session(conn, sid)
-        servers[sid] = (server or row.get("label") or sid, tools, row.get("run"))
+        servers[sid] = (server or row.get("label") or sid, tools, row.get("run") or f"\0{sid}")  # no run: alone
     by_tool: dict[tuple[str | None, str], set[str]] = {}
     for name, tools, run in servers.values():
         for tool in tools:

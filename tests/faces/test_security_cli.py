@@ -35,6 +35,8 @@ def write_log(path, sessions: dict) -> None:
 def test_rules_security_runs_the_security_group_alone_across_the_sessions_of_the_analysis(tmp_path):
     log = tmp_path / "two.jsonl"
     write_log(log, {"calc": server("calculator", ADD, 1), "evil": server("evil-math", POISONED, 3)})
+    heads = "".join(json.dumps({"record": "session", "session": sid, "run": "one-host"}) + "\n" for sid in ("calc", "evil"))
+    log.write_text(heads + log.read_text(encoding="utf-8"), encoding="utf-8")  # both servers of one host's run
     done = run(mcptap("analyze", "--rules", "security", str(log), "--format", "json", "--fail-on", "never"))
     assert done.returncode == 0, done.stderr
     findings = json.loads(done.stdout)["findings"]
@@ -88,3 +90,4 @@ def test_tool_shadowing_compares_the_servers_of_one_run_only(tmp_path):
 
     assert {("calc", "tool-shadowing"), ("evil", "tool-shadowing")} <= codes({"calc": "r1", "evil": "r1"})
     assert not {c for _, c in codes({"calc": "r1", "evil": "r2"})} & {"tool-shadowing"}
+    assert not {c for _, c in codes({})} & {"tool-shadowing"}  # no run recorded: nothing says a model saw both
