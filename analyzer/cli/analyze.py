@@ -32,6 +32,19 @@ class FailOn(str, Enum):
     never = "never"
 
 
+# options `analyze` and `audit` share
+IgnoreCodeOption = Annotated[Optional[list[str]], typer.Option("--ignore-code", metavar="CODE",
+                                                             help="Silence a finding code (repeatable).")]
+SeverityOption = Annotated[Optional[list[str]], typer.Option(
+        "--severity", metavar="CODE=LEVEL", help="Report a code at another severity (repeatable).")]
+PolicyOption = Annotated[Optional[str], typer.Option(
+        "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")]
+ReportOutputOption = Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
+                                                  help="Write the report here instead of stdout.")]
+JobsOption = Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
+                                                help="Worker processes (default: one per CPU for large databases).")]
+
+
 @app.command(short_help='Judge every frame and print the findings.')
 def analyze(
     ctx: typer.Context,
@@ -51,18 +64,13 @@ def analyze(
     as_json: Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")] = False,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this severity.")
                        ] = FailOn.error,
-    ignore_code: Annotated[Optional[list[str]], typer.Option("--ignore-code", metavar="CODE",
-                                                             help="Silence a finding code (repeatable).")] = None,
+    ignore_code: IgnoreCodeOption = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", metavar="CODE", hidden=True,
                                                         help="The same as --ignore-code (deprecated).")] = None,
-    severity: Annotated[Optional[list[str]], typer.Option(
-        "--severity", metavar="CODE=LEVEL", help="Report a code at another severity (repeatable).")] = None,
-    config: Annotated[Optional[str], typer.Option(
-        "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")] = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write the report here instead of stdout.")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
-                                                help="Worker processes (default: one per CPU for large databases).")] = None,
+    severity: SeverityOption = None,
+    config: PolicyOption = None,
+    output: ReportOutputOption = None,
+    jobs: JobsOption = None,
     list_rules: Annotated[bool, typer.Option("--rules", help="Alone: list every finding code (code, group, severity, "
                                                              "summary, spec reference) and exit; with --format "
                                                              "json or jsonl as JSON. Followed by GROUP[,GROUP] "

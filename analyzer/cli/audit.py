@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mcptap.cli.analyze import FailOn
+from mcptap.cli.analyze import FailOn, IgnoreCodeOption, JobsOption, PolicyOption, ReportOutputOption, SeverityOption
 from mcptap.cli.common import (ColorOption, DbOption, DEFAULT_DB, SessionAlias, app, color_on, fail, names_a_file,
                                one_line_errors)
 from mcptap.errors import warn_stderr
@@ -34,16 +34,11 @@ def audit(
     fmt: Annotated[AuditFormat, typer.Option("--format", help="Report format (text is table).")] = AuditFormat.table,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a security finding reaches this "
                                                               "severity.")] = FailOn.error,
-    ignore_code: Annotated[Optional[list[str]], typer.Option("--ignore-code", metavar="CODE",
-                                                             help="Silence a finding code (repeatable).")] = None,
-    severity: Annotated[Optional[list[str]], typer.Option(
-        "--severity", metavar="CODE=LEVEL", help="Report a code at another severity (repeatable).")] = None,
-    config: Annotated[Optional[str], typer.Option(
-        "--config", metavar="FILE", help="Policy file (TOML, [analyze] ignore/severity); default ./mcptap.toml.")] = None,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                                                  help="Write the report here instead of stdout.")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", metavar="N", min=1,
-                                                help="Worker processes (default: one per CPU for large databases).")] = None,
+    ignore_code: IgnoreCodeOption = None,
+    severity: SeverityOption = None,
+    config: PolicyOption = None,
+    output: ReportOutputOption = None,
+    jobs: JobsOption = None,
     sarif_root: Annotated[Optional[str], typer.Option(
         "--sarif-root", metavar="DIR", help="SARIF: file locations relative to this folder (default: the current "
                                             "folder).")] = None,
