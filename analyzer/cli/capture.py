@@ -72,6 +72,10 @@ def proxy(
         "--public-url", metavar="URL",
         help="The origin clients reach the proxy under, when it is not the one they send as Host (behind a TLS "
              "front or another name): what OAuth metadata and challenges are rewritten to name.")] = None,
+    metrics_listen: Annotated[Optional[str], typer.Option(
+        "--metrics-listen", metavar="[HOST:]PORT",
+        help="Also serve Prometheus /metrics of what is recorded here, on a loopback address only (port 0: any "
+             "free port); the names `mcptap view` serves.")] = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -79,6 +83,8 @@ def proxy(
     (the same path as the server's). Ctrl-C stops it.
 
     Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000/mcp --listen 8808
+
+    Example:  mcptap proxy --upstream http://127.0.0.1:8000/mcp --metrics-listen 9464
     """
     from mcptap import proxy as proxy_mod
 
@@ -88,7 +94,8 @@ def proxy(
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,
-                               on_ready=proxy_mod.say_listening(upstream, db))
+                               on_ready=proxy_mod.say_listening(upstream, db), metrics_listen=metrics_listen,
+                               on_metrics=proxy_mod.say_metrics)
     raise typer.Exit(status)
 
 
