@@ -143,7 +143,8 @@ def wrap(
     dry_run: DryRunOption = False,
 ) -> None:
     """Put every stdio server of a host's config (Claude Desktop, Claude Code, Cursor, VS Code)
-    behind `mcptap record --db=DB --name=NAME --`, so that the host's own sessions are recorded:
+    behind `mcptap record --db=DB --host-app=HOST --name=NAME --`, so that the host's own sessions are
+    recorded, with the host's name (from --host or the file's name; its runs show it):
     only `command` changes and mcptap's words go at the head of `args`, the host's file is kept
     beside it (CONFIG.mcptap-backup), and wrapping twice changes nothing. HTTP servers are listed with the `mcptap proxy` command that records
     them. Restart the host (or reload its servers) afterwards; `mcptap unwrap` undoes it.
@@ -156,7 +157,7 @@ def wrap(
     from mcptap.wire.textsafe import printable
 
     with one_line_errors():
-        plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None)
+        plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None, host)
         if dry_run:
             sys.stdout.write(plan.diff())
         elif wrap_mod.apply(plan) and plan.changed:

@@ -1,7 +1,7 @@
 """Runs: the sessions one host process starts form one run. A Claude Desktop config of two real
-stdio servers is wrapped by `mcptap wrap`, and a real host on the `mcp` SDK starts both at once, twice
-(two host processes): `mcptap runs`, `show --run`, the pandas API and the MCP face's data all see two
-runs of two sessions each."""
+stdio servers is wrapped by `mcptap wrap` (which writes the host's name into each command line), and a
+real host on the `mcp` SDK starts both at once, twice (two host processes): `mcptap runs`, `show
+--run` and the pandas API all see two runs of two sessions each, started by "claude-desktop"."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def recorded(tmp_path_factory, sdk_python, time_server):
     db = where / "host.db"
     done = run(mcptap("wrap", str(config), "--db", str(db)))
     assert done.returncode == 0, done.stderr.decode()
+    wrapped = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]
+    assert all("--host-app=claude-desktop" in entry["args"] for entry in wrapped.values())
     hosts = []
     for _ in range(2):  # two host processes, one after the other
         host = run([sdk_python, tool("sdk_host_client.py"), str(config)], timeout=180)
@@ -43,6 +45,8 @@ def test_one_host_process_is_one_run_and_two_are_two(recorded):
     for r in runs:
         assert r["sessions"] == 2 and sorted(r["servers"]) == ["sdk", "time"] and r["frames"] >= 8
         assert r["client"]["exe"].startswith("python") and r["client"]["pid"] > 1
+        assert r["host_app"] == r["client"]["host_app"] == "claude-desktop"
+        assert r["host"] == f"claude-desktop (pid {r['client']['pid']}, {r['client']['exe']})"
     assert runs[0]["client"]["pid"] != runs[1]["client"]["pid"]
     conn = sqlite3.connect(recorded)
     by_run = conn.execute("SELECT run, count(*) FROM sessions GROUP BY run").fetchall()
@@ -51,7 +55,9 @@ def test_one_host_process_is_one_run_and_two_are_two(recorded):
     table = run(mcptap("runs", "--db", str(recorded)))
     lines = table.stdout.decode().splitlines()
     assert lines[0].split()[:3] == ["run", "started", "sessions"] and len(lines) == 3
-    assert all(runs[k]["handle"] in lines[k + 1] for k in range(2))
+    assert "host" in lines[0].split()
+    assert all(runs[k]["handle"] in lines[k + 1] and f"claude-desktop (pid {runs[k]['client']['pid']}" in lines[k + 1]
+               for k in range(2))
 
 
 def test_show_run_merges_both_servers_in_time_order(recorded):
@@ -59,12 +65,13 @@ def test_show_run_merges_both_servers_in_time_order(recorded):
     assert done.returncode == 0, done.stderr.decode()
     records = [json.loads(line) for line in done.stdout.decode().splitlines()]
     head, frames = records[0], records[1:]
-    assert head["record"] == "run" and len(head["session_ids"]) == 2
+    assert head["record"] == "run" and len(head["session_ids"]) == 2 and head["host_app"] == "claude-desktop"
     assert {f["server"] for f in frames} == {"sdk", "time"}
     assert [f["ts"] for f in frames] == sorted(f["ts"] for f in frames)
     assert {f["session"] for f in frames} == set(head["session_ids"])
     text = run(mcptap("show", "--db", str(recorded), "--run", head["handle"]))
-    lines = text.stdout.decode().splitlines()
+    heading, *lines = text.stdout.decode().splitlines()
+    assert heading.startswith(f"run {head['handle']} ") and f"host {head['host']}" in heading
     assert len(lines) == len(frames)
     assert any(" sdk " in line and "tools/call" in line for line in lines)
     assert any(" time " in line and "initialize" in line for line in lines)
@@ -78,6 +85,8 @@ def test_the_pandas_api_reads_the_runs(recorded):
 
     runs = mt.runs(str(recorded))
     assert list(runs["sessions"]) == [2, 2] and all(sorted(s) == ["sdk", "time"] for s in runs["servers"])
+    assert list(runs["host_app"]) == ["claude-desktop"] * 2
+    assert all(h.startswith("claude-desktop (pid ") for h in runs["host"])
     sessions = mt.sessions(str(recorded))
     assert sessions.groupby("run").size().tolist() == [2, 2]
     assert set(sessions["run"]) == set(runs["run"])
