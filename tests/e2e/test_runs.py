@@ -1,17 +1,22 @@
 """Runs: the sessions one host process starts form one run. A Claude Desktop config of two real
 stdio servers is wrapped by `mcptap wrap` (which writes the host's name into each command line), and a
-real host on the `mcp` SDK starts both at once, twice (two host processes): `mcptap runs`, `show
---run` and the pandas API all see two runs of two sessions each, started by "claude-desktop"."""
+real host on the `mcp` SDK starts both at once, in two host processes running at the same time:
+`mcptap runs`, `show --run` and the pandas API all see two runs of two sessions each, started by
+"claude-desktop". Through `mcptap proxy`, one client's sessions (its address and User-Agent) are
+one run and another User-Agent's another."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
+import subprocess
+import urllib.request
 
 import pytest
 
-from tests.conftest import mcptap, run, tool
+from tests.conftest import PROCESS_TIMEOUT_S, mcptap, run, tool
+from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +33,13 @@ def recorded(tmp_path_factory, sdk_python, time_server):
     wrapped = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]
     assert all("--host-app=claude-desktop" in entry["args"] for entry in wrapped.values())
     hosts = []
-    for _ in range(2):  # two host processes, one after the other
-        host = run([sdk_python, tool("sdk_host_client.py"), str(config)], timeout=180)
-        assert host.returncode == 0, host.stderr.decode()[-3000:]
-        hosts.append(json.loads(host.stdout.decode().strip().splitlines()[-1]))
+    # two host processes at once: what tells their runs apart is the process, not the time
+    started = [subprocess.Popen([sdk_python, tool("sdk_host_client.py"), str(config)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE) for _ in range(2)]
+    for host in started:
+        out, err = host.communicate(timeout=180)
+        assert host.returncode == 0, err.decode()[-3000:]
+        hosts.append(json.loads(out.decode().strip().splitlines()[-1]))
     assert all("echo" in h["sdk"] and "get_current_time" in h["time"] for h in hosts)
     assert run(mcptap("analyze", "--db", str(db))).returncode in (0, 1)
     return db
@@ -106,3 +114,41 @@ def test_two_tees_of_one_process_tree_agree_without_talking(tmp_path):
     count = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
     conn.close()
     assert count == 2 and len(runs) == 1 and None not in runs
+    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    client = listed[0]["client"]  # no --host-app (a command line wrapped before wrap wrote it): the program
+    assert listed[0]["host_app"] is None and "host_app" not in client
+    assert client["pid"] == os.getpid()  # the shell looked through: this test's process started them
+    assert listed[0]["host"] == f"{client['exe']} (pid {os.getpid()})"
+
+
+def test_through_the_proxy_one_clients_sessions_are_one_run_and_another_user_agents_another(sdk_python, tmp_path):
+    db = tmp_path / "http.db"
+    with sdk_http_server(sdk_python, "json") as upstream, mcptap_proxy(db, upstream) as proxy:
+        for _ in range(2):  # two client processes of one address and User-Agent: two sessions
+            assert sdk_client(sdk_python, "legacy", "streamable", f"{proxy.url}/mcp")["echo"] == "héllo ✓"
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "other", "version": "1"}}}
+        request = urllib.request.Request(f"{proxy.url}/mcp", data=json.dumps(hello).encode(), method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "User-Agent": "another-host/1.0"})
+        with urllib.request.urlopen(request, timeout=PROCESS_TIMEOUT_S) as answer:
+            assert answer.status == 200
+        assert proxy.stop() == 0, proxy.errors
+    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    assert sorted(r["sessions"] for r in listed) == [1, 2]
+    by_agent = {r["client"]["user_agent"]: r for r in listed}
+    assert by_agent["another-host/1.0"]["sessions"] == 1
+    assert by_agent["another-host/1.0"]["host"] == "127.0.0.1 another-host/1.0"
+    assert all(r["client"]["address"] == "127.0.0.1" for r in listed)
+
+
+def test_an_http_clients_run_goes_on_within_the_window_and_a_new_one_starts_after_it():
+    from mcptap.addons.runs import HttpRuns
+
+    runs = HttpRuns(window=300.0)
+    first = runs.run_for("127.0.0.1", "ua", now=1000.0)
+    assert runs.run_for("127.0.0.1", "ua", now=1290.0) == first
+    assert runs.run_for("127.0.0.1", "ua", now=1580.0) == first  # within the window of the run's last session
+    assert runs.run_for("127.0.0.2", "ua", now=1580.0) != first
+    assert runs.run_for("127.0.0.1", "other", now=1580.0) != first
+    assert runs.run_for("127.0.0.1", "ua", now=1881.0) != first
