@@ -55,7 +55,7 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
         session in the same pass (analyzer/analysis/security/feed.py)."""
         self.session_id = session_id
         self.cut = cut or None
-        self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
+        self._scan = _SCAN if _wirescan is not None and not exact_only else None
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
         self.declared_revision = revision
         self.revision_source = revision_source
@@ -251,7 +251,7 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
         request, notification, response or error that no rule needs to see. The same state
         changes and rows as the exact path, the value built only for a tools/call result (`read_answer`). False, before
         anything has changed, for anything else: the exact path then takes the frame."""
-        key, method, ident, id_json, meta, params, result_type, ident_key = envelope
+        key, method, ident, id_json, meta, params, result_type, ident_key, member = envelope
         value = None  # the frame as orjson reads it, where it was read
         shape = self._clean.get(key)
         if shape is None:
@@ -278,7 +278,7 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
             self._await(msg, key, meta)
             if self._reading is not None and method in _SECURE:
                 value = self._secure_fast(seq, ts, direction, raw, False)
-            self._check(REQUEST, direction, method, raw, msg, seq, None, value)
+            self._check(REQUEST, direction, method, raw, msg, seq, None, value, member)
             if direction == C2S:
                 self.client_requests += 1
             self.last_sent[direction] = msg
@@ -298,7 +298,7 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
                 _progressed(progress)
             if self._reading is not None and method in _SECURE:
                 value = self._secure_fast(seq, ts, direction, raw, False)
-            self._check(NOTIFICATION, direction, method, raw, None, seq, None, value)
+            self._check(NOTIFICATION, direction, method, raw, None, seq, None, value, member)
             self._rows.append([self.session_id, seq, None, direction, NOTIFICATION, None, method, None, None])
             self.last_sent[direction] = (seq, ts, direction, raw, sig, NOTIFICATION, method, ident, id_json)
         elif kind is RESPONSE or kind is ERROR:
@@ -317,7 +317,7 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
             self._answer(row, kind, seq, ts, key, req, value)
             if self._reading is not None and req.method in _SECURE:
                 value = self._secure_fast(seq, ts, direction, raw, req.method == TOOL_CALL, value)
-            self._check(kind, direction, req.method, raw, req, seq, None, value)
+            self._check(kind, direction, req.method, raw, req, seq, None, value, member)
             self.last_sent[direction] = (seq, ts, direction, raw, sig, kind, None, ident, id_json)
         else:
             return False
@@ -371,10 +371,17 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
             self._findings.extend(self._secured())
 
 
-ENVELOPE_ITEMS = 8
-"""The items of the scanner's envelope tuple that `_fast` reads."""
-if _wirescan is not None and (getattr(_wirescan, "ENVELOPE_ITEMS", None) != ENVELOPE_ITEMS or _wirescan.META_NAMES != (
+ENVELOPE_ITEMS = 9
+"""The items of the scanner's envelope tuple that `_fast` reads (a build of before the member's
+bytes, 8, gives None for them: its messages' schema verdicts are not cached)."""
+_BUILT = getattr(_wirescan, "ENVELOPE_ITEMS", None)
+if _wirescan is not None and (_BUILT not in (ENVELOPE_ITEMS, 8) or _wirescan.META_NAMES != (
         mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)):
     _wirescan = None  # a build from other sources: the exact path alone is right, only slower
 if _wirescan is not None:
     _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)
+    _SCAN = _wirescan.scan
+    if _BUILT == 8:
+        def _SCAN(raw, _scan=_wirescan.scan):  # noqa: N802 - the scan, its envelope given a member of None
+            envelope = _scan(raw)
+            return envelope if envelope is None else (*envelope, None)

@@ -38,7 +38,8 @@ MAX_TEXT = 65_536
 
 
 ANSWER_NEEDLES = (b"earer", b"EARER", b"://")
-"""What a tool's answer that capture did not redact must hold to be read (`answer_wanted`): what the free-text
+"""What a tool's answer that capture did not redact must hold to be read (`answer_wanted`, which
+spells them out): what the free-text
 detectors replace (analyzer/analysis/security/secrets.py); a credential member in it was redacted
 at capture, and its path recorded with the frame."""
 
@@ -170,7 +171,7 @@ class Reading:
     def answer_wanted(self, raw: bytes, recorded: str | None) -> bool:
         """Whether a tools/call answer is to be read at all: a `result` rule runs, and capture
         redacted something in it or it holds what the free-text detectors look for."""
-        return bool(self.rules["result"]) and (bool(recorded) or any(n in raw for n in ANSWER_NEEDLES))
+        return bool(self.rules["result"]) and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
 
     def read(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None,
              value: Any = _UNREAD) -> None:
