@@ -1,6 +1,7 @@
 """The quick paths (analyzer/quick.py): `mcptap --version`, `sessions` and `show` start without
 typer, pydantic, mcp-types' models or (for sessions) the analysis, and print what the typer
-commands print; a command line the small parser does not take whole goes to typer."""
+commands print; a command line the small parser does not take whole goes to typer; `--help` loads
+typer and the commands' modules, none of the stages below them."""
 
 from __future__ import annotations
 
@@ -68,6 +69,19 @@ def test_show_of_a_conformant_session_loads_neither_typer_nor_the_schema_models(
     modules, out = imported("show", "--db", db, SID)
     assert b"tools/list" in out
     assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
+
+
+STAGES = ("mcptap.store", "mcptap.engine", "mcptap.analysis", "mcptap.readers", "mcptap.api", "mcptap.addons")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["show", "--help"], ["analyze", "--help"]])
+def test_help_loads_typer_and_the_commands_but_no_stage_sqlite3_or_schema_models(args):
+    modules, out = imported(*args)
+    assert b"Usage: mcptap" in out
+    loaded = {m for m in modules if m.startswith(STAGES) or m.split(".")[0] in ("sqlite3", "mcp_types", "pandas")}
+    assert not loaded, sorted(loaded)
+    if len(args) == 1:  # a command's own help has typer coerce its options' defaults (typer >= 0.29: pydantic)
+        assert modules.isdisjoint(("pydantic", "pydantic_core")), sorted(modules)
 
 
 @pytest.mark.parametrize("args", [
