@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from mcptap import quick
-from tests.conftest import mcptap, run
+from tests.conftest import run
+from tests.support.inprocess import cli
 
 SID = "01a23348-0000-7000-8000-000000000001"
 FRAMES = [
@@ -39,9 +40,9 @@ def db(tmp_path_factory):
               for n, (d, m) in enumerate(FRAMES, 1)]
     log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     path = folder / "small.db"
-    done = run(mcptap("import", "--db", str(path), str(log)))
+    done = cli("import", "--db", str(path), str(log))
     assert done.returncode == 0, done.stderr
-    run(mcptap("show", "--db", str(path), SID))  # the schemas' cache is written once, before the guards run
+    cli("show", "--db", str(path), SID)  # the schemas' cache is written once, before the guards run
     return str(path)
 
 
@@ -91,9 +92,7 @@ def test_help_loads_typer_and_the_commands_but_no_stage_sqlite3_or_schema_models
 ])
 def test_the_quick_path_prints_what_the_typer_command_prints(db, args):
     argv = [args[0], "--db", db, *args[1:]]
-    quick_run = run(mcptap(*argv))
-    typer_run = run([sys.executable, "-c", "import sys; from mcptap.cli import app; "
-                     f"app({argv!r}, prog_name='mcptap')"])
+    quick_run, typer_run = cli(*argv), cli(*argv, quick=False)
     assert quick_run.returncode == typer_run.returncode == 0, (quick_run.stderr, typer_run.stderr)
     assert _steady(quick_run.stdout) == _steady(typer_run.stdout)
 
@@ -110,7 +109,7 @@ def _steady(out: bytes) -> bytes:
     (["sessions", "--db", "/no/such/file.db"], 2),
 ])
 def test_a_refused_quick_command_is_one_line_and_exit_2(db, args, code):
-    done = run(mcptap(*[db if a == "DB" else a for a in args]))
+    done = cli(*[db if a == "DB" else a for a in args])
     assert done.returncode == code
     assert done.stderr.startswith(b"mcptap: error: ") and done.stderr.count(b"\n") == 1, done.stderr
 
@@ -138,10 +137,10 @@ def test_the_small_parser_reads_options_as_typer_does(monkeypatch):
 
 
 def test_help_is_typers_and_names_every_command():
-    done = run(mcptap("--help"))
+    done = cli("--help")
     assert done.returncode == 0
     assert b"Usage: mcptap" in done.stdout and b"sessions" in done.stdout and b"analyze" in done.stdout
-    show = run(mcptap("show", "--help"))
+    show = cli("show", "--help")
     assert show.returncode == 0 and b"--max-per-code" in show.stdout
 
 
@@ -167,7 +166,7 @@ def test_the_quick_import_prints_what_the_typer_command_prints(small_log, tmp_pa
     outcomes = []
     for way, extra in (("quick", []), ("typer", ["--max-frame", "128MiB"])):  # an option of typer's alone
         path = str(tmp_path / f"{way}.db")
-        done = run(mcptap("import", "--db", path, *options, *extra, *files))
+        done = cli("import", "--db", path, *options, *extra, *files)
         ids = re.findall(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", done.stdout)
         outcomes.append((done.returncode, _named(done.stdout, ids), done.stderr.replace(path.encode(), b"DB")))
     assert outcomes[0] == outcomes[1]
