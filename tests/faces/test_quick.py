@@ -15,6 +15,7 @@ import pytest
 from mcptap import quick
 from tests.conftest import run
 from tests.support.inprocess import cli
+from tests.support.sessions import write_log
 
 SID = "01a23348-0000-7000-8000-000000000001"
 FRAMES = [
@@ -33,12 +34,9 @@ ANALYSIS = ("mcptap.engine", "mcptap.analysis.session", "mcptap.analysis.schema_
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     folder = tmp_path_factory.mktemp("quick")
-    log = folder / "small.jsonl"
-    lines = [{"record": "session", "session": SID, "transport": "stdio", "label": "small", "started_at": 1796156710.0,
-              "ended_at": 1796156711.0, "exit_status": 0}]
-    lines += [{"session": SID, "seq": n, "ts": 1796156710.0 + n / 100, "direction": d, "raw": json.dumps(m)}
-              for n, (d, m) in enumerate(FRAMES, 1)]
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    log = write_log(folder / "small.jsonl", [(d, json.dumps(m)) for d, m in FRAMES], SID, start=1796156710.01,
+                    session_records={SID: {"transport": "stdio", "label": "small", "started_at": 1796156710.0,
+                                           "ended_at": 1796156711.0, "exit_status": 0}})
     path = folder / "small.db"
     done = cli("import", "--db", str(path), str(log))
     assert done.returncode == 0, done.stderr
