@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import sys
 from enum import Enum
 from typing import Annotated, Optional
@@ -110,6 +109,8 @@ def complete_sessions(ctx: typer.Context, incomplete: str) -> list[str]:
     db = ctx.params.get("db") or os.environ.get(options.DB_ENV) or DEFAULT_DB
     if not os.path.isfile(db):
         return []
+    import sqlite3
+
     try:
         from mcptap import store
 
@@ -240,13 +241,16 @@ def one_line_errors():
         yield
     except MCPTapError as exc:
         raise fail(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
-        raise fail(f"database error: {exc}") from None
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as other Unix tools do
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w", encoding="utf-8")
         raise typer.Exit(0) from None
+    except Exception as exc:
+        sqlite3 = sys.modules.get("sqlite3")  # only a loaded sqlite3 raises its errors: --help loads none
+        if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError):
+            raise
+        raise fail(f"database error: {exc}") from None
 
 
 def version_callback(value: bool) -> None:

@@ -4,7 +4,6 @@ almost nothing, and its calls import, analyse and write as the commands do."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 import inspect
 import io
 import json
@@ -18,6 +17,7 @@ import pytest
 
 from mcptap import api
 from mcptap.errors import AnalysisError, MCPTapError
+from tests.support.sessions import write_log as support_write_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SID = "01a24c55-0000-7000-8000-0000000000a1"
@@ -29,16 +29,12 @@ FRAMES = [
     ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),  # never answered: missing-response
 ]
+RECORD = {"transport": "stdio", "label": "small", "started_at": 1796156710.0, "ended_at": 1796156711.0, "exit_status": 0}
 
 
 def write_log(path: Path, sid: str = SID) -> Path:
-    lines = [{"record": "session", "session": sid, "transport": "stdio", "label": "small", "started_at": 1796156710.0,
-              "ended_at": 1796156711.0, "exit_status": 0}]
-    lines += [{"session": sid, "seq": n, "ts": 1796156710.0 + n / 100, "direction": d, "raw": json.dumps(m)}
-              for n, (d, m) in enumerate(FRAMES, 1)]
-    text = "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
-    path.write_bytes(gzip.compress(text) if path.suffix == ".gz" else text)
-    return path
+    return support_write_log(path, [(d, json.dumps(m)) for d, m in FRAMES], sid, start=1796156710.01,
+                             session_records={sid: RECORD})
 
 
 def test_every_public_name_has_a_docstring_and_a_line_on_the_api_page():

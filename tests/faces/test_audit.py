@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from mcptap.cli import app
 from tests.conftest import mcptap, run
 from tests.support.sessions import handshake, ok, req
+from tests.support.sessions import write_log as support_write_log
 
 CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "poisoned_definitions.json").read_text(encoding="utf-8"))
 POISONED = next(c["tool"] for c in CORPUS["cases"] if c["name"] == "invariant-add-sidenote")
@@ -32,13 +33,8 @@ def frames(tool: dict) -> list[tuple[str, str]]:
 
 
 def write_log(path: Path, tool: dict) -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"record": "session", "session": "poisoned", "transport": "stdio", "label": "poisoned",
-                             "started_at": 1000.0}) + "\n")
-        for i, (direction, raw) in enumerate(frames(tool)):
-            fh.write(json.dumps({"session": "poisoned", "seq": i + 1, "ts": 1000 + i / 100, "direction": direction,
-                                 "raw": raw}) + "\n")
-    return path
+    return support_write_log(path, frames(tool), "poisoned", session_records={"poisoned": {
+        "transport": "stdio", "label": "poisoned", "started_at": 1000.0}})
 
 
 @pytest.fixture

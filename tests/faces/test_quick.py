@@ -1,6 +1,7 @@
 """The quick paths (analyzer/quick.py): `mcptap --version`, `sessions` and `show` start without
 typer, pydantic, mcp-types' models or (for sessions) the analysis, and print what the typer
-commands print; a command line the small parser does not take whole goes to typer."""
+commands print; a command line the small parser does not take whole goes to typer; `--help` loads
+typer and the commands' modules, none of the stages below them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import sys
 import pytest
 
 from mcptap import quick
-from tests.conftest import mcptap, run
+from tests.conftest import run
+from tests.support.inprocess import cli
+from tests.support.sessions import write_log
 
 SID = "01a23348-0000-7000-8000-000000000001"
 FRAMES = [
@@ -31,16 +34,13 @@ ANALYSIS = ("mcptap.engine", "mcptap.analysis.session", "mcptap.analysis.schema_
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     folder = tmp_path_factory.mktemp("quick")
-    log = folder / "small.jsonl"
-    lines = [{"record": "session", "session": SID, "transport": "stdio", "label": "small", "started_at": 1796156710.0,
-              "ended_at": 1796156711.0, "exit_status": 0}]
-    lines += [{"session": SID, "seq": n, "ts": 1796156710.0 + n / 100, "direction": d, "raw": json.dumps(m)}
-              for n, (d, m) in enumerate(FRAMES, 1)]
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    log = write_log(folder / "small.jsonl", [(d, json.dumps(m)) for d, m in FRAMES], SID, start=1796156710.01,
+                    session_records={SID: {"transport": "stdio", "label": "small", "started_at": 1796156710.0,
+                                           "ended_at": 1796156711.0, "exit_status": 0}})
     path = folder / "small.db"
-    done = run(mcptap("import", "--db", str(path), str(log)))
+    done = cli("import", "--db", str(path), str(log))
     assert done.returncode == 0, done.stderr
-    run(mcptap("show", "--db", str(path), SID))  # the schemas' cache is written once, before the guards run
+    cli("show", "--db", str(path), SID)  # the schemas' cache is written once, before the guards run
     return str(path)
 
 
@@ -70,6 +70,19 @@ def test_show_of_a_conformant_session_loads_neither_typer_nor_the_schema_models(
     assert modules.isdisjoint(HEAVY), sorted(modules & set(HEAVY))
 
 
+STAGES = ("mcptap.store", "mcptap.engine", "mcptap.analysis", "mcptap.readers", "mcptap.api", "mcptap.addons")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["show", "--help"], ["analyze", "--help"]])
+def test_help_loads_typer_and_the_commands_but_no_stage_sqlite3_or_schema_models(args):
+    modules, out = imported(*args)
+    assert b"Usage: mcptap" in out
+    loaded = {m for m in modules if m.startswith(STAGES) or m.split(".")[0] in ("sqlite3", "mcp_types", "pandas")}
+    assert not loaded, sorted(loaded)
+    if len(args) == 1:  # a command's own help has typer coerce its options' defaults (typer >= 0.29: pydantic)
+        assert modules.isdisjoint(("pydantic", "pydantic_core")), sorted(modules)
+
+
 @pytest.mark.parametrize("args", [
     ["sessions"], ["sessions", "--format", "json"], ["sessions", "--json"], ["sessions", "--format=jsonl"],
     ["show", SID], ["show", SID, "--format", "jsonl"], ["show", "--full", "--no-stderr", SID],
@@ -77,9 +90,7 @@ def test_show_of_a_conformant_session_loads_neither_typer_nor_the_schema_models(
 ])
 def test_the_quick_path_prints_what_the_typer_command_prints(db, args):
     argv = [args[0], "--db", db, *args[1:]]
-    quick_run = run(mcptap(*argv))
-    typer_run = run([sys.executable, "-c", "import sys; from mcptap.cli import app; "
-                     f"app({argv!r}, prog_name='mcptap')"])
+    quick_run, typer_run = cli(*argv), cli(*argv, quick=False)
     assert quick_run.returncode == typer_run.returncode == 0, (quick_run.stderr, typer_run.stderr)
     assert _steady(quick_run.stdout) == _steady(typer_run.stdout)
 
@@ -96,7 +107,7 @@ def _steady(out: bytes) -> bytes:
     (["sessions", "--db", "/no/such/file.db"], 2),
 ])
 def test_a_refused_quick_command_is_one_line_and_exit_2(db, args, code):
-    done = run(mcptap(*[db if a == "DB" else a for a in args]))
+    done = cli(*[db if a == "DB" else a for a in args])
     assert done.returncode == code
     assert done.stderr.startswith(b"mcptap: error: ") and done.stderr.count(b"\n") == 1, done.stderr
 
@@ -124,10 +135,10 @@ def test_the_small_parser_reads_options_as_typer_does(monkeypatch):
 
 
 def test_help_is_typers_and_names_every_command():
-    done = run(mcptap("--help"))
+    done = cli("--help")
     assert done.returncode == 0
     assert b"Usage: mcptap" in done.stdout and b"sessions" in done.stdout and b"analyze" in done.stdout
-    show = run(mcptap("show", "--help"))
+    show = cli("show", "--help")
     assert show.returncode == 0 and b"--max-per-code" in show.stdout
 
 
@@ -153,7 +164,7 @@ def test_the_quick_import_prints_what_the_typer_command_prints(small_log, tmp_pa
     outcomes = []
     for way, extra in (("quick", []), ("typer", ["--max-frame", "128MiB"])):  # an option of typer's alone
         path = str(tmp_path / f"{way}.db")
-        done = run(mcptap("import", "--db", path, *options, *extra, *files))
+        done = cli("import", "--db", path, *options, *extra, *files)
         ids = re.findall(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", done.stdout)
         outcomes.append((done.returncode, _named(done.stdout, ids), done.stderr.replace(path.encode(), b"DB")))
     assert outcomes[0] == outcomes[1]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import http.server
 import io
 import json
 import math
 import os
 import signal
 import socket
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from mcptap.store.journal import Sink
 from mcptap.store.ops import ExchangeOp, FrameOp, SessionOp
 from mcptap.redaction import FrameRedactor, Redactor
 from tests.conftest import alive, mcptap, rows, run, wait_for
+from tests.support import httpserve
 from tests.support.http_helpers import mcptap_proxy
 from tests.hostile.test_hostile import assert_clean, assert_one_line_error
 
@@ -42,7 +41,7 @@ def _answer(body: bytes) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": ident, "result": {}}).encode()
 
 
-class _Upstream(http.server.BaseHTTPRequestHandler):
+class _Upstream(httpserve.QuietHandler):
     """An MCP server of one JSON answer per POST, which answers with an obs-text header too."""
 
     protocol_version = "HTTP/1.1"
@@ -58,21 +57,11 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer)
 
-    def log_message(self, *args) -> None:
-        pass
-
 
 @contextlib.contextmanager
 def upstream():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with httpserve.serving(_Upstream) as server:
+        yield httpserve.url(server)
 
 
 def _post(proxy_url: str, target: bytes, body: bytes, *extra: bytes) -> bytes:

@@ -5,7 +5,6 @@ server's peak RSS (VmHWM) read from /proc before it stops."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import signal
@@ -16,6 +15,7 @@ import pytest
 from tests.conftest import mcptap, run, wait_for
 from tests.hostile.test_hostile_work import INIT, imported
 from tests.support.peakrss import peak_kb, run_measured
+from tests.support import httpserve
 from tests.support.rawhttp import post
 
 PEAK_BOUND_KB = 200 * 1024  # serve's peak RSS after a 30 MB POST (it was 850 MB)
@@ -137,14 +137,11 @@ def test_replay_keeps_a_live_servers_huge_answer_cut_at_max_frame_and_records_it
     assert (size, kept, incomplete) == (HUGE_ANSWER, 1 << 20, 2)
 
 
-class _HugeAnswers(http.server.BaseHTTPRequestHandler):
+class _HugeAnswers(httpserve.QuietHandler):
     """A Streamable HTTP server whose tools/call answer is HUGE_HTTP bytes, as JSON or (path /sse)
     as one event of a stream."""
 
     protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args) -> None:
-        pass
 
     def do_POST(self) -> None:  # noqa: N802
         msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -182,22 +179,15 @@ HUGE_HTTP = 8 << 20
 @pytest.mark.parametrize("path", ["/mcp", "/sse"])
 def test_replay_over_http_keeps_a_huge_json_or_event_answer_cut_at_max_frame(tmp_path, path):
     import sqlite3
-    import threading
 
     db = imported(tmp_path, "call", [
         ("c2s", '{"jsonrpc":"2.0","method":"notifications/initialized"}'),
         ("c2s", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'),
         ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"small"}]}}'),
     ])
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HugeAnswers)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
-        result = run(mcptap("replay", "--db", str(db), "s1", "--url", url, "--max-frame", "1M", "--timeout", "60",
-                            "--format", "json"), timeout=300)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with httpserve.serving(_HugeAnswers) as server:
+        result = run(mcptap("replay", "--db", str(db), "s1", "--url", httpserve.url(server, path), "--max-frame", "1M",
+                            "--timeout", "60", "--format", "json"), timeout=300)
     assert result.returncode == 1, result.stderr.decode(errors="replace")[-2000:]
     notes = [c["note"] for c in json.loads(result.stdout)["messages"] if c["note"]]
     assert len(notes) == 1 and "past --max-frame" in notes[0], notes

@@ -10,14 +10,12 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.conftest import mcptap
-from tests.support import otlp_receiver
+from tests.support import httpserve, otlp_receiver
 from tests.support.inprocess import cli
 from tests.support.peakrss import run_measured
 from tests.support.sessions import handshake, ok, req
@@ -40,10 +38,7 @@ class Collector:
     def __enter__(self) -> "Collector":
         collector = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
+        class Handler(httpserve.QuietHandler):
             def _any(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
@@ -59,19 +54,16 @@ class Collector:
 
             do_GET = do_POST = do_PUT = _any  # noqa: N815 - http.server's names
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self._serving = httpserve.serving(Handler)
+        self.server = self._serving.__enter__()
         return self
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return httpserve.url(self.server)
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        self._serving.__exit__(*exc)
 
 
 @pytest.fixture(scope="module")

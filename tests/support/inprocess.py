@@ -62,17 +62,26 @@ def _status(code) -> int:
 
 
 def cli(*args: str, input: bytes | str = b"", env: dict | None = None, cwd=None,
-        timeout: float | None = None) -> subprocess.CompletedProcess:
+        timeout: float | None = None, quick: bool = True) -> subprocess.CompletedProcess:
     """`mcptap ARGS` with `input` on stdin: (returncode, stdout, stderr) as bytes, as
-    `run(mcptap(*args), input=..., env=..., cwd=...)` answers. `timeout` applies to a real process only."""
+    `run(mcptap(*args), input=..., env=..., cwd=...)` answers. `timeout` applies to a real process only.
+    `quick=False`: the typer app itself, past the quick paths (analyzer/quick.py), to compare the two."""
     argv = ["mcptap", *args]
     data = input.encode() if isinstance(input, str) else input
     if not IN_PROCESS or args[:1] and args[0] in PROCESS_ONLY:
         from tests.conftest import PROCESS_TIMEOUT_S, mcptap
 
-        return subprocess.run(mcptap(*args), input=data, capture_output=True, env=env, cwd=cwd,
+        command = mcptap(*args) if quick else [sys.executable, "-c", "from mcptap.cli import app; "
+                                                                     f"app({list(args)!r}, prog_name='mcptap')"]
+        return subprocess.run(command, input=data, capture_output=True, env=env, cwd=cwd,
                               timeout=timeout or PROCESS_TIMEOUT_S)
-    from mcptap.__main__ import main
+    if quick:
+        from mcptap.__main__ import main
+    else:
+        def main() -> None:
+            from mcptap.cli import app
+
+            app(prog_name="mcptap")
 
     runner = CliRunner()
     with _environment(env, cwd), runner.isolation(input=data) as (out, err, _), warnings.catch_warnings():

@@ -16,6 +16,8 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from tests.support import httpserve
+
 SIGNALS = {
     "/v1/traces": (trace_service_pb2.ExportTraceServiceRequest, trace_service_pb2.ExportTraceServiceResponse),
     "/v1/metrics": (metrics_service_pb2.ExportMetricsServiceRequest,
@@ -102,13 +104,10 @@ class running:
     """`with running() as receiver:` a Receiver serving on a thread until the block ends."""
 
     def __enter__(self) -> Receiver:
-        self.receiver = Receiver(ThreadingHTTPServer(("127.0.0.1", 0), None))
+        self._serving = httpserve.serving(None)
+        self.receiver = Receiver(self._serving.__enter__())
         self.receiver.server.RequestHandlerClass = _handler(self.receiver)
-        self.thread = threading.Thread(target=self.receiver.server.serve_forever, daemon=True)
-        self.thread.start()
         return self.receiver
 
     def __exit__(self, *exc) -> None:
-        self.receiver.server.shutdown()
-        self.receiver.server.server_close()
-        self.thread.join(5)
+        self._serving.__exit__(*exc)

@@ -4,6 +4,7 @@ a frame log (`write_log`) for a command to import or analyse."""
 
 from __future__ import annotations
 
+import gzip
 import json
 
 from mcptap.analysis import revision as revision_mod
@@ -11,19 +12,23 @@ from mcptap.analysis.session import SessionAnalysis
 
 
 def write_log(path, frames, session: str = "s", *, start: float = 1000.0, per_second: float = 100,
-              session_records: bool = False):
+              session_records: bool | dict = False):
     """A frame log (docs/contract.md) at `path` of `frames`, [(direction, raw), ...], in one session;
     or of several, `frames` being {session: frames}. A session's i-th frame (seq i + 1) is stamped
-    start + i / per_second; `session_records` puts a session record before each session's frames."""
+    start + i / per_second; `session_records` puts a session record before each session's frames
+    (a dict: {session: the fields of its record}, e.g. transport, label, run). A `.gz` name is
+    gzip-compressed."""
     sessions = frames if isinstance(frames, dict) else {session: frames}
     lines = []
     for name, some in sessions.items():
         if session_records:
-            lines.append(json.dumps({"record": "session", "session": name}))
+            fields = session_records.get(name, {}) if isinstance(session_records, dict) else {}
+            lines.append(json.dumps({"record": "session", "session": name, **fields}))
         lines += [json.dumps({"session": name, "seq": i + 1, "ts": start + i / per_second, "direction": direction,
                               "raw": raw}) for i, (direction, raw) in enumerate(some)]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("".join(line + "\n" for line in lines))
+    text = "".join(line + "\n" for line in lines).encode("utf-8")
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(text) if str(path).endswith(".gz") else text)
     return path
 
 
