@@ -46,6 +46,7 @@ def parser():
     parse.add_argument("--no-redact", action="store_true", help=options.NO_REDACT_HELP)
     parse.add_argument("--redact-key", metavar="NAME", action="append", default=[], help=options.REDACT_KEY_HELP)
     parse.add_argument("--redact-path", metavar="PATH", action="append", default=[], help=options.REDACT_PATH_HELP)
+    parse.add_argument("--otlp-endpoint", metavar="URL", help=options.OTLP_ENDPOINT_HELP)
     parse.add_argument("--max-frame", metavar="SIZE", default=options.MAX_FRAME_DEFAULT,
                        help=options.MAX_FRAME_HELP + f" Default {options.MAX_FRAME_DEFAULT}.")
     return parse
@@ -65,12 +66,37 @@ def redaction_args(no_redact: bool, keys: list[str], paths: list[str]) -> list[s
         raise UsageError(str(exc)) from None
 
 
+def telemetry_recorder(endpoint: str | None) -> tuple[str, dict] | None:
+    """The recorder process that also sends live telemetry (analyzer/report/otlp_live.py), when
+    `--otlp-endpoint` or an OTEL_EXPORTER_OTLP_*ENDPOINT variable asks for it; its settings are
+    checked here (a usage error). None (nothing imported) when none does."""
+    if not endpoint and not any(os.environ.get(name, "").strip() for name in options.OTLP_ENDPOINT_VARS):
+        return None
+    import importlib.util
+
+    from mcptap.report import otlp_env
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.proto")
+    except ImportError:
+        found = None
+    if found is None:
+        raise UsageError("live telemetry (--otlp-endpoint, OTEL_EXPORTER_OTLP_ENDPOINT) needs opentelemetry-proto: "
+                         "pip install 'mcptap[otel]'")
+    try:
+        if otlp_env.resolve(endpoint) is None:
+            return None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return "mcptap.report.otlp_live", {otlp_env.OPTION_ENV: endpoint or ""}
+
+
 class UsageError(Exception):
     pass
 
 
 _VALUES = {"--db": "db", "--name": "name", "--max-frame": "max_frame", "--redact-key": "redact_key",
-           "--redact-path": "redact_path"}
+           "--redact-path": "redact_path", "--otlp-endpoint": "otlp_endpoint"}
 """The options that take a value, and their attribute."""
 
 
@@ -103,7 +129,7 @@ def parse(argv: list[str]) -> SimpleNamespace:
     given, command = rest[:at_command], rest[at_command:]
     if (command[1:] if command[:1] == ["--"] else command) and set(given) <= {"--no-redact"}:
         args = SimpleNamespace(command=command, db=None, name=None, no_redact=bool(given), redact_key=[],
-                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT)
+                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT, otlp_endpoint=None)
     else:
         args = parser().parse_args(rest)
     for option, value in taken:
@@ -136,10 +162,12 @@ def main(argv: list[str]) -> int:
         db = args.db or os.environ.get(options.DB_ENV) or options.DEFAULT_DB
         if not command:
             raise UsageError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
+        recorder = telemetry_recorder(args.otlp_endpoint)
         server = spawn(command)  # first: the server boots while the tee's machinery is imported
         from mcptap.addons.stdio.tee import Tee
 
-        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
+        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server,
+                   recorder=recorder).run()
     except SpawnError as exc:
         say_error(str(exc))
         return exc.exit_status

@@ -1,0 +1,303 @@
+"""Live telemetry of a recording (`mcptap record --otlp-endpoint URL`, the OTEL_EXPORTER_OTLP_*
+variables: analyzer/report/otlp_env.py): the spans of each request and notification, and the
+duration histograms, by the MCP semantic conventions exactly as the export maps them
+(analyzer/report/otlp_spans.py, otlp_metrics.py, the same span ids), sent over OTLP/HTTP as the
+frames are stored, not at the end.
+
+It runs in the capture's recorder process (this module's `main` is that process when telemetry is
+asked for: the stdio recorder, addons/stdio/recorder.py, with a hook), never on the wire's. The
+recorder hands each batch of stored frames to `LiveTelemetry.frames`, which only appends them to
+a bounded queue (MAX_FRAMES frames, MAX_BYTES bytes) and never waits: a full queue drops the
+frame and counts it. A sender thread pairs requests with their answers (analysis/classify for the
+kind, analysis/paired's Operation), builds spans and POSTs them every FLUSH_S (or BATCH_SPANS at a
+time), once each, without retries: an export that fails (the endpoint down, refusing, slow past
+its timeout) drops its spans, counts them, and the sender backs off (BACKOFF_S doubling up to
+MAX_BACKOFF_S), dropping what it builds meanwhile, so the queue keeps moving and memory stays
+bounded. The histograms (cumulative) go every METRICS_S and at the end. At the end the sender has
+CLOSE_GRACE_S to send the rest; what it could not is counted too, and the counts are stored in the
+session's row (`sessions.telemetry`, shown by `mcptap sessions` and `show`). What only an analysis
+of the whole session knows (findings, the revision a later frame establishes) is in the export,
+not in the live spans."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+import orjson
+
+from mcptap import store
+from mcptap.analysis import mcp, paired
+from mcptap.analysis.classify import classify
+from mcptap.errors import warn_stderr
+from mcptap.report import otlp, otlp_env, otlp_http, otlp_metrics, otlp_spans
+
+MAX_FRAMES = 10_000
+MAX_BYTES = 32 << 20
+"""The queue's bounds: past either a frame is dropped (and counted), never waited for."""
+FLUSH_S = 0.25
+BATCH_SPANS = 512
+METRICS_S = 10.0
+BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+CLOSE_GRACE_S = 3.0
+"""At the end of the recording, how long the sender has to send what is still queued."""
+
+
+class _Pairs:
+    """Requests waiting for their answer, as analysis/paired.py `operations` pairs them, fed one
+    frame at a time: each call gives the operations that frame completes (an answered request, a
+    notification standing alone) at once; progress and cancellation become notes of their request."""
+
+    def __init__(self, session_id: str):
+        self.session_id = session_id
+        self.waiting: dict[tuple[str, str], paired.Operation] = {}
+        self.by_token: dict[tuple[str, str], paired.Operation] = {}
+
+    def feed(self, seq: int, ts: float, direction: str, raw: bytes) -> list[paired.Operation]:
+        done = []
+        for idx, value in paired._messages(raw):
+            kind = classify(value)[1]
+            method = value.get("method")
+            if kind == "request" and isinstance(method, str):
+                op = paired.Operation(self.session_id, seq, idx, ts, direction, method, value.get("id"), value)
+                self.waiting[(direction, orjson.dumps(value.get("id")).decode())] = op
+                token = op.meta.get("progressToken")
+                if token is not None:
+                    self.by_token[(direction, orjson.dumps(token).decode())] = op
+            elif kind in ("response", "error"):
+                asker = mcp.S2C if direction == mcp.C2S else mcp.C2S
+                op = self.waiting.pop((asker, orjson.dumps(value.get("id")).decode()), None)
+                if op is None:
+                    continue
+                op.response, op.response_seq, op.response_ts = value, seq, ts
+                paired._outcome(op, value, kind)
+                if op.outcome == paired.OK and any(n.method == "notifications/cancelled" for n in op.notes):
+                    op.outcome = paired.CANCELLED
+                token = op.meta.get("progressToken")
+                if token is not None:
+                    self.by_token.pop((op.direction, orjson.dumps(token).decode()), None)
+                done.append(op)
+            elif kind == "notification" and isinstance(method, str):
+                params = value.get("params") if isinstance(value.get("params"), dict) else {}
+                owner = None
+                if method == "notifications/progress":
+                    asker = mcp.S2C if direction == mcp.C2S else mcp.C2S
+                    owner = self.by_token.get((asker, orjson.dumps(params.get("progressToken")).decode()))
+                elif method == "notifications/cancelled":
+                    owner = self.waiting.get((direction, orjson.dumps(params.get("requestId")).decode()))
+                if owner is not None:
+                    owner.notes.append(paired.Note(seq, ts, method, params))
+                    continue
+                done.append(paired.Operation(self.session_id, seq, idx, ts, direction, method, mcp.ABSENT, value,
+                                             outcome=paired.NOTIFICATION))
+        return done
+
+    def rest(self) -> list[paired.Operation]:
+        """The requests never answered, at the end."""
+        for op in self.waiting.values():
+            op.outcome = paired.CANCELLED if any(n.method == "notifications/cancelled" for n in op.notes) \
+                else paired.UNANSWERED
+        rest, self.waiting = list(self.waiting.values()), {}
+        return rest
+
+
+class LiveTelemetry:
+    """The bounded queue (`frames`, called by the recorder) and the sender thread."""
+
+    def __init__(self, config: otlp_env.Config, *, warn: Callable[[str], None] = warn_stderr,
+                 max_frames: int = MAX_FRAMES, max_bytes: int = MAX_BYTES):
+        self.config = config
+        self._warn = warn
+        self._max_frames, self._max_bytes = max_frames, max_bytes
+        self._queue: deque[tuple] = deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._session: dict | None = None
+        self.counts = {"spans_sent": 0, "spans_dropped": 0, "frames_dropped": 0, "points_sent": 0,
+                       "points_dropped": 0}
+        self._said: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name="mcptap-otlp-live", daemon=True)
+        self._resume_at = 0.0
+        self._backoff = BACKOFF_S
+        self._in_flight = 0  # spans of the export under way
+
+    @property
+    def session_id(self) -> str | None:
+        return None if self._session is None else self._session["id"]
+
+    # -- the recorder's side: never waits ---------------------------------------------------
+
+    def session(self, row: dict) -> None:
+        """The session being recorded (its row): the sender starts."""
+        self._session = row
+        self._thread.start()
+
+    def frames(self, rows: list[tuple]) -> None:
+        """Stored frame rows (session, seq, ts, direction, raw, ...): queued, or dropped and counted."""
+        with self._lock:
+            for _sid, seq, ts, direction, raw, *_rest in rows:
+                size = len(raw)
+                if len(self._queue) >= self._max_frames or self._bytes + size > self._max_bytes:
+                    self.counts["frames_dropped"] += 1
+                    continue
+                self._queue.append((seq, ts, direction, raw))
+                self._bytes += size
+        self._wake.set()
+
+    def close(self, grace: float = CLOSE_GRACE_S) -> dict:
+        """End: the sender sends what is left within `grace` seconds; the counts (what was not
+        sent is counted as dropped)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(grace)
+        with self._lock:
+            if self._thread.is_alive():  # stuck in an export: its spans are not sent
+                self.counts["spans_dropped"] += self._in_flight
+            self.counts["frames_dropped"] += len(self._queue)
+            self._queue.clear()
+            return dict(self.counts)
+
+    # -- the sender thread -----------------------------------------------------------------
+
+    def _take(self) -> list[tuple]:
+        with self._lock:
+            taken = list(self._queue)
+            self._queue.clear()
+            self._bytes = 0
+        return taken
+
+    def _run(self) -> None:
+        session = self._session or {}
+        facts = otlp_spans.SessionFacts(session, {}, [])
+        pairs = _Pairs(facts.session_id)
+        durations = otlp_metrics.Durations()
+        batch: list[tuple[str, object]] = []
+        first = last = None
+        last_flush = last_metrics = time.monotonic()
+        stopping = False
+        while True:
+            if not stopping:
+                self._wake.wait(FLUSH_S)
+                self._wake.clear()
+                stopping = self._stop.is_set()
+            ops = []
+            for seq, ts, direction, raw in self._take():
+                ops += pairs.feed(seq, ts, direction, raw.encode("utf-8", "surrogateescape") if isinstance(raw, str)
+                                  else raw)
+            if stopping:
+                ops += pairs.rest()
+            for op in ops:
+                _learn(facts, op)
+                durations.operation(facts, op)
+                end = op.response_ts if op.response_ts is not None else op.ts
+                first = op.ts if first is None else min(first, op.ts)
+                last = end if last is None else max(last, end)
+                batch.extend(otlp_spans.spans(facts, op))
+            now = time.monotonic()
+            if batch and (stopping or len(batch) >= BATCH_SPANS or now - last_flush >= FLUSH_S):
+                for at in range(0, len(batch), BATCH_SPANS):
+                    self._send(otlp.traces_request(facts, batch[at:at + BATCH_SPANS]))
+                batch, last_flush = [], now
+            if stopping or now - last_metrics >= METRICS_S:
+                if stopping:
+                    durations.session(facts, first, last)
+                metrics = durations.metrics()
+                if metrics:
+                    self._send(otlp.metrics_request(metrics))
+                last_metrics = now
+            if stopping:
+                return
+
+    def _send(self, request) -> None:
+        traces = not hasattr(request, "resource_metrics")
+        target = self.config.traces if traces else self.config.metrics
+        n = (sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans) if traces else
+             sum(len(m.histogram.data_points) for rm in request.resource_metrics for sm in rm.scope_metrics
+                 for m in sm.metrics))
+        sent_key, dropped_key = ("spans_sent", "spans_dropped") if traces else ("points_sent", "points_dropped")
+        if time.monotonic() < self._resume_at and not self._stop.is_set():
+            self.counts[dropped_key] += n  # backing off: the endpoint failed a moment ago
+            return
+        self._in_flight = n if traces else 0
+        try:
+            accepted, rejected, _message = otlp_http.export(request, target.url, target.headers, compress=target.gzip,
+                                                            attempts=1, timeout=target.timeout_s, json=target.json)
+        except otlp_http.OtlpError as exc:
+            self._in_flight = 0
+            self.counts[dropped_key] += n
+            self._resume_at = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
+            self._say("down", f"live telemetry: {exc}; dropping what it cannot send (counted in the session's row)")
+            return
+        self._in_flight = 0
+        self._backoff = BACKOFF_S
+        self.counts[sent_key] += accepted
+        self.counts[dropped_key] += rejected
+
+    def _say(self, what: str, message: str) -> None:
+        if what not in self._said:
+            self._said.add(what)
+            self._warn(message)
+
+
+def _learn(facts: otlp_spans.SessionFacts, op: paired.Operation) -> None:
+    """The names of client and server, and the revision the server's initialize answer gives."""
+    otlp_spans.learn_names(facts, op)
+    if op.method == "initialize" and isinstance(op.response, dict):
+        result = op.response.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            facts.revision = version
+
+
+def store_counts(db_path: str, session_id: str, counts: dict) -> None:
+    """The counts into the session's row (sessions.telemetry)."""
+    conn = store.connect(db_path)
+    try:
+        with store.write_transaction(conn):
+            store.set_telemetry(conn, session_id, json.dumps(counts, sort_keys=True))
+    finally:
+        conn.close()
+
+
+def main() -> None:
+    """The stdio recorder process with live telemetry: `python -m mcptap.report.otlp_live DB ...`
+    (the arguments of addons/stdio/recorder.py), the endpoint from the environment
+    (otlp_env.OPTION_ENV, the OTEL_EXPORTER_OTLP_* variables)."""
+    from mcptap.addons.shipping.background import recorder_main
+    from mcptap.addons.stdio import recorder
+
+    try:
+        config = otlp_env.resolve(os.environ.get(otlp_env.OPTION_ENV) or None)
+    except ValueError as exc:
+        warn_stderr(f"live telemetry is off: {exc}")
+        config = None
+    if config is None:
+        recorder_main(recorder.record_from, "mcptap.report.otlp_live", "the recorder")
+        return
+    live = LiveTelemetry(config)
+
+    def record_from(fd, db_path, redaction, *, max_frame):
+        status = recorder.record_from(fd, db_path, redaction, max_frame=max_frame, on_frames=live.frames,
+                                      on_session=live.session)
+        counts = live.close()
+        if live.session_id is not None:
+            try:
+                store_counts(db_path, live.session_id, counts)
+            except Exception as exc:  # noqa: BLE001 - the recording is stored; its telemetry counts are said
+                warn_stderr(f"cannot store the live telemetry's counts ({type(exc).__name__}: {exc}): {counts}")
+        return status
+
+    recorder_main(record_from, "mcptap.report.otlp_live", "the recorder")
+
+
+if __name__ == "__main__":
+    main()
