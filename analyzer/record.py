@@ -162,8 +162,13 @@ def main(argv: list[str]) -> int:
         db = args.db or os.environ.get(options.DB_ENV) or options.DEFAULT_DB
         if not command:
             raise UsageError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
-        recorder = telemetry_recorder(args.otlp_endpoint)
         server = spawn(command)  # first: the server boots while the tee's machinery is imported
+        try:
+            recorder = telemetry_recorder(args.otlp_endpoint)
+        except UsageError:
+            server.kill()
+            server.wait()
+            raise
         from mcptap.addons.stdio.tee import Tee
 
         return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server,
