@@ -106,8 +106,24 @@ class _Pairs:
         return rest
 
 
+class _Session:
+    """What the sender keeps of one session: its facts, its waiting requests, its span times."""
+
+    def __init__(self, row: dict):
+        self.facts = otlp_spans.SessionFacts(row, {}, [])
+        self.pairs = _Pairs(self.facts.session_id)
+        self.first: float | None = None
+        self.last: float | None = None
+        self.batch: list[tuple[str, object]] = []
+
+
+COUNTS = ("spans_sent", "spans_dropped", "frames_dropped", "points_sent", "points_dropped")
+"""What is counted, per session (the data points: of the whole recording process, in each of its sessions)."""
+
+
 class LiveTelemetry:
-    """The bounded queue (`frames`, called by the recorder) and the sender thread."""
+    """The bounded queue (`frames`, called by the recorder) and the sender thread, for the
+    sessions one recorder process stores."""
 
     def __init__(self, config: otlp_env.Config, *, warn: Callable[[str], None] = warn_stderr,
                  max_frames: int = MAX_FRAMES, max_bytes: int = MAX_BYTES):
@@ -119,51 +135,57 @@ class LiveTelemetry:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._session: dict | None = None
-        self.counts = {"spans_sent": 0, "spans_dropped": 0, "frames_dropped": 0, "points_sent": 0,
-                       "points_dropped": 0}
+        self._rows: dict[str, dict] = {}  # the sessions' rows, as the recorder gave them
+        self._counts: dict[str, dict[str, int]] = {}
+        self._points = {"points_sent": 0, "points_dropped": 0}
         self._said: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="mcptap-otlp-live", daemon=True)
         self._resume_at = 0.0
         self._backoff = BACKOFF_S
-        self._in_flight = 0  # spans of the export under way
-
-    @property
-    def session_id(self) -> str | None:
-        return None if self._session is None else self._session["id"]
+        self._in_flight: tuple[str, int] | None = None  # (session, spans) of the export under way
 
     # -- the recorder's side: never waits ---------------------------------------------------
 
     def session(self, row: dict) -> None:
-        """The session being recorded (its row): the sender starts."""
-        self._session = row
-        self._thread.start()
+        """A session begins (its row); the first starts the sender."""
+        with self._lock:
+            self._rows[row["id"]] = row
+            self._counted(row["id"])
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self._thread.start()
 
     def frames(self, rows: list[tuple]) -> None:
         """Stored frame rows (session, seq, ts, direction, raw, ...): queued, or dropped and counted."""
         with self._lock:
-            for _sid, seq, ts, direction, raw, *_rest in rows:
+            for sid, seq, ts, direction, raw, *_rest in rows:
                 size = len(raw)
                 if len(self._queue) >= self._max_frames or self._bytes + size > self._max_bytes:
-                    self.counts["frames_dropped"] += 1
+                    self._counted(sid)["frames_dropped"] += 1
                     continue
-                self._queue.append((seq, ts, direction, raw))
+                self._queue.append((sid, seq, ts, direction, raw))
                 self._bytes += size
         self._wake.set()
 
-    def close(self, grace: float = CLOSE_GRACE_S) -> dict:
-        """End: the sender sends what is left within `grace` seconds; the counts (what was not
-        sent is counted as dropped)."""
+    def close(self, grace: float = CLOSE_GRACE_S) -> dict[str, dict[str, int]]:
+        """End: the sender sends what is left within `grace` seconds; the counts of each session
+        (what was not sent is counted as dropped)."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(grace)
         with self._lock:
-            if self._thread.is_alive():  # stuck in an export: its spans are not sent
-                self.counts["spans_dropped"] += self._in_flight
-            self.counts["frames_dropped"] += len(self._queue)
+            if self._thread.is_alive() and self._in_flight is not None:  # stuck in an export: not sent
+                self._counted(self._in_flight[0])["spans_dropped"] += self._in_flight[1]
+            for sid, *_ in self._queue:
+                self._counted(sid)["frames_dropped"] += 1
             self._queue.clear()
-            return dict(self.counts)
+            return {sid: {**counts, **self._points} for sid, counts in self._counts.items()}
+
+    def _counted(self, sid: str) -> dict[str, int]:
+        counts = self._counts.get(sid)
+        if counts is None:
+            counts = self._counts[sid] = {"spans_sent": 0, "spans_dropped": 0, "frames_dropped": 0}
+        return counts
 
     # -- the sender thread -----------------------------------------------------------------
 
@@ -174,13 +196,17 @@ class LiveTelemetry:
             self._bytes = 0
         return taken
 
+    def _state(self, sessions: dict[str, _Session], sid: str) -> _Session:
+        state = sessions.get(sid)
+        if state is None:
+            with self._lock:
+                row = self._rows.get(sid) or {"id": sid}
+            state = sessions[sid] = _Session(row)
+        return state
+
     def _run(self) -> None:
-        session = self._session or {}
-        facts = otlp_spans.SessionFacts(session, {}, [])
-        pairs = _Pairs(facts.session_id)
+        sessions: dict[str, _Session] = {}
         durations = otlp_metrics.Durations()
-        batch: list[tuple[str, object]] = []
-        first = last = None
         last_flush = last_metrics = time.monotonic()
         stopping = False
         while True:
@@ -188,59 +214,69 @@ class LiveTelemetry:
                 self._wake.wait(FLUSH_S)
                 self._wake.clear()
                 stopping = self._stop.is_set()
-            ops = []
-            for seq, ts, direction, raw in self._take():
-                ops += pairs.feed(seq, ts, direction, raw.encode("utf-8", "surrogateescape") if isinstance(raw, str)
-                                  else raw)
+            done = []
+            for sid, seq, ts, direction, raw in self._take():
+                state = self._state(sessions, sid)
+                raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+                done += [(state, op) for op in state.pairs.feed(seq, ts, direction, raw)]
             if stopping:
-                ops += pairs.rest()
-            for op in ops:
-                _learn(facts, op)
-                durations.operation(facts, op)
+                done += [(state, op) for state in sessions.values() for op in state.pairs.rest()]
+            for state, op in done:
+                _learn(state.facts, op)
+                durations.operation(state.facts, op)
                 end = op.response_ts if op.response_ts is not None else op.ts
-                first = op.ts if first is None else min(first, op.ts)
-                last = end if last is None else max(last, end)
-                batch.extend(otlp_spans.spans(facts, op))
+                state.first = op.ts if state.first is None else min(state.first, op.ts)
+                state.last = end if state.last is None else max(state.last, end)
+                state.batch.extend(otlp_spans.spans(state.facts, op))
             now = time.monotonic()
-            if batch and (stopping or len(batch) >= BATCH_SPANS or now - last_flush >= FLUSH_S):
-                for at in range(0, len(batch), BATCH_SPANS):
-                    self._send(otlp.traces_request(facts, batch[at:at + BATCH_SPANS]))
-                batch, last_flush = [], now
+            if stopping or now - last_flush >= FLUSH_S or any(len(s.batch) >= BATCH_SPANS for s in sessions.values()):
+                for state in sessions.values():
+                    for at in range(0, len(state.batch), BATCH_SPANS):
+                        self._send(state.facts.session_id, otlp.traces_request(state.facts,
+                                                                                state.batch[at:at + BATCH_SPANS]))
+                    state.batch = []
+                last_flush = now
             if stopping or now - last_metrics >= METRICS_S:
                 if stopping:
-                    durations.session(facts, first, last)
+                    for state in sessions.values():
+                        durations.session(state.facts, state.first, state.last)
                 metrics = durations.metrics()
                 if metrics:
-                    self._send(otlp.metrics_request(metrics))
+                    self._send(None, otlp.metrics_request(metrics))
                 last_metrics = now
             if stopping:
                 return
 
-    def _send(self, request) -> None:
-        traces = not hasattr(request, "resource_metrics")
+    def _send(self, sid: str | None, request) -> None:
+        """One export, once; `sid` None: the metrics."""
+        traces = sid is not None
         target = self.config.traces if traces else self.config.metrics
         n = (sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans) if traces else
              sum(len(m.histogram.data_points) for rm in request.resource_metrics for sm in rm.scope_metrics
                  for m in sm.metrics))
+        counts = self._counted(sid) if traces else self._points
         sent_key, dropped_key = ("spans_sent", "spans_dropped") if traces else ("points_sent", "points_dropped")
         if time.monotonic() < self._resume_at and not self._stop.is_set():
-            self.counts[dropped_key] += n  # backing off: the endpoint failed a moment ago
+            with self._lock:
+                counts[dropped_key] += n  # backing off: the endpoint failed a moment ago
             return
-        self._in_flight = n if traces else 0
+        self._in_flight = (sid, n) if traces else None
         try:
             accepted, rejected, _message = otlp_http.export(request, target.url, target.headers, compress=target.gzip,
                                                             attempts=1, timeout=target.timeout_s, json=target.json)
         except otlp_http.OtlpError as exc:
-            self._in_flight = 0
-            self.counts[dropped_key] += n
+            with self._lock:
+                self._in_flight = None
+                counts[dropped_key] += n
             self._resume_at = time.monotonic() + self._backoff
             self._backoff = min(self._backoff * 2, MAX_BACKOFF_S)
             self._say("down", f"live telemetry: {exc}; dropping what it cannot send (counted in the session's row)")
             return
-        self._in_flight = 0
+        with self._lock:
+            self._in_flight = None
+            counts[sent_key] += accepted
+            counts[dropped_key] += rejected
         self._backoff = BACKOFF_S
-        self.counts[sent_key] += accepted
-        self.counts[dropped_key] += rejected
 
     def _say(self, what: str, message: str) -> None:
         if what not in self._said:
@@ -258,14 +294,26 @@ def _learn(facts: otlp_spans.SessionFacts, op: paired.Operation) -> None:
             facts.revision = version
 
 
-def store_counts(db_path: str, session_id: str, counts: dict) -> None:
-    """The counts into the session's row (sessions.telemetry)."""
+def store_counts(db_path: str, counts: dict[str, dict[str, int]]) -> None:
+    """Each session's counts into its row (sessions.telemetry)."""
     conn = store.connect(db_path)
     try:
         with store.write_transaction(conn):
-            store.set_telemetry(conn, session_id, json.dumps(counts, sort_keys=True))
+            for sid, of_session in counts.items():
+                store.set_telemetry(conn, sid, json.dumps(of_session, sort_keys=True))
     finally:
         conn.close()
+
+
+def finish(live: LiveTelemetry, db_path: str) -> None:
+    """The recording ended: the rest sent (or counted), the counts stored, or said."""
+    counts = live.close()
+    if not counts:
+        return
+    try:
+        store_counts(db_path, counts)
+    except Exception as exc:  # noqa: BLE001 - the recording is stored; its telemetry counts are said
+        warn_stderr(f"cannot store the live telemetry's counts ({type(exc).__name__}: {exc}): {counts}")
 
 
 def main() -> None:
@@ -286,15 +334,11 @@ def main() -> None:
     live = LiveTelemetry(config)
 
     def record_from(fd, db_path, redaction, *, max_frame):
-        status = recorder.record_from(fd, db_path, redaction, max_frame=max_frame, on_frames=live.frames,
-                                      on_session=live.session)
-        counts = live.close()
-        if live.session_id is not None:
-            try:
-                store_counts(db_path, live.session_id, counts)
-            except Exception as exc:  # noqa: BLE001 - the recording is stored; its telemetry counts are said
-                warn_stderr(f"cannot store the live telemetry's counts ({type(exc).__name__}: {exc}): {counts}")
-        return status
+        try:
+            return recorder.record_from(fd, db_path, redaction, max_frame=max_frame, on_frames=live.frames,
+                                        on_session=live.session)
+        finally:
+            finish(live, db_path)
 
     recorder_main(record_from, "mcptap.report.otlp_live", "the recorder")
 
