@@ -83,13 +83,14 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
         allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None,
-        public_url: str | None = None) -> int:
+        public_url: str | None = None, otlp_endpoint: str | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py); `public_url`: the origin clients reach the proxy
     under (`--public-url`; default: the Host they send), which the OAuth protected-resource metadata
-    and the challenges' `resource_metadata` are made to name (addons/http/auth.py)."""
+    and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `otlp_endpoint`:
+    live telemetry (`--otlp-endpoint`, else the OTEL_EXPORTER_OTLP_* variables: analyzer/report/otlp_live.py)."""
     from mcptap.origins import ListenerPolicy
     from mcptap.redaction import Redaction
 
@@ -101,13 +102,19 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=hosts)
     if port:
         _check_free(host, port)
+    from mcptap.record import UsageError, telemetry_recorder
+
+    try:
+        recorder_process = telemetry_recorder(otlp_endpoint, "http")
+    except UsageError as exc:
+        raise MCPTapError(str(exc)) from None
     from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
-                              basic_credentials(upstream), max_frame, public))
+                              basic_credentials(upstream), max_frame, public, recorder_process))
 
 
 async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
-                 max_frame=None, public=None) -> int:
+                 max_frame=None, public=None, recorder_process=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -121,7 +128,7 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
     tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say),
                  guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT,
-                 rewriter=Rewriter(upstream, public))
+                 rewriter=Rewriter(upstream, public), recorder_process=recorder_process)
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the

@@ -66,10 +66,11 @@ def redaction_args(no_redact: bool, keys: list[str], paths: list[str]) -> list[s
         raise UsageError(str(exc)) from None
 
 
-def telemetry_recorder(endpoint: str | None) -> tuple[str, dict] | None:
+def telemetry_recorder(endpoint: str | None, capture: str = "stdio") -> tuple[tuple[str, ...], dict] | None:
     """The recorder process that also sends live telemetry (analyzer/report/otlp_live.py), when
-    `--otlp-endpoint` or an OTEL_EXPORTER_OTLP_*ENDPOINT variable asks for it; its settings are
-    checked here (a usage error). None (nothing imported) when none does."""
+    `--otlp-endpoint` or an OTEL_EXPORTER_OTLP_*ENDPOINT variable asks for it, for the `capture`'s
+    recorder (stdio, http); its settings are checked here (a usage error). None (nothing
+    imported) when none does."""
     if not endpoint and not any(os.environ.get(name, "").strip() for name in options.OTLP_ENDPOINT_VARS):
         return None
     import importlib.util
@@ -88,7 +89,7 @@ def telemetry_recorder(endpoint: str | None) -> tuple[str, dict] | None:
             return None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return "mcptap.report.otlp_live", {otlp_env.OPTION_ENV: endpoint or ""}
+    return ("mcptap.report.otlp_live", f"--{capture}"), {otlp_env.OPTION_ENV: endpoint or ""}
 
 
 class UsageError(Exception):

@@ -72,6 +72,8 @@ def proxy(
         "--public-url", metavar="URL",
         help="The origin clients reach the proxy under, when it is not the one they send as Host (behind a TLS "
              "front or another name): what OAuth metadata and challenges are rewritten to name.")] = None,
+    otlp_endpoint: Annotated[Optional[str], typer.Option(
+        "--otlp-endpoint", metavar="URL", help=options.OTLP_ENDPOINT_HELP)] = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -88,7 +90,7 @@ def proxy(
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,
-                               on_ready=proxy_mod.say_listening(upstream, db))
+                               on_ready=proxy_mod.say_listening(upstream, db), otlp_endpoint=otlp_endpoint)
     raise typer.Exit(status)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -316,13 +317,32 @@ def finish(live: LiveTelemetry, db_path: str) -> None:
         warn_stderr(f"cannot store the live telemetry's counts ({type(exc).__name__}: {exc}): {counts}")
 
 
-def main() -> None:
-    """The stdio recorder process with live telemetry: `python -m mcptap.report.otlp_live DB ...`
-    (the arguments of addons/stdio/recorder.py), the endpoint from the environment
-    (otlp_env.OPTION_ENV, the OTEL_EXPORTER_OTLP_* variables)."""
-    from mcptap.addons.shipping.background import recorder_main
-    from mcptap.addons.stdio import recorder
+def _watch(live: LiveTelemetry) -> Callable[[list], None]:
+    """The HTTP recorder's batches (store ops, numbered and redacted) to the live telemetry."""
+    from mcptap.store.ops import FrameOp, SessionOp
 
+    def watch(ops: list) -> None:
+        for op in ops:
+            if op.__class__ is SessionOp:
+                live.session(op.row)
+        live.frames([op.row for op in ops if op.__class__ is FrameOp])
+    return watch
+
+
+def main() -> None:
+    """A capture's recorder process with live telemetry: `python -m mcptap.report.otlp_live
+    --stdio|--http DB ...` (then the arguments of addons/stdio/recorder.py or
+    addons/http/recorder.py), the endpoint from the environment (otlp_env.OPTION_ENV, the
+    OTEL_EXPORTER_OTLP_* variables)."""
+    from mcptap.addons.shipping.background import recorder_main
+
+    http = sys.argv[1:2] == ["--http"]
+    if sys.argv[1:2] in (["--http"], ["--stdio"]):
+        del sys.argv[1]
+    if http:
+        from mcptap.addons.http import recorder
+    else:
+        from mcptap.addons.stdio import recorder
     try:
         config = otlp_env.resolve(os.environ.get(otlp_env.OPTION_ENV) or None)
     except ValueError as exc:
@@ -335,6 +355,8 @@ def main() -> None:
 
     def record_from(fd, db_path, redaction, *, max_frame):
         try:
+            if http:
+                return recorder.record_from(fd, db_path, redaction, max_frame=max_frame, watch=_watch(live))
             return recorder.record_from(fd, db_path, redaction, max_frame=max_frame, on_frames=live.frames,
                                         on_session=live.session)
         finally:

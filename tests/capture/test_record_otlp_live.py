@@ -161,3 +161,39 @@ def test_a_telemetry_setting_that_cannot_be_used_is_one_line_and_exit_2(db, env,
     result = run(mcptap("record", "--db", str(db), "--", sys.executable, "-c", ANSWERING), env=_env(**env))
     assert result.returncode == code
     assert result.stderr.count(b"\n") == 1 and result.stderr.startswith(b"mcptap: error: ")
+
+
+def _post(url: str, message: dict, session: str | None) -> tuple[dict | None, str | None]:
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-06-18", **({"Mcp-Session-Id": session} if session else {})}
+    request = urllib.request.Request(url, data=json.dumps(message).encode(), headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        body = answer.read()
+        return (json.loads(body) if body.strip() else None), answer.headers.get("Mcp-Session-Id") or session
+
+
+def test_a_server_recorded_through_the_proxy_sends_its_spans_live_too(db, sdk_python):
+    from tests.support.http_helpers import mcptap_proxy, sdk_http_server
+
+    with otlp_receiver.running() as receiver, sdk_http_server(sdk_python, "json") as upstream, \
+            mcptap_proxy(db, upstream + "/mcp", "--otlp-endpoint", receiver.endpoint) as proxy:
+        url = proxy.url + "/mcp"
+        init, session = _post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "live-http", "version": "1"}}},
+            None)
+        _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        call, _ = _post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": "echo", "arguments": {"text": "hi"}}}, session)
+        assert "result" in init and "result" in call
+        wait_for(lambda: "tools/call echo" in {s.name for _, s in receiver.spans()}, 120, "the live spans")
+        assert proxy.proc.poll() is None  # live: the proxy still runs
+        assert proxy.stop() == 0, proxy.errors
+        spans = receiver.spans()
+    client = next(s for _, s in spans if s.name == "tools/call echo" and s.kind == CLIENT)
+    attrs = _attrs(client)
+    assert attrs["network.transport"] == "tcp" and attrs["network.protocol.name"] == "http"
+    assert attrs["server.address"] == "127.0.0.1" and attrs["gen_ai.tool.name"] == "echo"
+    [(telemetry,)] = rows(db, "SELECT telemetry FROM sessions")
+    assert json.loads(telemetry)["spans_sent"] == len(spans)
