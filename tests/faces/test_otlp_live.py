@@ -100,3 +100,27 @@ def test_an_endpoint_that_fails_drops_and_counts_the_spans_and_says_so_once(made
     assert counts[sid]["spans_sent"] == 0 and counts[sid]["spans_dropped"] == expected
     assert counts[sid]["points_sent"] == 0 and counts[sid]["points_dropped"] > 0
     assert len(said) == 1 and "live telemetry" in said[0]
+
+
+@pytest.mark.parametrize("json_encoding", [False, True])
+def test_the_spans_reach_a_receiver_as_protobuf_or_as_otlp_json(made_db, json_encoding):
+    from tests.support import otlp_receiver
+
+    db, sid = made_db
+    conn = store.connect(db)
+    session = store.get_session(conn, sid)
+    frames = [(sid, seq, ts, direction, raw) for seq, ts, direction, raw in store.iter_raw_frames(conn, sid)]
+    exported = _spans(otlp.requests(conn, [sid]))
+    conn.close()
+    with otlp_receiver.running() as receiver:
+        config = otlp_env.resolve(receiver.endpoint, {"OTEL_EXPORTER_OTLP_PROTOCOL":
+                                                      "http/json" if json_encoding else "http/protobuf"})
+        live = otlp_live.LiveTelemetry(config, warn=lambda m: None)
+        live.session(session)
+        live.frames(frames)
+        counts = live.close(30)
+        got = receiver.accepted("/v1/traces")
+        kinds = {r.headers["content-type"] for r in receiver.received}
+    assert kinds == {"application/json" if json_encoding else "application/x-protobuf"}
+    assert _spans(got) == exported
+    assert counts[sid]["spans_sent"] == len(exported) and counts[sid]["points_sent"] > 0
