@@ -167,6 +167,12 @@ class LiveTelemetry:
                 self._bytes += size
         self._wake.set()
 
+    def end(self, sid: str) -> None:
+        """A session ended (HTTP): the sender sends what it waited for and forgets it."""
+        with self._lock:
+            self._queue.append((sid, None, None, None, b""))  # past the bound: an end is never dropped
+        self._wake.set()
+
     def close(self, grace: float = CLOSE_GRACE_S) -> dict[str, dict[str, int]]:
         """End: the sender sends what is left within `grace` seconds; the counts of each session
         (what was not sent is counted as dropped)."""
@@ -177,8 +183,9 @@ class LiveTelemetry:
         with self._lock:
             if self._thread.is_alive() and self._in_flight is not None:  # stuck in an export: not sent
                 self._counted(self._in_flight[0])["spans_dropped"] += self._in_flight[1]
-            for sid, *_ in self._queue:
-                self._counted(sid)["frames_dropped"] += 1
+            for sid, seq, *_ in self._queue:
+                if seq is not None:
+                    self._counted(sid)["frames_dropped"] += 1
             self._queue.clear()
             return {sid: {**counts, **self._points} for sid, counts in self._counts.items()}
 
@@ -216,8 +223,13 @@ class LiveTelemetry:
                 self._wake.clear()
                 stopping = self._stop.is_set()
             done = []
+            ended = []
             for sid, seq, ts, direction, raw in self._take():
                 state = self._state(sessions, sid)
+                if seq is None:  # the session ended: its requests never answered, then it is forgotten
+                    done += [(state, op) for op in state.pairs.rest()]
+                    ended.append(state)
+                    continue
                 raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
                 done += [(state, op) for op in state.pairs.feed(seq, ts, direction, raw)]
             if stopping:
@@ -230,13 +242,17 @@ class LiveTelemetry:
                 state.last = end if state.last is None else max(state.last, end)
                 state.batch.extend(otlp_spans.spans(state.facts, op))
             now = time.monotonic()
-            if stopping or now - last_flush >= FLUSH_S or any(len(s.batch) >= BATCH_SPANS for s in sessions.values()):
+            if stopping or ended or now - last_flush >= FLUSH_S or any(len(s.batch) >= BATCH_SPANS
+                                                                       for s in sessions.values()):
                 for state in sessions.values():
                     for at in range(0, len(state.batch), BATCH_SPANS):
                         self._send(state.facts.session_id, otlp.traces_request(state.facts,
                                                                                 state.batch[at:at + BATCH_SPANS]))
                     state.batch = []
                 last_flush = now
+            for state in ended:
+                durations.session(state.facts, state.first, state.last)
+                sessions.pop(state.facts.session_id, None)
             if stopping or now - last_metrics >= METRICS_S:
                 if stopping:
                     for state in sessions.values():
@@ -319,13 +335,16 @@ def finish(live: LiveTelemetry, db_path: str) -> None:
 
 def _watch(live: LiveTelemetry) -> Callable[[list], None]:
     """The HTTP recorder's batches (store ops, numbered and redacted) to the live telemetry."""
-    from mcptap.store.ops import FrameOp, SessionOp
+    from mcptap.store.ops import EndOp, FrameOp, SessionOp
 
     def watch(ops: list) -> None:
         for op in ops:
             if op.__class__ is SessionOp:
                 live.session(op.row)
         live.frames([op.row for op in ops if op.__class__ is FrameOp])
+        for op in ops:
+            if op.__class__ is EndOp:
+                live.end(op.session_id)
     return watch
 
 

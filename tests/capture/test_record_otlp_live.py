@@ -148,6 +148,8 @@ def test_a_flood_with_the_endpoint_down_records_every_frame_and_stores_the_drops
     listing = run(mcptap("sessions", "--db", str(db), "--format", "json"))
     [session] = json.loads(listing.stdout)["sessions"]
     assert session["telemetry"] == counts
+    listed = run(mcptap("sessions", "--db", str(db)))
+    assert b"live telemetry" in listed.stdout and b"dropped" in listed.stdout
     shown = run(mcptap("show", "--db", str(db), "@1"))
     assert b"telemetry" in shown.stdout and b"dropped" in shown.stdout
 

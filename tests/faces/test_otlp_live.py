@@ -124,3 +124,20 @@ def test_the_spans_reach_a_receiver_as_protobuf_or_as_otlp_json(made_db, json_en
     assert kinds == {"application/json" if json_encoding else "application/x-protobuf"}
     assert _spans(got) == exported
     assert counts[sid]["spans_sent"] == len(exported) and counts[sid]["points_sent"] > 0
+
+
+def test_a_session_that_ends_has_its_unanswered_requests_sent_and_is_forgotten(monkeypatch):
+    sent = []
+    monkeypatch.setattr(otlp_http, "export", lambda request, url, headers, **kw: (sent.append(request), (0, 0, ""))[1])
+    live = otlp_live.LiveTelemetry(CONFIG, warn=lambda m: None)
+    live.session({"id": "h", "transport": "http"})
+    live.frames([("h", 1, 1.0, "c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')])
+    live.end("h")
+    live.frames([("h", 2, 2.0, "s2c", b'{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}')])  # after its end: alone
+    live.close(30)
+    outcomes = [kv.value.string_value for s in _spans_of(sent) for kv in s.attributes if kv.key == "mcptap.outcome"]
+    assert outcomes == ["unanswered", "unanswered"]  # the CLIENT and SERVER spans of the request, at its end
+
+
+def _spans_of(requests) -> list:
+    return [s for r in requests for rs in getattr(r, "resource_spans", ()) for ss in rs.scope_spans for s in ss.spans]
