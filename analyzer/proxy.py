@@ -85,16 +85,25 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
         allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None,
+<<<<<<< HEAD
         public_url: str | None = None, metrics_listen: str | None = None,
         on_metrics: Callable[[str, int], None] | None = None) -> int:
+=======
+        public_url: str | None = None, otlp_endpoint: str | None = None) -> int:
+>>>>>>> h40-otlp
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py); `public_url`: the origin clients reach the proxy
     under (`--public-url`; default: the Host they send), which the OAuth protected-resource metadata
+<<<<<<< HEAD
     and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `metrics_listen`:
     `[HOST:]PORT` on a loopback address where /metrics is served (`--metrics-listen`), `on_metrics`
     told where once it is."""
+=======
+    and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `otlp_endpoint`:
+    live telemetry (`--otlp-endpoint`, else the OTEL_EXPORTER_OTLP_* variables: analyzer/report/otlp_live.py)."""
+>>>>>>> h40-otlp
     from mcptap.origins import ListenerPolicy
     from mcptap.redaction import Redaction
 
@@ -106,6 +115,7 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=hosts)
     if port:
         _check_free(host, port)
+<<<<<<< HEAD
     metrics_at = None
     if metrics_listen is not None:
         metrics_at = origins.parse_listen(metrics_listen, 0, loopback_only="the proxy's /metrics",
@@ -119,6 +129,21 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
 
 async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
                  max_frame=None, public=None, metrics_at=None, on_metrics=None) -> int:
+=======
+    from mcptap.record import UsageError, telemetry_recorder
+
+    try:
+        recorder_process = telemetry_recorder(otlp_endpoint, "http")
+    except UsageError as exc:
+        raise MCPTapError(str(exc)) from None
+    from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
+    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
+                              basic_credentials(upstream), max_frame, public, recorder_process))
+
+
+async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
+                 max_frame=None, public=None, recorder_process=None) -> int:
+>>>>>>> h40-otlp
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -133,7 +158,7 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     recorder = f"mcptap {__version__} proxy"
     tap = McpTap(recorder=recorder, on_running=lambda: _say_where(master, say),
                  guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT,
-                 rewriter=Rewriter(upstream, public))
+                 rewriter=Rewriter(upstream, public), recorder_process=recorder_process)
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the

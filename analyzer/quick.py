@@ -241,6 +241,12 @@ def sessions(*, db: str, fmt: str = "text", as_json: bool = False, color: bool |
         else:
             columns.write(sys.stdout, listing.SESSION_COLUMNS, [listing.session_cells(o) for o in objects],
                           right={7, 8, 9}, colour=color_on(color))
+        from mcptap.wire.textsafe import printable
+
+        for o in objects:  # what a capture's live telemetry could not send
+            said = listing.telemetry_text(o.get("telemetry"))
+            if said is not None and "dropped " in said:
+                sys.stdout.write(printable(f"session {o['handle']}: {said}") + "\n")
     sys.stdout.flush()
 
 

@@ -76,6 +76,8 @@ def proxy(
         "--metrics-listen", metavar="[HOST:]PORT",
         help="Also serve Prometheus /metrics of what is recorded here, on a loopback address only (port 0: any "
              "free port); the names `mcptap view` serves.")] = None,
+    otlp_endpoint: Annotated[Optional[str], typer.Option(
+        "--otlp-endpoint", metavar="URL", help=options.OTLP_ENDPOINT_HELP)] = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -95,7 +97,7 @@ def proxy(
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,
                                on_ready=proxy_mod.say_listening(upstream, db), metrics_listen=metrics_listen,
-                               on_metrics=proxy_mod.say_metrics)
+                               on_metrics=proxy_mod.say_metrics, otlp_endpoint=otlp_endpoint)
     raise typer.Exit(status)
 
 

@@ -159,6 +159,11 @@ def replace_session_fields(conn: sqlite3.Connection, session_id: str, fields: di
                      [*(fields[c] for c in cols), session_id])
 
 
+def set_telemetry(conn: sqlite3.Connection, session_id: str, telemetry: str) -> None:
+    """Record what the live telemetry did for a session (JSON: sessions.telemetry)."""
+    conn.execute("UPDATE sessions SET telemetry = ? WHERE id = ?", (telemetry, session_id))
+
+
 def iter_raw_frames(conn: sqlite3.Connection, session_id: str, *,
                     redacted: bool = False) -> Iterator[tuple[int, float, str, bytes]]:
     """(seq, ts, direction, raw bytes), in seq order (bytes: no decoding on the way). `redacted`:
