@@ -152,3 +152,18 @@ def test_an_http_clients_run_goes_on_within_the_window_and_a_new_one_starts_afte
     assert runs.run_for("127.0.0.2", "ua", now=1580.0) != first
     assert runs.run_for("127.0.0.1", "other", now=1580.0) != first
     assert runs.run_for("127.0.0.1", "ua", now=1881.0) != first
+
+
+def test_the_viewer_names_the_runs_host_lane_by_the_host_wrap_named(recorded):
+    from mcptap import store
+    from mcptap.report import viewdata
+
+    conn = store.open_existing(recorded)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+        drawn = viewdata.runs_json(conn, ids)
+    finally:
+        conn.close()
+    assert [len(r["sessions"]) for r in drawn] == [2, 2]
+    assert [r["host"] for r in drawn] == ["claude-desktop"] * 2 and all(sorted(r["servers"]) == ["sdk", "time"]
+                                                                       for r in drawn)
