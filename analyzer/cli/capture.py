@@ -93,6 +93,8 @@ def proxy(
     limit = max_frame_of(max_frame)
     with one_line_errors():
         extras.need("proxy", "mcptap proxy")
+        if metrics_listen is not None:
+            extras.need("metrics", "mcptap proxy --metrics-listen")
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,

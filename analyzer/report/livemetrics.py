@@ -1,7 +1,8 @@
 """`mcptap proxy --metrics-listen`: Prometheus /metrics of what the proxy records, as it records it,
 under the names `mcptap view` serves (analyzer/report/metrics.py). Counted as it goes: each scrape
-reads the frames the proxy's sessions stored since the last one (at most SCRAPE_ROWS of them; the
-rest at the next scrape), never the whole database, and adds them to its running counts; a request
+reads the frames the proxy's sessions stored since the last one, SCRAPE_ROWS at a time for at most
+SCRAPE_SECONDS (the rest at the next scrape), never the whole database, and adds them to its
+running counts; a request
 waits (at most PENDING_MAX of them) for its answer, which puts its latency in the histogram. The
 proxy analyses nothing as it runs: the findings family is there, without samples (`mcptap view`
 over the same database counts them once `mcptap analyze` has stored them). Served on a loopback
@@ -13,6 +14,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,8 +22,10 @@ from mcptap.report import metrics
 from mcptap.store import metricreads
 from mcptap.store.connections import open_existing
 
-SCRAPE_ROWS = 50_000
-"""The most frames a scrape reads: a scrape's work is bounded whatever the proxy recorded since."""
+SCRAPE_ROWS = 5_000
+"""Rows of the frames table read at a time (about 50 ms of SQLite reading small frames' JSON)."""
+SCRAPE_SECONDS = 0.5
+"""A scrape reads no more batches after this: its work is bounded whatever the proxy recorded since."""
 PENDING_MAX = 100_000
 """The most requests waiting for their answer; past it the oldest is forgotten (never answered)."""
 
@@ -33,15 +37,16 @@ class LiveMetrics:
     def __init__(self, db: str, *, recorder: str, pid: int) -> None:
         self.conn = open_existing(db)
         self.recorder, self.pid = recorder, pid
-        self.mark = metricreads.last_frame(self.conn)
+        self.mark = self.last = metricreads.last_frame(self.conn)  # counted up to; stored up to, when last asked
         self.frames: dict[tuple[str, str], list[int]] = {}  # (server, direction) -> [frames, bytes]
         self.latency: dict[tuple[str, str, int], list] = {}  # (server, method, bucket) -> [requests, seconds]
         self.pending: dict[tuple, tuple[float, str]] = {}  # (session, direction, id type, id) -> (ts, method)
         self.lock = threading.Lock()
 
     def catch_up(self) -> int:
-        """Count the frames stored since the last call (SCRAPE_ROWS at most); how many were read."""
-        upto = min(metricreads.last_frame(self.conn), self.mark + SCRAPE_ROWS)
+        """Count the next SCRAPE_ROWS rows of the frames table (at most); how many frames of ours were there."""
+        self.last = metricreads.last_frame(self.conn)
+        upto = min(self.last, self.mark + SCRAPE_ROWS)
         rows = metricreads.frames_after(self.conn, self.mark, upto, recorder=self.recorder, pid=self.pid)
         self.mark = upto
         for server, session, direction, size, ts, method, id_type, id_value, answer in rows:
@@ -69,7 +74,11 @@ class LiveMetrics:
 
     def families(self) -> list:
         with self.lock:
-            self.catch_up()
+            until = time.monotonic() + SCRAPE_SECONDS
+            while True:
+                self.catch_up()
+                if self.mark >= self.last or time.monotonic() >= until:
+                    break
             return metrics.families([(s, d, n, b) for (s, d), (n, b) in sorted(self.frames.items())], [],
                                     [(s, m, k, n, t) for (s, m, k), (n, t) in sorted(self.latency.items())])
 

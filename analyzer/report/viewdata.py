@@ -106,7 +106,7 @@ def _host_name(client) -> str:
     """The name of a run's host lane: the host `wrap` named, else the host's program, else the
     HTTP client's User-Agent or address."""
     if isinstance(client, dict):
-        for key in ("host", "exe", "user_agent", "address"):
+        for key in ("host_app", "host", "exe", "user_agent", "address"):
             if client.get(key):
                 return printable(str(client[key]))
     return "client"

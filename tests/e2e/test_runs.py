@@ -152,3 +152,36 @@ def test_an_http_clients_run_goes_on_within_the_window_and_a_new_one_starts_afte
     assert runs.run_for("127.0.0.2", "ua", now=1580.0) != first
     assert runs.run_for("127.0.0.1", "other", now=1580.0) != first
     assert runs.run_for("127.0.0.1", "ua", now=1881.0) != first
+
+
+def test_the_viewer_names_the_runs_host_lane_by_the_host_wrap_named(recorded):
+    from mcptap import store
+    from mcptap.report import viewdata
+
+    conn = store.open_existing(recorded)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+        drawn = viewdata.runs_json(conn, ids)
+    finally:
+        conn.close()
+    assert [len(r["sessions"]) for r in drawn] == [2, 2]
+    assert [r["host"] for r in drawn] == ["claude-desktop"] * 2 and all(sorted(r["servers"]) == ["sdk", "time"]
+                                                                       for r in drawn)
+
+
+@pytest.mark.parametrize("given, app", [(["--host-app", "cursor"], "cursor"), (["--host-app=-odd\u202e"], "-odd\u202e"),
+                                        ([], None)])
+def test_record_keeps_the_host_app_it_is_given_with_the_host_process(tmp_path, given, app):
+    db = tmp_path / "app.db"
+    echo = "import sys; [print(l, end='', flush=True) for l in sys.stdin]"
+    done = run(mcptap("record", "--db", str(db), *given, "--", os.sys.executable, "-c", echo))
+    assert done.returncode == 0, done.stderr.decode()
+    conn = sqlite3.connect(db)
+    client = json.loads(conn.execute("SELECT client FROM sessions").fetchone()[0])
+    conn.close()
+    assert client.get("host_app") == app and client["pid"] == os.getpid()
+    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    assert listed[0]["host_app"] == app
+    table = run(mcptap("runs", "--db", str(db))).stdout.decode()
+    shown = {"cursor": "cursor (pid", "-odd\u202e": "-odd\\u202e (pid", None: f"{client['exe']} (pid"}[app]
+    assert "\u202e" not in table and shown in table

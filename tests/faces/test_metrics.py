@@ -186,9 +186,17 @@ def test_a_scrape_reads_a_bounded_number_of_new_frames_and_pairs_answers_across_
     monkeypatch.setattr(livemetrics, "SCRAPE_ROWS", 7)
     read = [live.catch_up() for _ in range(4)]
     assert read == [7, 7, 7, 0]  # 22 frames stored, 21 of them ours, 7 rows of the table at a time
+    assert live.mark == live.last == 22
     assert live.frames == {("srv", "c2s"): [11, sum(len(r.encode()) for d, r in frames if d == "c2s")],
                            ("srv", "s2c"): [10, sum(len(r.encode()) for d, r in frames if d == "s2c")]}
     assert sum(n for (_, method, _), (n, _) in live.latency.items() if method == "tools/call") == 10
+    monkeypatch.setattr(livemetrics, "SCRAPE_SECONDS", 0.0)  # one batch a scrape
+    more = [("c2s", req(k, "ping")) for k in range(30)]
+    assert run(mcptap("import", "--db", str(db), str(write_log(tmp_path / "more.jsonl", more, session="more")))).returncode == 0
     families = _families(live.exposition()[0].decode())
+    assert live.mark == 29 and live.last == 52  # one batch of 7 rows, the rest for the next scrape
+    monkeypatch.setattr(livemetrics, "SCRAPE_SECONDS", 30.0)
+    families = _families(live.exposition()[0].decode())
+    assert live.mark == live.last == 52  # batch after batch until caught up
     assert {s.labels["method"] for s in families["mcptap_request_latency_seconds"].samples} == {"tools/call"}
     live.close()
