@@ -152,3 +152,23 @@ def test_mcptap_view_answers_a_run_s_window_across_its_sessions_and_the_gaps_the
     assert gaps[0] == pytest.approx([0.6, 5.0])  # the longest stretch without a frame of either session
     assert all(not (a < 0.6 < b) and not (a < 5.0 < b) for a, b in gaps)
     assert view.run_window("nope", 0, 6, 100) == {"rows": [], "every": 1, "total": 0} and view.run_gaps("nope") == []
+
+
+def test_a_run_s_page_lists_its_frames_in_time_order_and_a_frame_opens_on_the_timeline(chrome, timeline):
+    browser.open_page(chrome, timeline["report"])
+    lanes_drawn(chrome)
+    rows = chrome.execute_script("""return [...document.querySelectorAll('#list .row:not([hidden])')]
+      .filter(r => r.dataset.seq).sort((a, b) => +a.dataset.pos - +b.dataset.pos)
+      .map(r => ({session: r.dataset.session, seq: +r.dataset.seq, t: parseFloat(r.querySelector('.c-t').textContent)}));""")
+    assert len(rows) >= 10
+    assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)  # from the run's start, across its servers
+    assert {r["session"] for r in rows} == {sid for sid, _ in timeline["sessions"]}
+    sid = timeline["sessions"][1][0]
+    row = next(r for r in rows if r["session"] == sid)
+    chrome.find_element("css selector", f"#list .row[data-session='{sid}'][data-seq='{row['seq']}']").click()
+    browser.wait_for(lambda: f"frame={sid}" in chrome.execute_script("return location.hash"), what="the frame's link")
+    shown = lanes_drawn(chrome)
+    assert shown["track"] == "r:" + timeline["run"]  # still the run's timeline, the frame among its arrows
+    assert f"run={timeline['run']}" in chrome.execute_script("return location.hash")
+    selected = chrome.execute_script("return [...document.querySelectorAll('#diagram g.arrow.selected')].map(g => g.dataset.session + ':' + g.dataset.seq)")
+    assert selected == [f"{sid}:{row['seq']}"]
