@@ -135,23 +135,23 @@ def write_run(db) -> None:
 
 
 def test_mcptap_view_answers_a_run_s_window_across_its_sessions_and_the_gaps_they_share(tmp_path):
-    from mcptap.report import livedata
+    from mcptap.report import livedata, liveruns
 
     db = tmp_path / "run.db"
     write_run(db)
     view = livedata.LiveView(str(db))
     assert view.summary()["runs"][0]["sessions"] == ["a", "b"] and view.summary()["runs"][0]["host"] == "host"
-    window = view.run_window("run-1234", 0, 6, 100)
+    window = liveruns.window(view, "run-1234", 0, 6, 100)
     assert sorted((r["n"], r["seq"], r["t"]) for r in window["rows"]) == [
         (0, 1, 0.1), (0, 2, 0.2), (0, 3, 5.0), (1, 1, 0.1), (1, 2, 4.6)]  # t: from each row's own session
-    assert [(r["n"], r["seq"]) for r in view.run_window("run-1234", 0.5, 1.0, 100)["rows"]] == [(1, 1)]
-    band = view.run_window("run-1234", 0, 6, 2)
+    assert [(r["n"], r["seq"]) for r in liveruns.window(view, "run-1234", 0.5, 1.0, 100)["rows"]] == [(1, 1)]
+    band = liveruns.window(view, "run-1234", 0, 6, 2)
     assert band["total"] == 5 and sum(band["density"]["counts"]) == 5
     assert band["density"]["counts"][int(5.1 / 6 * livedata.DENSITY_BUCKETS)] == 1  # b's 4.6 s is 5.1 s of the run
-    gaps = view.run_gaps("run-1234")
+    gaps = liveruns.gaps(view, "run-1234")
     assert gaps[0] == pytest.approx([0.6, 5.0])  # the longest stretch without a frame of either session
     assert all(not (a < 0.6 < b) and not (a < 5.0 < b) for a, b in gaps)
-    assert view.run_window("nope", 0, 6, 100) == {"rows": [], "every": 1, "total": 0} and view.run_gaps("nope") == []
+    assert liveruns.window(view, "nope", 0, 6, 100) == {"rows": [], "every": 1, "total": 0} and liveruns.gaps(view, "nope") == []
 
 
 def test_a_run_s_page_lists_its_frames_in_time_order_and_a_frame_opens_on_the_timeline(chrome, timeline):
