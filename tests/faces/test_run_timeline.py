@@ -3,7 +3,9 @@ real headless Chromium, on a real run: two stdio servers wrapped by `mcptap wrap
 real host on the `mcp` SDK (tests/e2e/test_runs.py's recording). Read by its SVG geometry: a lane
 for the host and one per server, each arrow between the host's lane and its own server's, every
 frame of the run drawn, no two labels' boxes meeting, the display filter's `server` and `run`
-fields marking their frames; and `mcptap view`'s answers for a run's window and idle gaps."""
+fields marking their frames; and `mcptap view`'s answers for a run's window and idle gaps. The
+screenshot docs/look.md shows is taken here (`--update-screenshots` writes it, as
+tests/faces/test_diagram.py does its own)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pytest
 from mcptap import store
 from tests.conftest import mcptap, run
 from tests.e2e.test_runs import recorded  # noqa: F401 - the fixture: a real two-server run, twice
-from tests.faces.test_diagram import drawn
-from tests.faces.test_viewer import chrome, type_filter  # noqa: F401 - chrome: the fixture
+from tests.faces.test_diagram import drawn, png_size
+from tests.faces.test_viewer import IMAGES, chrome, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
 from tests.support.viewing import viewing
 
@@ -172,3 +174,16 @@ def test_a_run_s_page_lists_its_frames_in_time_order_and_a_frame_opens_on_the_ti
     assert f"run={timeline['run']}" in chrome.execute_script("return location.hash")
     selected = chrome.execute_script("return [...document.querySelectorAll('#diagram g.arrow.selected')].map(g => g.dataset.session + ':' + g.dataset.seq)")
     assert selected == [f"{sid}:{row['seq']}"]
+
+
+def test_the_run_timeline_screenshot_in_docs_is_taken_from_the_current_code(chrome, timeline, request, tmp_path):
+    folder = IMAGES if request.config.getoption("--update-screenshots") else tmp_path
+    browser.open_page(chrome, timeline["report"])
+    lanes_drawn(chrome)
+    pane = chrome.find_element("css selector", ".panes.lower")
+    chrome.execute_script("arguments[0].scrollIntoView()", pane)
+    assert pane.screenshot(str(folder / "run-timeline.png"))
+    kept = IMAGES / "run-timeline.png"
+    assert kept.is_file() and png_size(kept) == png_size(folder / "run-timeline.png"), \
+        "docs/img/run-timeline.png: pytest tests/faces/test_run_timeline.py --update-screenshots"
+    assert "img/run-timeline.png" in (IMAGES.parent / "look.md").read_text(encoding="utf-8")
