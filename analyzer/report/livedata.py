@@ -325,6 +325,16 @@ class LiveView:
                     hits = None
             return {"rows": [], "every": 1, "total": total,
                     "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
+        rows = self.arrows(sid, t_from, t_to, text)
+        return {"rows": rows, "every": 1, "total": len(rows)}
+
+    def arrows(self, sid: str, t_from: float, t_to: float, text: str = "") -> list[dict]:
+        """The session's rows between two times (relative to its start), each marked `v` as
+        `window` says."""
+        n = self.number.get(sid)
+        if n is None:
+            return []
+        start = self.sessions[n]["started_at"]
         seqs = viewpages.seqs_in_time(self.conn(), sid, start + t_from, start + t_to)
         rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs))
         try:
@@ -334,7 +344,7 @@ class LiveView:
         if found is not None:
             for row in rows:
                 row["v"] = int(found.locate(n, row["seq"]) >= 0)
-        return {"rows": rows, "every": 1, "total": len(seqs)}
+        return rows
 
     def gaps(self, sid: str) -> list:
         """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its

@@ -42,7 +42,7 @@ def window(view: LiveView, rid: str, t_from: float, t_to: float, limit: int = WI
     for sid in sids:
         session = view.sessions[view.number[sid]]
         ahead = session["started_at"] - start
-        rows += view.window(sid, t_from - ahead, t_to - ahead, limit, text)["rows"]
+        rows += view.arrows(sid, t_from - ahead, t_to - ahead, text)
     return {"rows": rows, "every": 1, "total": len(rows)}
 
 
