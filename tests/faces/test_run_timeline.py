@@ -187,3 +187,32 @@ def test_the_run_timeline_screenshot_in_docs_is_taken_from_the_current_code(chro
     assert kept.is_file() and png_size(kept) == png_size(folder / "run-timeline.png"), \
         "docs/img/run-timeline.png: pytest tests/faces/test_run_timeline.py --update-screenshots"
     assert "img/run-timeline.png" in (IMAGES.parent / "look.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    """A run of two sessions of 3,000 frames each, interleaved in time: its report page and view URL."""
+    folder = tmp_path_factory.mktemp("busy")
+    db = folder / "busy.db"
+    conn = store.connect(str(db))
+    with store.write_transaction(conn):
+        for sid, start in (("a", 100.0), ("b", 100.001)):
+            store.insert_session(conn, {"id": sid, "transport": "stdio", "started_at": start, "label": sid,
+                                        "run": "busy-run", "client": json.dumps({"exe": "host", "pid": 7})})
+            store.insert_frames(conn, sid, [(k + 1, start + k * 0.002, "c2s" if k % 2 == 0 else "s2c",
+                                             b'{"jsonrpc":"2.0","method":"ping"}', 0) for k in range(3000)])
+    conn.close()
+    page = folder / "busy.html"
+    assert run(mcptap("report", "--db", str(db), "--run", "busy-run", "-o", str(page)), timeout=300).returncode == 0
+    with viewing(db) as url:
+        yield {"report": page.as_uri(), "view": url + "#run=busy-run"}
+
+
+@pytest.mark.parametrize("face", ["report", "view"])
+def test_a_busy_run_is_one_density_band_of_all_its_servers_frames_and_marks_the_filter_s(chrome, busy, face):
+    browser.open_page(chrome, busy[face])
+    band = drawn(chrome, arrows=False)
+    assert band["arrows"] == 0 and "6,000 frames in sight" in band["status"]
+    assert chrome.execute_script("return document.querySelector('#diagram svg').dataset.lanes") == "3"
+    type_filter(chrome, 'server == "b"')
+    assert browser.wait_for(lambda: drawn(chrome, arrows=False)["densityHits"], timeout=30, what="the marks")
