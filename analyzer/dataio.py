@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mcptap import store
-from mcptap.api import databases, judging, servers  # not the package: its HTML report reads this module
+from mcptap.api import databases, exporting, judging, servers  # not the package: its HTML report reads this module
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -62,7 +62,7 @@ def export_log(db: str | os.PathLike | sqlite3.Connection, path: str | os.PathLi
     of the registry (mcptap.report.formats: jsonl, the default, every recorded table of each, which
     `import_log` gives back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name.
     The number of frames written."""
-    return databases.export_log(_path(db), path, sessions=session, format=format)
+    return exporting.export_log(_path(db), path, sessions=session, format=format)
 
 
 OPERATION_COLUMNS = ["session_id", "seq", "idx", "ts", "direction", "method", "id", "response_seq", "response_ts",

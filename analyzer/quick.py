@@ -322,6 +322,7 @@ def _show_run(db: str, run: str, fmt: str, paint) -> None:
     out = sys.stdout
     if fmt == "text":
         width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else None
+        out.write(paint(runview.heading(next(r for r in runview.run_objects(conn) if r["run"] == rid))) + "\n")
         for line in runview.timeline_lines(conn, sids, width):
             out.write(paint(line) + "\n")
     else:

@@ -43,6 +43,9 @@ def parser():
     parse.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     parse.add_argument("--db", metavar="PATH", help=options.DB_HELP)
     parse.add_argument("--name", metavar="LABEL", help="A label for the session.")
+    parse.add_argument("--host-app", metavar="NAME", help="The application that starts this server (mcptap wrap "
+                                                          "writes the host's name: claude-desktop, cursor...); "
+                                                          "recorded with the host process, shown with its run.")
     parse.add_argument("--no-redact", action="store_true", help=options.NO_REDACT_HELP)
     parse.add_argument("--redact-key", metavar="NAME", action="append", default=[], help=options.REDACT_KEY_HELP)
     parse.add_argument("--redact-path", metavar="PATH", action="append", default=[], help=options.REDACT_PATH_HELP)
@@ -70,7 +73,7 @@ class UsageError(Exception):
 
 
 _VALUES = {"--db": "db", "--name": "name", "--max-frame": "max_frame", "--redact-key": "redact_key",
-           "--redact-path": "redact_path"}
+           "--redact-path": "redact_path", "--host-app": "host_app"}
 """The options that take a value, and their attribute."""
 
 
@@ -103,7 +106,7 @@ def parse(argv: list[str]) -> SimpleNamespace:
     given, command = rest[:at_command], rest[at_command:]
     if (command[1:] if command[:1] == ["--"] else command) and set(given) <= {"--no-redact"}:
         args = SimpleNamespace(command=command, db=None, name=None, no_redact=bool(given), redact_key=[],
-                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT)
+                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT, host_app=None)
     else:
         args = parser().parse_args(rest)
     for option, value in taken:
@@ -139,7 +142,8 @@ def main(argv: list[str]) -> int:
         server = spawn(command)  # first: the server boots while the tee's machinery is imported
         from mcptap.addons.stdio.tee import Tee
 
-        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
+        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server,
+                   host_app=args.host_app).run()
     except SpawnError as exc:
         say_error(str(exc))
         return exc.exit_status

@@ -89,9 +89,10 @@ def exit_status_of(returncode: int) -> int:
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
                  redaction_args: list[str] | None = None, max_frame: int | None = None,
-                 server: subprocess.Popen | None = None):
+                 server: subprocess.Popen | None = None, host_app: str | None = None):
         """`server`: `argv` already started by addons/stdio/server.py `spawn` (mcptap record starts it
-        before importing this module); else run() starts it."""
+        before importing this module); else run() starts it. `host_app`: the name of the application
+        that starts it (`--host-app`, which mcptap wrap writes), recorded with the host process."""
         if not argv:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
@@ -107,7 +108,7 @@ class Tee:
             "host": os.uname().nodename,  # socket.gethostname(), without importing socket
             "pid": os.getpid(),
             "run": runs.stdio_run(os.uname().nodename, host),
-            "client": runs.stdio_client(host),
+            "client": runs.stdio_client(host, host_app),
         }
         self.db_path = db_path
         self._warn = warn

@@ -1,5 +1,5 @@
 """The library's calls that fill and read a database: open one, import logs into it (each file
-whole or not at all), export sessions, name sessions, and the paired view of each."""
+whole or not at all), name sessions, and the paired view of each."""
 
 from __future__ import annotations
 
@@ -100,33 +100,6 @@ def session_of_log(log: str, db: str | None = None, *, cleanup: contextlib.ExitS
     if len(imported) != 1:
         raise MCPTapError(f"{log} holds {len(imported)} sessions: import it with `mcptap import` and name one")
     return db, imported[0].id
-
-
-def export_log(db: str | os.PathLike, path: str | os.PathLike, *, sessions: str | Sequence[str] | None = None,
-               format: str = "jsonl") -> int:
-    """Write sessions (ids, id prefixes or labels; None: all) as `mcptap export` does, in a format
-    of the registry (jsonl, the default, every recorded table of each, which `import_files` gives
-    back; otlp; har), file mode 0600, compressed by a `.gz` or `.zst` name: the frames written."""
-    from mcptap import store
-    from mcptap.outfile import WriteOptions
-    from mcptap.report import formats
-
-    chosen = formats.get(format, formats.FRAMES)
-    if not chosen.stream:
-        raise ValueError(f"{format} writes a folder, not a file: use `mcptap export --format {format}`")
-    written = [0]
-
-    def counted(n: int) -> None:
-        written[0] += n
-
-    conn = store.open_existing(os.fspath(db))
-    try:
-        ids = store.resolve_sessions(conn, sessions) or store.session_ids(conn)
-        with formats.output(os.fspath(path), binary=chosen.binary) as out:
-            chosen.write(conn, out, WriteOptions(sessions=ids, progress=counted))
-        return written[0]
-    finally:
-        conn.close()
 
 
 def sessions(db: str, named: Sequence[str] | None = None) -> list[str]:

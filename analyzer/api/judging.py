@@ -94,6 +94,36 @@ def analyze(db: str | os.PathLike | None = None, *, files: Sequence[str] = (), s
     return done
 
 
+def analyze_missing(db: str | os.PathLike, *, warn: Callable[[str], None] | None = None,
+                    meter: Meter | None = None) -> list[str]:
+    """Analyse the sessions of `db` not analysed yet, as the live faces (`mcptap view`, `mcptap
+    tui`) do before they read a database as it is: only what `analyze` writes is written. When the
+    file cannot be written, `warn` says what is missing and nothing is analysed. The sessions
+    analysed."""
+    from mcptap import store
+
+    db = os.fspath(db)
+    conn = store.open_existing(db)
+    try:
+        ids = store.session_ids(conn)
+        done = set(store.analysis_summaries(conn)) if store.has_table(conn, "analyses") else set()
+    finally:
+        conn.close()
+    missing = [sid for sid in ids if sid not in done]
+    if missing and not os.access(db, os.W_OK):
+        if warn is not None:
+            warn(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the kind, "
+                 "method and id of their own bytes, without pairs, latency or findings")
+        return []
+    if missing:
+        from mcptap import engine
+
+        with (meter or _quiet)() as shown:
+            shown.stage("analyzing", None)
+            engine.analyze(db, sessions=missing, progress=shown.advance)
+    return missing
+
+
 def _dataset_of(files: list[str], named: list[str], engine: str | None, master: str | None) -> str | None:
     """The Parquet dataset the files name (a folder, or any file under an engine), else None."""
     if engine is not None and engine not in ENGINES:

@@ -3,13 +3,11 @@ dataset, or OTLP/HTTP to a collector) and bundle (a zip for a bug report)."""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Optional
 
 import typer
 
 from mcptap.errors import warn_stderr
-from mcptap.outfile import WriteOptions
 from mcptap.report import formats
 from mcptap.cli.common import (DbOption, DEFAULT_DB, FilterOption, SessionAlias, SessionsArgument, app, fail,
                                one_line_errors, sessions_of)
@@ -52,110 +50,44 @@ def export_cmd(
 
     Example:  mcptap export --format parquet -o fleet/ host1.db host2.db
     """
-    from mcptap import store
+    from mcptap import api
     from mcptap.cli import progress
 
     named = sessions_of(sessions, session)
     with one_line_errors():
         chosen = formats.get(fmt, formats.FRAMES)
         if not chosen.stream:  # a folder of many databases' sessions (a Parquet dataset: store/dataset.py)
-            databases = [s for s in named or () if _is_database(s)]
-            _export_parquet(databases or [db], [s for s in named or () if s not in databases], output)
-            return
-        conn = store.open_existing(db)
-        ids = [store.resolve_session(conn, s) for s in named] if named else store.session_ids(conn)
-        if otlp_endpoint is not None:
+            if output is None or output == "-":
+                raise fail(f"--format {fmt} writes a folder: give it with -o DIR")
+            databases = [s for s in named or () if api.is_database(s)]
+            exported = api.export_dataset(output, databases or [db], sessions=[s for s in named or ()
+                                                                               if s not in databases],
+                                          meter=progress.meter)
+            typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
+        elif otlp_endpoint is not None:
             if where is not None:
                 raise fail("--filter selects frames for a frame log: leave it out with --otlp-endpoint")
-            _send_otlp(conn, ids, otlp_endpoint, header or [], otlp_content, output)
-            return
-        for sid in ids if chosen.transports else ():
-            transport = store.get_session(conn, sid)["transport"]
-            if transport not in chosen.transports:
-                raise fail(f"session {sid} is {transport}: {fmt} holds only {', '.join(chosen.transports)} sessions; "
-                           f"export it as {' or '.join(formats.holding(transport))}")
-        keep = None
-        if where is not None:
-            if not chosen.filters:
+            if output is not None:
+                raise fail("--otlp-endpoint sends to a collector: leave out -o")
+            spans, points, count = api.send_otlp(db, otlp_endpoint, sessions=named, headers=_headers(header or []),
+                                                 content=otlp_content, warn=warn_stderr, meter=progress.meter)
+            typer.echo(f"{otlp_endpoint} accepted {spans} spans and {points} histogram data points of {count} sessions")
+        else:
+            if where is not None and not chosen.filters:
                 raise fail(f"--filter selects frames for a frame log (--format jsonl), not {fmt}")
-            from mcptap.engine import selection
-
-            keep = selection.select(db, where, ids if named else None)
-        total = store.count_frames(conn, ids) if keep is None else sum(len(v) for v in keep.values())
-        with progress.meter("exporting", total) as shown, formats.output(output, binary=chosen.binary) as out:
-            chosen.write(conn, out, WriteOptions(sessions=ids, progress=shown.advance, keep=keep, content=otlp_content))
+            api.export_log(db, output, sessions=named, format=fmt, where=where, content=otlp_content,
+                           meter=progress.meter)
 
 
-def _is_database(arg: str) -> bool:
-    from mcptap import store
-
-    try:
-        with open(arg, "rb") as fh:
-            return fh.read(len(store.SQLITE_HEADER)) == store.SQLITE_HEADER
-    except OSError:
-        return False
-
-
-def _export_parquet(databases: list[str], refs: list[str], output: str | None) -> None:
-    """Every database's sessions (or those named, in whichever database holds them) into the dataset."""
-    from mcptap import extras, store
-    from mcptap.cli import progress
-
-    extras.need("parquet", "--format parquet")
-    from mcptap.store import dataset
-
-    if output is None or output == "-":
-        raise fail("--format parquet writes a folder: give it with -o DIR")
-    exported = 0
-    for path in databases:
-        conn = store.open_existing(path)
-        try:
-            ids = [store.resolve_session(conn, s) for s in refs if _holds(conn, s)] if refs else None
-            total = store.count_frames(conn, ids)
-        finally:
-            conn.close()
-        if ids == []:
-            continue
-        with progress.meter(f"exporting {os.path.basename(path)}", total) as shown:
-            exported += len(dataset.export_database(path, output, WriteOptions(sessions=ids or (),
-                                                                                progress=shown.advance)))
-    if refs and not exported:
-        raise fail(f"no session {refs[0]} in {', '.join(databases)}")
-    typer.echo(f"exported {exported} session{'s' * (exported != 1)} into {output}", err=True)
-
-
-def _holds(conn, ref: str) -> bool:
-    from mcptap import store
-    from mcptap.errors import SessionNotFound
-
-    try:
-        store.resolve_session(conn, ref)
-    except SessionNotFound:
-        return False
-    return True
-
-
-def _send_otlp(conn, ids: list[str], endpoint: str, headers: list[str], content: bool, output: str | None) -> None:
-    from mcptap import extras, store
-    from mcptap.cli import progress
-
-    if output is not None:
-        raise fail("--otlp-endpoint sends to a collector: leave out -o")
+def _headers(given: list[str]) -> dict[str, str]:
+    """--header K=V options as a dict (a bad one: a one-line error)."""
     sent = {}
-    for h in headers:
+    for h in given:
         name, eq, value = h.partition("=")
         if not eq or not name.strip():
             raise fail(f"--header {h!r}: give NAME=VALUE")
         sent[name.strip()] = value.strip()
-    if not endpoint.startswith(("http://", "https://")):
-        raise fail(f"--otlp-endpoint {endpoint!r}: give an http:// or https:// URL")
-    extras.need("otel", "--otlp-endpoint")
-    from mcptap.report import otlp, otlp_http
-
-    with progress.meter("exporting", store.count_frames(conn, ids)) as shown:
-        spans, points = otlp_http.send(otlp.requests(conn, ids, content=content, progress=shown.advance), endpoint,
-                                       sent, warn=warn_stderr)
-    typer.echo(f"{endpoint} accepted {spans} spans and {points} histogram data points of {len(ids)} sessions")
+    return sent
 
 
 @app.command("bundle", short_help="Pack sessions into one zip for a bug report, redacted and checked.")

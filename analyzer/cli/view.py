@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated, Optional
 
@@ -52,24 +51,9 @@ def view(
 
 
 def analyse_missing(db: str) -> None:
-    """Analyse the sessions of `db` not analysed yet, when the file can be written (the live faces
-    read a database as it is; analysing writes only what analyze writes); else say what is missing."""
-    from mcptap import store
+    """Analyse the sessions of `db` not analysed yet, when the file can be written (else say what
+    is missing): the live faces read a database as it is (mcptap.api.analyze_missing)."""
+    from mcptap import api
+    from mcptap.cli import progress
 
-    conn = store.open_existing(db)
-    try:
-        ids = store.session_ids(conn)
-        done = set(store.analysis_summaries(conn)) if store.has_table(conn, "analyses") else set()
-    finally:
-        conn.close()
-    missing = [sid for sid in ids if sid not in done]
-    if missing and not os.access(db, os.W_OK):
-        warn_stderr(f"{len(missing)} sessions are not analysed and {db} cannot be written: their frames show the "
-                    "kind, method and id of their own bytes, without pairs, latency or findings")
-    elif missing:
-        from mcptap import engine
-        from mcptap.cli import progress
-
-        with progress.meter() as shown:
-            shown.stage("analyzing", None)
-            engine.analyze(db, sessions=missing, progress=shown.advance)
+    api.analyze_missing(db, warn=warn_stderr, meter=progress.meter)

@@ -17,7 +17,7 @@ from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
 from mcptap.analysis.security import reading as security_reading
 from mcptap.engine import declared_pass, joined as operations, security
-from mcptap.engine.results import SessionResult
+from mcptap.engine.results import Seen, SessionResult
 from mcptap.store import cells
 
 FLUSH_FRAMES = 10_000
@@ -93,7 +93,9 @@ class Job:
         findings: list[tuple] = []
         first = True
         count = 0
+        seen = Seen()
         for chunk in chunks_of(self.frames, sid, analysis):
+            seen.add(chunk)
             if gc.get_count()[0] > COLLECT_AFTER:
                 gc.collect(0)  # cycles (batches) of a very long session, now and then
             count += len(chunk)
@@ -121,7 +123,7 @@ class Job:
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
         return SessionResult(summary, findings, analysis.method_stats, count, self.reason,
-                             declared=kept[0] if kept else None)
+                             declared=kept[0] if kept else None, recorded=seen.figures())
 
     def finish(self, results: list[SessionResult]) -> None:
         """Store what is still waiting; a failure to is every session's reason."""

@@ -58,7 +58,7 @@ def test_importing_the_library_loads_nothing_but_itself_and_the_standard_library
     loaded = set(done.stdout.split())
     ours = {m for m in loaded if m.startswith("mcptap")}
     assert ours <= {"mcptap", "mcptap.errors", *(f"mcptap.api{part}" for part in (
-        "", ".databases", ".judging", ".meters", ".pages", ".servers"))}, sorted(ours)
+        "", ".databases", ".exporting", ".judging", ".meters", ".pages", ".servers"))}, sorted(ours)
     assert not {m for m in loaded if m.split(".")[0] in ("sqlite3", "typer", "pydantic", "pandas", "orjson",
                                                          "mcp_types")}, sorted(loaded)
 
@@ -124,3 +124,31 @@ def test_a_log_of_one_session_is_imported_into_a_temporary_database(tmp_path):
         db, sid = api.session_of_log(str(log), cleanup=cleanup)
         assert sid == SID and os.path.isfile(db)
     assert not os.path.exists(db)
+
+
+def test_export_writes_the_frames_a_filter_selects_and_refuses_a_format_that_cannot_hold_the_session(tmp_path):
+    db = api.open_db(tmp_path / "a.db")
+    list(api.import_files(db, [str(write_log(tmp_path / "small.jsonl"))]))
+    assert api.is_database(db) and not api.is_database(tmp_path / "small.jsonl")
+    assert api.export_log(db, tmp_path / "requests.jsonl", where='method == "tools/list"') == 1
+    with pytest.raises(MCPTapError):
+        api.export_log(db, tmp_path / "s.har", format="har")  # a stdio session: HAR holds HTTP ones
+    assert not (tmp_path / "s.har").exists()
+    with pytest.raises(MCPTapError):
+        api.export_log(db, tmp_path / "x.json", format="otlp", where='method == "tools/list"')
+    with pytest.raises(MCPTapError):
+        api.send_otlp(db, "ftp://127.0.0.1:1")
+
+
+def test_sessions_not_analysed_are_analysed_once_and_a_read_only_file_only_warned_of(tmp_path):
+    db = api.open_db(tmp_path / "a.db")
+    list(api.import_files(db, [str(write_log(tmp_path / "small.jsonl"))]))
+    os.chmod(db, 0o444)
+    said = []
+    try:
+        if not os.access(db, os.W_OK):  # root writes any file
+            assert api.analyze_missing(db, warn=said.append) == [] and len(said) == 1
+    finally:
+        os.chmod(db, 0o644)
+    assert api.analyze_missing(db) == [SID]
+    assert api.analyze_missing(db) == []

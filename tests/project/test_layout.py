@@ -213,14 +213,12 @@ def test_every_module_imports_only_its_own_folder_and_the_stages_below():
 
 THROUGH_THE_LIBRARY = ("mcptap.cli", "mcptap.dataio", "mcptap.demo.run")
 """The faces whose import, analysis, baseline and cost go through the library (mcptap.api)."""
-NOT_YET_THROUGH_THE_LIBRARY = {"mcptap.cli.export", "mcptap.cli.view"}
-"""Commands that still read the engine themselves (export's --filter selection, view's server)."""
 
 
 def test_the_commands_reach_the_readers_and_the_engine_through_the_library():
     graph = import_graph()
     wrong = sorted(f"{name} imports {target}" for name, imported in graph.items()
-                   if _under(name, THROUGH_THE_LIBRARY) and name not in NOT_YET_THROUGH_THE_LIBRARY
+                   if _under(name, THROUGH_THE_LIBRARY)
                    for target in imported if _under(target, ("mcptap.engine", "mcptap.readers")))
     assert not wrong, "\n".join(wrong)
     assert [n for n in graph if _under(n, ("mcptap.cli",)) and "mcptap.api" in graph[n]]
