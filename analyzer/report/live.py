@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 from mcptap import __version__, origins
 from mcptap.errors import MCPTapError
 from mcptap.origins import ListenerPolicy
-from mcptap.report import audit, livedata
+from mcptap.report import audit, livedata, liveruns
 from mcptap.store import filterlang, viewpages
 
 DEFAULT_PORT = 8810
@@ -248,14 +248,15 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
 
     def window(request):  # a session's (?session=ID) or a run's (?run=ID)
         rid = request.query_params.get("run")
-        fetch = view.window if rid is None else view.run_window
-        return answer(fetch(request.query_params.get("session", "") if rid is None else rid,
-                            number(request, "from", kind=float), number(request, "to", kind=float),
-                            number(request, "max", livedata.WINDOW_MAX), request.query_params.get("filter", "")))
+        asked = (number(request, "from", kind=float), number(request, "to", kind=float),
+                 number(request, "max", livedata.WINDOW_MAX), request.query_params.get("filter", ""))
+        if rid is None:
+            return answer(view.window(request.query_params.get("session", ""), *asked))
+        return answer(liveruns.window(view, rid, *asked))
 
     def gaps(request):
         rid = request.query_params.get("run")
-        return answer(view.gaps(request.query_params.get("session", "")) if rid is None else view.run_gaps(rid))
+        return answer(view.gaps(request.query_params.get("session", "")) if rid is None else liveruns.gaps(view, rid))
 
     def stderr(request):
         return answer(view.stderr(request.query_params.get("session", "")))

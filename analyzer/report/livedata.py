@@ -1,10 +1,10 @@
 """What `mcptap view` answers the viewer's script with (analyzer/report/live.py serves it as
-JSON): the sessions and runs, pages of the frame list (every frame, or those a display filter selects,
-compiled to SQL by analyzer/store/filtersql.py and kept as their positions), a frame whole, a
-session's or a run's frames in a time window for the diagram (or their density) and its longest
-idle gaps, a session's stderr. The database is read-only here; a session being recorded grows: another connection's
-commit is seen by `refresh`. A frame not yet analysed is shown with the kind, method and id its
-own bytes give (analysis/classify)."""
+JSON): the sessions and runs, pages of the frame list (every frame, or those a display filter
+selects, compiled to SQL by analyzer/store/filtersql.py and kept as their positions), a frame
+whole, a session's frames in a time window for the diagram (or their density) and its longest idle
+gaps (a run's: analyzer/report/liveruns.py), its stderr. The database is read-only here; a session
+being recorded grows: another connection's commit is seen by `refresh`. A frame not yet analysed
+is shown with the kind, method and id its own bytes give (analysis/classify)."""
 
 from __future__ import annotations
 
@@ -325,6 +325,16 @@ class LiveView:
                     hits = None
             return {"rows": [], "every": 1, "total": total,
                     "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
+        rows = self.arrows(sid, t_from, t_to, text)
+        return {"rows": rows, "every": 1, "total": len(rows)}
+
+    def arrows(self, sid: str, t_from: float, t_to: float, text: str = "") -> list[dict]:
+        """The session's rows between two times (relative to its start), each marked `v` as
+        `window` says."""
+        n = self.number.get(sid)
+        if n is None:
+            return []
+        start = self.sessions[n]["started_at"]
         seqs = viewpages.seqs_in_time(self.conn(), sid, start + t_from, start + t_to)
         rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs))
         try:
@@ -334,65 +344,7 @@ class LiveView:
         if found is not None:
             for row in rows:
                 row["v"] = int(found.locate(n, row["seq"]) >= 0)
-        return {"rows": rows, "every": 1, "total": len(seqs)}
-
-    def run_window(self, rid: str, t_from: float, t_to: float, limit: int = WINDOW_MAX, text: str = "") -> dict:
-        """The run's frames (every session's) between two times relative to its start, as `window`
-        answers for a session: each row's `t` relative to its own session's start, as everywhere;
-        past `limit` frames, the density of them all in one set of slices."""
-        run = self.run_of.get(rid)
-        if run is None:
-            return {"rows": [], "every": 1, "total": 0}
-        start = run["started_at"]
-        limit = max(1, min(limit, WINDOW_MAX))
-        sids = [sid for sid in run["sessions"] if sid in self.number]
-        counts = [0] * DENSITY_BUCKETS
-        for sid in sids:
-            for k, c in enumerate(viewpages.time_histogram(self.conn(), sid, start + t_from, start + t_to, DENSITY_BUCKETS)):
-                counts[k] += c
-        total = sum(counts)
-        if total > limit:
-            hits = None
-            if text.strip():
-                try:
-                    tree = filterlang.parse(text)
-                    hits = [0] * DENSITY_BUCKETS
-                    for sid in sids:
-                        for k, c in enumerate(filtersql.histogram(self.conn(), tree, sid, start + t_from, start + t_to,
-                                                                  DENSITY_BUCKETS)):
-                            hits[k] += c
-                except filterlang.FilterError:
-                    hits = None
-            return {"rows": [], "every": 1, "total": total,
-                    "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
-        rows = []
-        for sid in sids:
-            session = self.sessions[self.number[sid]]
-            ahead = session["started_at"] - start
-            rows += self.window(sid, t_from - ahead, t_to - ahead, limit, text)["rows"]
-        return {"rows": rows, "every": 1, "total": len(rows)}
-
-    def run_gaps(self, rid: str) -> list:
-        """The run's longest stretches in which none of its sessions has a frame, as [from, to]
-        relative to its start: the stretches every session's own longest gaps (or its time before
-        its first frame or after its last) share, the IDLE_GAPS longest."""
-        run = self.run_of.get(rid)
-        if run is None:
-            return []
-        start = run["started_at"]
-        sessions = [self.sessions[self.number[sid]] for sid in run["sessions"] if sid in self.number]
-        ends = [s["last_ts"] for s in sessions if s["last_ts"] is not None]
-        if not ends:
-            return []
-        end = max(ends)
-        shared = [(start, end)]
-        for s in sessions:
-            if s["first_ts"] is None:
-                continue
-            idle = [(start, s["first_ts"]), (s["last_ts"], end)] + viewpages.idle_gaps(self.conn(), s["id"], IDLE_GAPS)
-            shared = [(max(a, c), min(b, d)) for a, b in shared for c, d in idle if max(a, c) < min(b, d)]
-        shared.sort(key=lambda g: g[0] - g[1])
-        return [[round(a - start, 6), round(b - start, 6)] for a, b in shared[:IDLE_GAPS]]
+        return rows
 
     def gaps(self, sid: str) -> list:
         """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its

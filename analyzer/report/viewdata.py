@@ -103,10 +103,10 @@ def build(db: str, ids: list[str], latency: list[dict], *, version: str, trim: b
 
 
 def _host_name(client) -> str:
-    """The name of a run's host lane: the host `wrap` named, else the host's program, else the
-    HTTP client's User-Agent or address."""
+    """The name of a run's host lane: the host application its command line named (`wrap` writes
+    it), else the host's program, else the HTTP client's User-Agent or address."""
     if isinstance(client, dict):
-        for key in ("host_app", "host", "exe", "user_agent", "address"):
+        for key in ("host_app", "exe", "user_agent", "address"):
             if client.get(key):
                 return printable(str(client[key]))
     return "client"

@@ -28,7 +28,9 @@
 
   // ---- times ------------------------------------------------------------------------------------
   let timeMode = "relative";
-  function timeOf(r) { return timeMode === "relative" ? relative(r.t) : absolute(SESSIONS[r.n].started_at + r.t); }
+  function timeOf(r) {  // since the session's start (a run's page: the run's), or UTC
+    return timeMode === "relative" ? relative(r.t + source.offset(r.n)) : absolute(SESSIONS[r.n].started_at + r.t);
+  }
 
   // ---- the filter ------------------------------------------------------------------------------------
   const filterBox = document.getElementById("filter"), status = document.getElementById("filter-status");

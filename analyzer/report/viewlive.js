@@ -67,7 +67,7 @@ MCPTAP.liveSource = function (C, onChange) {
 
   return {
     live: true, sessions: sessions, runs: runs, openRun: null, codes: C.codes, latency: C.latency, db: C.db,
-    total: () => VN, counting: () => counting, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
+    total: () => VN, offset: () => 0, counting: () => counting, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
     rows(first, count) {
       const out = [];
       for (let k = first; k < first + count && k < VN; k++) {

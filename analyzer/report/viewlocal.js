@@ -146,13 +146,28 @@ MCPTAP.localSource = function (D) {
   };
 
   // ---- the view: the frames the filter keeps ---------------------------------------------------
-  let VIEW = null, VN = N;  // null: every frame
-  const at = k => VIEW === null ? k : VIEW[k];
+  // a run's page (`report --run`): the list in time order across the run's sessions (ORDER: the
+  // frames' indices in that order, RANK: each one's place), times from the run's start
+  const RUN = D.open_run ? (D.runs || []).find(r => r.run === D.open_run) : null;
+  const BASE = new Float64Array(SESSIONS.length);
+  let ORDER = null, RANK = null;
+  if (RUN) {
+    SESSIONS.forEach((s, n) => { BASE[n] = s.started_at - RUN.started_at; });
+    ORDER = new Int32Array(N);
+    for (let i = 0; i < N; i++) ORDER[i] = i;
+    ORDER.sort((a, b) => (T[a] + BASE[S[a]]) - (T[b] + BASE[S[b]]) || a - b);
+    RANK = new Int32Array(N);
+    for (let k = 0; k < N; k++) RANK[ORDER[k]] = k;
+  }
+  const place = i => RANK === null ? i : RANK[i];
+  let VIEW = null, VN = N;  // null: every frame; else the filter's frames' indices in list order
+  const at = k => VIEW === null ? (ORDER === null ? k : ORDER[k]) : VIEW[k];
   function positionOf(i) {
     if (i < 0) return -1;
-    if (VIEW === null) return i;
+    if (VIEW === null) return place(i);
+    const p = place(i);
     let lo = 0, hi = VN;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < i) lo = mid + 1; else hi = mid; }
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (place(VIEW[mid]) < p) lo = mid + 1; else hi = mid; }
     return lo < VN && VIEW[lo] === i ? lo : -1;
   }
   function spanOf(n) {
@@ -167,7 +182,7 @@ MCPTAP.localSource = function (D) {
   }
   return {
     live: false, sessions: SESSIONS, runs: D.runs || [], openRun: D.open_run || null, codes: D.codes, latency: D.latency, db: D.db,
-    total: () => VN, all: () => N, delay: N > 200000 ? 250 : 60,
+    total: () => VN, all: () => N, offset: n => BASE[n], delay: N > 200000 ? 250 : 60,
     rows(first, count) { const out = []; for (let k = first; k < first + count && k < VN; k++) out.push(rec(at(k))); return out; },
     setFilter(text, done) {
       if (!text) { VIEW = null; VN = N; done(null); return; }
@@ -175,7 +190,7 @@ MCPTAP.localSource = function (D) {
       try { pred = parse(text); } catch (e) { if (e instanceof FilterError) { done(e); return; } throw e; }
       const out = new Int32Array(N);
       let n = 0;
-      for (let i = 0; i < N; i++) if (pred(i)) out[n++] = i;
+      for (let k = 0; k < N; k++) { const i = ORDER === null ? k : ORDER[k]; if (pred(i)) out[n++] = i; }
       VIEW = out.subarray(0, n); VN = n;
       done(null);
     },
@@ -213,7 +228,8 @@ MCPTAP.localSource = function (D) {
       for (const [a, b, off] of parts) {
         const slice = j => Math.max(0, Math.min(B - 1, Math.floor((T[j] + off - from) / width)));
         for (let j = a; j < b; j++) counts[slice(j)]++;
-        if (hits) {
+        if (hits && ORDER !== null) { for (let j = a; j < b; j++) if (positionOf(j) >= 0) hits[slice(j)]++; }
+        else if (hits) {
           let lo = 0, hi = VN;
           while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < a) lo = mid + 1; else hi = mid; }
           for (let k = lo; k < VN && VIEW[k] < b; k++) hits[slice(VIEW[k])]++;

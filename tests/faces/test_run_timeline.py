@@ -3,7 +3,9 @@ real headless Chromium, on a real run: two stdio servers wrapped by `mcptap wrap
 real host on the `mcp` SDK (tests/e2e/test_runs.py's recording). Read by its SVG geometry: a lane
 for the host and one per server, each arrow between the host's lane and its own server's, every
 frame of the run drawn, no two labels' boxes meeting, the display filter's `server` and `run`
-fields marking their frames; and `mcptap view`'s answers for a run's window and idle gaps."""
+fields marking their frames; and `mcptap view`'s answers for a run's window and idle gaps. The
+screenshot docs/look.md shows is taken here (`--update-screenshots` writes it, as
+tests/faces/test_diagram.py does its own)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pytest
 from mcptap import store
 from tests.conftest import mcptap, run
 from tests.e2e.test_runs import recorded  # noqa: F401 - the fixture: a real two-server run, twice
-from tests.faces.test_diagram import drawn
-from tests.faces.test_viewer import chrome, type_filter  # noqa: F401 - chrome: the fixture
+from tests.faces.test_diagram import drawn, png_size
+from tests.faces.test_viewer import IMAGES, chrome, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
 from tests.support.viewing import viewing
 
@@ -135,20 +137,82 @@ def write_run(db) -> None:
 
 
 def test_mcptap_view_answers_a_run_s_window_across_its_sessions_and_the_gaps_they_share(tmp_path):
-    from mcptap.report import livedata
+    from mcptap.report import livedata, liveruns
 
     db = tmp_path / "run.db"
     write_run(db)
     view = livedata.LiveView(str(db))
     assert view.summary()["runs"][0]["sessions"] == ["a", "b"] and view.summary()["runs"][0]["host"] == "host"
-    window = view.run_window("run-1234", 0, 6, 100)
+    window = liveruns.window(view, "run-1234", 0, 6, 100)
     assert sorted((r["n"], r["seq"], r["t"]) for r in window["rows"]) == [
         (0, 1, 0.1), (0, 2, 0.2), (0, 3, 5.0), (1, 1, 0.1), (1, 2, 4.6)]  # t: from each row's own session
-    assert [(r["n"], r["seq"]) for r in view.run_window("run-1234", 0.5, 1.0, 100)["rows"]] == [(1, 1)]
-    band = view.run_window("run-1234", 0, 6, 2)
+    assert [(r["n"], r["seq"]) for r in liveruns.window(view, "run-1234", 0.5, 1.0, 100)["rows"]] == [(1, 1)]
+    band = liveruns.window(view, "run-1234", 0, 6, 2)
     assert band["total"] == 5 and sum(band["density"]["counts"]) == 5
     assert band["density"]["counts"][int(5.1 / 6 * livedata.DENSITY_BUCKETS)] == 1  # b's 4.6 s is 5.1 s of the run
-    gaps = view.run_gaps("run-1234")
+    gaps = liveruns.gaps(view, "run-1234")
     assert gaps[0] == pytest.approx([0.6, 5.0])  # the longest stretch without a frame of either session
     assert all(not (a < 0.6 < b) and not (a < 5.0 < b) for a, b in gaps)
-    assert view.run_window("nope", 0, 6, 100) == {"rows": [], "every": 1, "total": 0} and view.run_gaps("nope") == []
+    assert liveruns.window(view, "nope", 0, 6, 100) == {"rows": [], "every": 1, "total": 0} and liveruns.gaps(view, "nope") == []
+
+
+def test_a_run_s_page_lists_its_frames_in_time_order_and_a_frame_opens_on_the_timeline(chrome, timeline):
+    browser.open_page(chrome, timeline["report"])
+    lanes_drawn(chrome)
+    rows = chrome.execute_script("""return [...document.querySelectorAll('#list .row:not([hidden])')]
+      .filter(r => r.dataset.seq).sort((a, b) => +a.dataset.pos - +b.dataset.pos)
+      .map(r => ({session: r.dataset.session, seq: +r.dataset.seq, t: parseFloat(r.querySelector('.c-t').textContent)}));""")
+    assert len(rows) >= 10
+    assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)  # from the run's start, across its servers
+    assert {r["session"] for r in rows} == {sid for sid, _ in timeline["sessions"]}
+    sid = timeline["sessions"][1][0]
+    row = next(r for r in rows if r["session"] == sid)
+    chrome.find_element("css selector", f"#list .row[data-session='{sid}'][data-seq='{row['seq']}']").click()
+    browser.wait_for(lambda: f"frame={sid}" in chrome.execute_script("return location.hash"), what="the frame's link")
+    shown = lanes_drawn(chrome)
+    assert shown["track"] == "r:" + timeline["run"]  # still the run's timeline, the frame among its arrows
+    assert f"run={timeline['run']}" in chrome.execute_script("return location.hash")
+    selected = chrome.execute_script("return [...document.querySelectorAll('#diagram g.arrow.selected')].map(g => g.dataset.session + ':' + g.dataset.seq)")
+    assert selected == [f"{sid}:{row['seq']}"]
+
+
+def test_the_run_timeline_screenshot_in_docs_is_taken_from_the_current_code(chrome, timeline, request, tmp_path):
+    folder = IMAGES if request.config.getoption("--update-screenshots") else tmp_path
+    browser.open_page(chrome, timeline["report"])
+    lanes_drawn(chrome)
+    pane = chrome.find_element("css selector", ".panes.lower")
+    chrome.execute_script("arguments[0].scrollIntoView()", pane)
+    assert pane.screenshot(str(folder / "run-timeline.png"))
+    kept = IMAGES / "run-timeline.png"
+    assert kept.is_file() and png_size(kept) == png_size(folder / "run-timeline.png"), \
+        "docs/img/run-timeline.png: pytest tests/faces/test_run_timeline.py --update-screenshots"
+    assert "img/run-timeline.png" in (IMAGES.parent / "look.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    """A run of two sessions of 3,000 frames each, interleaved in time: its report page and view URL."""
+    folder = tmp_path_factory.mktemp("busy")
+    db = folder / "busy.db"
+    conn = store.connect(str(db))
+    with store.write_transaction(conn):
+        for sid, start in (("a", 100.0), ("b", 100.001)):
+            store.insert_session(conn, {"id": sid, "transport": "stdio", "started_at": start, "label": sid,
+                                        "run": "busy-run", "client": json.dumps({"exe": "host", "pid": 7})})
+            store.insert_frames(conn, sid, [(k + 1, start + k * 0.002, "c2s" if k % 2 == 0 else "s2c",
+                                             b'{"jsonrpc":"2.0","method":"ping"}', 0) for k in range(3000)])
+    conn.close()
+    page = folder / "busy.html"
+    assert run(mcptap("report", "--db", str(db), "--run", "busy-run", "-o", str(page)), timeout=300).returncode == 0
+    with viewing(db) as url:
+        yield {"report": page.as_uri(), "view": url + "#run=busy-run"}
+
+
+@pytest.mark.parametrize("face", ["report", "view"])
+def test_a_busy_run_is_one_density_band_of_all_its_servers_frames_and_marks_the_filter_s(chrome, busy, face):
+    browser.open_page(chrome, busy[face])
+    band = drawn(chrome, arrows=False)
+    assert band["arrows"] == 0 and "6,000 frames in sight" in band["status"]
+    assert chrome.execute_script("return document.querySelector('#diagram svg').dataset.lanes") == "3"
+    type_filter(chrome, 'server == "b"')
+    assert browser.wait_for(lambda: drawn(chrome, arrows=False)["densityHits"], timeout=30, what="the marks")
