@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import pytest
 
 from tests.conftest import PROCESS_TIMEOUT_S, mcptap, run, tee
 from tests.support.sessions import handshake, ok, req, write_log
+from tests.support.terminal import Terminal
 
 textual = pytest.importorskip("textual")
 
@@ -188,43 +187,14 @@ def hostile_db(tmp_path_factory):
 
 
 def in_terminal(db, env: dict, until: bytes) -> bytes:
-    """`mcptap tui --db DB` in a real pseudo-terminal (80x25) with `env` added: what it wrote until
+    """`mcptap tui --db DB` in a real pseudo-terminal (25x80) with `env` added: what it wrote until
     `until` showed, then `q`; asserts it quits with 0."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: mcptap tui in the pseudo-terminal
-        keep = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
-        os.execvpe(mcptap()[0], [*mcptap("tui", "--db", str(db))], {**keep, "TERM": "xterm-256color", **env})
-    seen = b""
-    deadline = time.monotonic() + PROCESS_TIMEOUT_S
-    try:
-        while until not in seen:
-            assert time.monotonic() < deadline, seen[-2000:]
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    seen += os.read(fd, 65536)
-                except OSError:
-                    break
-        assert until in seen
-        os.write(fd, b"q")
-        while time.monotonic() < deadline:
-            finished, status = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                assert os.waitstatus_to_exitcode(status) == 0
-                return seen
-            try:
-                if select.select([fd], [], [], 0.1)[0]:
-                    seen += os.read(fd, 65536)
-            except OSError:  # the terminal's other end closed: the process is ending
-                pass
-        raise AssertionError("mcptap tui did not quit on q")
-    finally:
-        try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+    keep = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    with Terminal(mcptap("tui", "--db", str(db)), {**keep, "TERM": "xterm-256color", **env}) as term:
+        term.until(until, PROCESS_TIMEOUT_S)
+        term.type(b"q")
+        assert term.exit_code(PROCESS_TIMEOUT_S) == 0
+        return term.seen
 
 
 def test_in_a_real_terminal_a_hostile_frame_is_drawn_escaped_and_q_quits(hostile_db):
