@@ -8,6 +8,7 @@ the screen never waits for it."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 from rich.text import Text
@@ -24,6 +25,9 @@ from mcptap.tui import lines
 PAGE = 200
 """Frames held in the list at once; moving past either end loads the next page."""
 POLL_S = 0.5
+RUNS_EVERY_S = 3.0
+"""While frames are recorded, the runs (their frames counted anew) are read again at most this
+often; a new session is shown in its run at once."""
 
 
 def quoted(text: str) -> str:
@@ -71,6 +75,8 @@ class TapApp(App):
         self.db, self.filter, self.following = db, filter.strip(), follow
         self.offset, self.rows, self.total, self.counting = 0, [], 0, False
         self.seen = self.view.changes
+        self.runs_read = (-1, 0.0)  # (sessions, time.monotonic()) when the runs were last read
+        self.runs_read_at = -1  # the database's change they were read at
         self.short: dict[str, str] = {}
         self.finding: str | None = None  # the filter a thread is finding the whole list of, while it does
         self.then: Callable[[], None] | None = None  # what to do once it has
@@ -120,6 +126,8 @@ class TapApp(App):
     def _load_runs(self) -> None:
         from mcptap.report.runview import run_objects
 
+        self.runs_read = (len(self.view.sessions), time.monotonic())
+        self.runs_read_at = self.view.changes
         found = run_objects(self.view.conn())
         self.runs.clear()
         for r in found:
@@ -185,12 +193,15 @@ class TapApp(App):
 
     def _poll(self) -> None:
         self.view.refresh()
+        sessions, at = self.runs_read
+        if self.runs_read_at < self.view.changes and (
+                sessions != len(self.view.sessions) or time.monotonic() - at >= RUNS_EVERY_S):
+            self._load_runs()
         if self.view.changes == self.seen and not self.counting:
             return
         changed, self.seen = self.view.changes != self.seen, self.view.changes
         if changed:
             self._load_sessions()
-            self._load_runs()
         if self.following:
             self._to_end()
         else:

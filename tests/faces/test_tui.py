@@ -141,6 +141,7 @@ def test_the_findings_view_filters_the_list_to_a_code(db):
         code = str(findings.get_row_at(0)[1])
         await pilot.press("enter")
         assert app.filter == f'finding == "{code}"' and app.query_one("#frames", DataTable).row_count >= 1
+        assert f": {code}: " in body(app)  # the detail pane: the frame's findings
     drive(TapApp(str(db)), script)
 
 
