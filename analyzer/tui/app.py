@@ -108,7 +108,7 @@ class TapApp(App):
         self.box.value = self.filter
         self._load_sessions()
         if self.following:
-            self._load(max(0, self.view.total - PAGE), at_end=True)
+            self._to_end()
         else:
             self._load(0)
         self.frames.focus()
@@ -119,9 +119,11 @@ class TapApp(App):
     def _load_sessions(self) -> None:
         summary = self.view.summary()
         self.short = handles([s["id"] for s in summary["sessions"]])
+        at = self.sessions.cursor_row
         self.sessions.clear()
         for s in summary["sessions"]:
             self.sessions.add_row(*(Text(c) for c in lines.session_cells(s, self.short.get(s["id"]))), key=s["id"])
+        self.sessions.move_cursor(row=at)  # where it was, as sessions are only ever added
 
     def _load_runs(self) -> None:
         from mcptap.report.runview import run_objects
@@ -129,9 +131,11 @@ class TapApp(App):
         self.runs_read = (len(self.view.sessions), time.monotonic())
         self.runs_read_at = self.view.changes
         found = run_objects(self.view.conn())
+        at = self.runs.cursor_row
         self.runs.clear()
         for r in found:
             self.runs.add_row(*(Text(c) for c in lines.run_cells(r)), key=r["run"])
+        self.runs.move_cursor(row=at)
         self.runs.styles.display = "block" if found else "none"
 
     def _load(self, offset: int, *, cursor: int = 0, at_end: bool = False) -> None:

@@ -286,8 +286,10 @@ def test_sessions_runs_and_frames_appear_live_while_a_host_records(tmp_path):
         await wait_until(pilot, lambda: sessions.row_count == 2, "the second session")
         await wait_until(pilot, lambda: runs.row_count == 1 and cell(runs, "sessions") == ["2"], "the run's second server")
         assert "alpha, beta" in cell(runs, "servers")[0]
+        sessions.move_cursor(row=1)
         await asyncio.to_thread(send, procs[1], {"jsonrpc": "2.0", "id": 77, "method": "ping"})
         await wait_until(pilot, lambda: newest(app) == "77", "the ping at the list's end, followed")
+        assert sessions.cursor_row == 1  # the sessions read again, the cursor where it was
         await pilot.press("r", "enter")  # the run's frames: every frame
         assert app.filter.startswith("run == ") and app.total == app.view.total == 6
         await pilot.press("slash")
@@ -321,3 +323,11 @@ def wait_for_rows(path) -> None:
     from tests.conftest import rows, wait_for
 
     wait_for(lambda: rows(path, "SELECT 1 FROM frames", missing_ok=True), 20, "the first frame stored")
+
+
+def test_follow_with_a_filter_starts_at_the_filters_last_frame(db):
+    async def script(app, pilot):
+        table = app.query_one("#frames", DataTable)
+        await wait_until(pilot, lambda: app.total == 400 and app.offset + table.cursor_row == 399, "the list's end")
+        assert app.following and app.rows[table.cursor_row]["id"] == "409"
+    drive(TapApp(str(db), filter="method == ping", follow=True), script)
