@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -39,6 +40,18 @@ class Table(DataTable):
     """A DataTable whose Enter (open the row) is shown in the footer."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Open")]
+
+
+class FrameList(Table):
+    """The frame list: the mouse wheel past either end of the page loads the next one."""
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        if not (event.ctrl or event.shift) and self.scroll_y >= self.max_scroll_y:
+            self.app.page_on(+1)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        if not (event.ctrl or event.shift) and self.scroll_y <= 0:
+            self.app.page_on(-1)
 
 
 class TapApp(App):
@@ -80,7 +93,7 @@ class TapApp(App):
         self.short: dict[str, str] = {}
         self.finding: str | None = None  # the filter a thread is finding the whole list of, while it does
         self.then: Callable[[], None] | None = None  # what to do once it has
-        self.frames = Table(id="frames", cursor_type="row", zebra_stripes=True)
+        self.frames = FrameList(id="frames", cursor_type="row", zebra_stripes=True)
         self.sessions = Table(id="sessions", cursor_type="row", zebra_stripes=True)
         self.runs = Table(id="runs", cursor_type="row", zebra_stripes=True)
         self.codes = Table(id="findings", cursor_type="row")
@@ -283,6 +296,17 @@ class TapApp(App):
             self._load(start, cursor=self.offset - start - 1)
             return
         table.action_cursor_up()
+
+    def page_on(self, way: int) -> None:
+        """Half a page on (+1) or back (-1), the frames in view staying in view (the mouse wheel)."""
+        if way > 0 and not (self.counting or self.offset + len(self.rows) < self.total):
+            return
+        if way < 0 and self.offset == 0:
+            return
+        start = max(0, self.offset + way * (PAGE // 2))
+        moved, top = start - self.offset, self.frames.scroll_y
+        self._load(start, cursor=max(0, self.frames.cursor_row - moved))
+        self.call_after_refresh(lambda: self.frames.scroll_to(y=max(0, top - moved), animate=False))
 
     def action_top(self) -> None:
         self._load(0)

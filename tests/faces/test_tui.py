@@ -331,3 +331,26 @@ def test_follow_with_a_filter_starts_at_the_filters_last_frame(db):
         await wait_until(pilot, lambda: app.total == 400 and app.offset + table.cursor_row == 399, "the list's end")
         assert app.following and app.rows[table.cursor_row]["id"] == "409"
     drive(TapApp(str(db), filter="method == ping", follow=True), script)
+
+
+def test_the_mouse_wheel_past_the_page_loads_the_next(db):
+    from textual import events
+
+    async def wheel(pilot, event, times: int):
+        for _ in range(times):
+            await pilot._post_mouse_events([event], "#frames", offset=(5, 5))
+
+    async def script(app, pilot):
+        table = app.query_one("#frames", DataTable)
+        table.scroll_end(animate=False)
+        await pilot.pause()
+        assert app.offset == 0 and table.scroll_y == table.max_scroll_y > 0
+        await wheel(pilot, events.MouseScrollDown, 2)
+        await wait_until(pilot, lambda: app.offset == PAGE // 2, "the next half page")
+        await pilot.pause()
+        assert table.row_count == PAGE and table.scroll_y >= PAGE // 2 - 60  # the rows in view stay in view
+        table.scroll_home(animate=False)
+        await pilot.pause()
+        await wheel(pilot, events.MouseScrollUp, 2)
+        await wait_until(pilot, lambda: app.offset == 0, "the page before")
+    drive(TapApp(str(db)), script)
