@@ -43,7 +43,10 @@ class Table(DataTable):
 
 
 class FrameList(Table):
-    """The frame list: the mouse wheel past either end of the page loads the next one."""
+    """The frame list: the arrows, like j and k, and the mouse wheel past either end of the page
+    load the next one."""
+
+    BINDINGS = [Binding("down", "app.down", show=False), Binding("up", "app.up", show=False)]
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         if not (event.ctrl or event.shift) and self.scroll_y >= self.max_scroll_y:

@@ -75,8 +75,11 @@ def test_the_list_is_paged_and_j_past_the_page_loads_the_next(db):
             await pilot.press("j")
         assert table.cursor_row == 3
         table.move_cursor(row=PAGE - 3)
-        for _ in range(8):
-            await pilot.press("j")
+        await pilot.press("j", "j")
+        assert table.cursor_row == PAGE - 1 and app.offset == 0
+        await pilot.press("down")  # the arrow pages on as j does
+        assert app.offset > 0 and app.offset + table.cursor_row == PAGE
+        await pilot.press("j", "j", "down", "down", "j")
         assert app.offset > 0 and app.offset + table.cursor_row == PAGE + 5
         await pilot.press("G")
         assert app.offset + table.cursor_row == len(FRAMES) - 1
