@@ -10,7 +10,7 @@ import json
 from mcptap.wire.textsafe import printable
 
 SESSION_COLUMNS = ("session", "label", "transport", "frames", "errors", "warnings")
-RUN_COLUMNS = ("run", "started", "sessions", "frames", "errors", "warnings", "client", "servers")
+RUN_COLUMNS = ("run", "started", "sessions", "frames", "errors", "warnings", "host", "servers")
 FRAME_COLUMNS = ("#", "session", "time", "dir", "kind", "method", "id", "latency", "findings")
 ARROWS = {0: "→", 1: "←"}  # c2s, s2c
 DETAIL_CHARS = 200_000
@@ -27,11 +27,11 @@ def session_cells(s: dict, handle: str | None) -> tuple[str, ...]:
 
 def run_cells(r: dict) -> tuple[str, ...]:
     """One row of the run list (a run of analyzer/report/runview.py `run_objects`)."""
-    client = r.get("client")
-    if isinstance(client, dict):
+    client, who = r.get("client"), r.get("host")
+    if not who and isinstance(client, dict):  # who started it, in a line: the host process, or the HTTP client
         who = " ".join(str(v) for v in (client.get("address"), client.get("user_agent"), client.get("exe"),
                                         f"pid {client['pid']}" if client.get("pid") else None) if v)
-    else:
+    elif not who:
         who = client
     return (safe(r.get("handle") or r["run"]), safe((r.get("started") or "")[:19].replace("T", " ")),
             str(r.get("sessions") or 0), f"{r.get('frames') or 0:,}",
