@@ -240,7 +240,8 @@ class TapApp(App):
     def _show(self, row: dict) -> None:
         sid = self.view.sessions[row["n"]]["id"]
         frame = self.view.frame(sid, row["seq"])
-        self.body.update(Text(lines.detail(frame, self.short.get(sid, sid[-8:])) if frame else "gone"))
+        pair = self.view.frame(sid, frame["p"]) if frame and frame["p"] else None
+        self.body.update(Text(lines.detail(frame, self.short.get(sid, sid[-8:]), pair) if frame else "gone"))
 
     # --- events and actions ----------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

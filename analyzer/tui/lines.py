@@ -67,8 +67,8 @@ def pretty(raw: str | None) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
-def detail(frame: dict, handle: str) -> str:
-    """The detail pane's text of a frame (LiveView.frame's dict)."""
+def detail(frame: dict, handle: str, pair: dict | None = None) -> str:
+    """The detail pane's text of a frame (LiveView.frame's dict), and below it its pair's JSON."""
     head = [f"session {safe(handle)}  frame {frame['seq']}  {ARROWS.get(frame['d'], '?')} "
             f"{'client → server' if frame['d'] == 0 else 'server → client'}  {frame['z']:,} bytes  t={frame['t']:.6f} s"]
     what = " ".join(part for part in (safe(frame["k"]), safe(frame["m"]), f"id {safe(frame['id'])}" if frame["id"] else "") if part)
@@ -85,4 +85,7 @@ def detail(frame: dict, handle: str) -> str:
     body = pretty(frame.get("raw"))
     if frame.get("cut"):
         body += "\n… [cut]"
+    if pair is not None:
+        body += (f"\n\n── its pair: frame {pair['seq']} ({safe(pair['k'])}) "
+                 f"{ARROWS.get(pair['d'], '?')} ──\n" + pretty(pair.get("raw")) + ("\n… [cut]" if pair.get("cut") else ""))
     return "\n".join(head) + "\n\n" + body

@@ -100,6 +100,7 @@ def test_the_filter_the_detail_and_the_pair(db):
         await pilot.press("enter")
         shown = body(app)
         assert '"name": "echo"' in shown and "pair: frame" in shown
+        assert '"content": [' in shown.split("its pair: frame 5")[1]  # the response, below the request
         await pilot.press("escape")
         await pilot.press("p")  # the response is not in this list: said so, nothing moves
         assert app.offset == 0
