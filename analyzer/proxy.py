@@ -85,25 +85,17 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
         allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None,
-<<<<<<< HEAD
         public_url: str | None = None, metrics_listen: str | None = None,
-        on_metrics: Callable[[str, int], None] | None = None) -> int:
-=======
-        public_url: str | None = None, otlp_endpoint: str | None = None) -> int:
->>>>>>> h40-otlp
+        on_metrics: Callable[[str, int], None] | None = None, otlp_endpoint: str | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py); `public_url`: the origin clients reach the proxy
     under (`--public-url`; default: the Host they send), which the OAuth protected-resource metadata
-<<<<<<< HEAD
     and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `metrics_listen`:
     `[HOST:]PORT` on a loopback address where /metrics is served (`--metrics-listen`), `on_metrics`
-    told where once it is."""
-=======
-    and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `otlp_endpoint`:
-    live telemetry (`--otlp-endpoint`, else the OTEL_EXPORTER_OTLP_* variables: analyzer/report/otlp_live.py)."""
->>>>>>> h40-otlp
+    told where once it is; `otlp_endpoint`: live telemetry (`--otlp-endpoint`, else the
+    OTEL_EXPORTER_OTLP_* variables: analyzer/report/otlp_live.py)."""
     from mcptap.origins import ListenerPolicy
     from mcptap.redaction import Redaction
 
@@ -115,21 +107,12 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=hosts)
     if port:
         _check_free(host, port)
-<<<<<<< HEAD
     metrics_at = None
     if metrics_listen is not None:
         metrics_at = origins.parse_listen(metrics_listen, 0, loopback_only="the proxy's /metrics",
                                           option="--metrics-listen")
         if metrics_at[1]:
             _check_free(*metrics_at)
-    from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
-    return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
-                              basic_credentials(upstream), max_frame, public, metrics_at, on_metrics))
-
-
-async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
-                 max_frame=None, public=None, metrics_at=None, on_metrics=None) -> int:
-=======
     from mcptap.record import UsageError, telemetry_recorder
 
     try:
@@ -138,12 +121,12 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
         raise MCPTapError(str(exc)) from None
     from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
-                              basic_credentials(upstream), max_frame, public, recorder_process))
+                              basic_credentials(upstream), max_frame, public, metrics_at, on_metrics,
+                              recorder_process))
 
 
 async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
-                 max_frame=None, public=None, recorder_process=None) -> int:
->>>>>>> h40-otlp
+                 max_frame=None, public=None, metrics_at=None, on_metrics=None, recorder_process=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
