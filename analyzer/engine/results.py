@@ -62,11 +62,11 @@ class Seen:
 
     def add(self, chunk: list) -> None:
         """A chunk of rows beginning (seq, ts, direction, ...)."""
-        directions = [row[2] for row in chunk]
+        directions = [direction for _seq, _ts, direction, *_rest in chunk]
         self.c2s += directions.count("c2s")
         self.s2c += directions.count("s2c")
         try:
-            latest = max(row[1] for row in chunk)
+            latest = max(ts for _seq, ts, *_rest in chunk)
         except (TypeError, ValueError):  # a ts cell of another type: counted by the store instead
             self.known = False
             return
