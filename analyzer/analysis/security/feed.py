@@ -38,10 +38,9 @@ class SecurityFeed:
         method once paired): read when one is of the reading's methods (a tools/call answer only
         where it may carry a secret). `value`: the frame as orjson reads it, when known."""
         into = answer = False
-        for row in rows:
-            method = row[6]
+        for _sid, _seq, _idx, _direction, kind, _id, method, _paired, _latency in rows:
             if method in METHODS:
-                if method == TOOL_CALL and row[4] != "request":
+                if method == TOOL_CALL and kind != "request":
                     answer = True
                 else:
                     into = True
