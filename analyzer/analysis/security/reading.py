@@ -139,7 +139,7 @@ class Reading:
         self.current: set[str] | None = None  # tool names of the latest listing (None: no listing yet)
         self.removed: dict[str, int] = {}  # tool name -> the listing frame that dropped it
         self._pages: dict[str, set[str]] = {}  # kind -> names of a listing still fetching pages
-        self._pending: dict[str, tuple[str, bool, Call | None]] = {}  # request id -> (method, continues, call)
+        self._pending: dict[int | str, tuple[str, bool, Call | None]] = {}  # request id -> (method, continues, call)
         self._announced: set[str] = set()
         self.calls: list[Call] = []
         self._since: dict[str, list[int]] = {}  # tool name -> calls since its last definition
@@ -293,7 +293,7 @@ class Reading:
                 self._open[name].calls_after.append(seq)
         self.calls.append(call)
         self._run("call", call, seq)
-        call.raw = call.recorded = None  # read by the rules now or never
+        call.raw = call.recorded = call.arguments = None  # read by the rules now or never (`text` stays)
         return call
 
     def validator(self, schema: Any) -> Any:
@@ -310,7 +310,9 @@ class Reading:
     def repeats(self, call: Call) -> list[int]:
         """The frames of the calls of the same tool with the same arguments within the loop window
         up to this one (this one last). Called once per call, by `call-loop`."""
-        recent = self._repeats.setdefault((call.name, call.text), deque())
+        recent = self._repeats.get((call.name, call.text))
+        if recent is None:
+            recent = self._repeats[(call.name, call.text)] = deque()
         recent.append((call.ts, call.seq))
         while recent and call.ts - recent[0][0] > self.loop_seconds:
             recent.popleft()
@@ -377,5 +379,6 @@ def _followed(finding: Finding, definition: Definition, calls: list[Call], tools
                             related_frame=flagged.seq if flagged is not None else later[0].seq)
 
 
-def _key(value: Any) -> str | None:
-    return orjson.dumps(value).decode() if type(value) in (int, str) else None
+def _key(value: Any) -> int | str | None:
+    """A request id as the answers are paired by: an int or a str as it is (7 and "7" differ), else None."""
+    return value if type(value) is int or type(value) is str else None
