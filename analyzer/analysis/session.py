@@ -148,8 +148,10 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
                 frame = self.frame
                 for row in rows:
                     if recorded:
-                        self._recorded = row[4]
-                    frame(*row[:4])
+                        seq, ts, direction, raw, self._recorded = row
+                        frame(seq, ts, direction, raw)
+                    else:
+                        frame(*row)
                 return
             self.frames += len(rows)  # `frame()`, without a call of its own per frame
             scan, fast, exact = self._scan, self._fast, self._exact
