@@ -130,6 +130,7 @@ class Reading:
                 if event in self.rules and (policy is None or policy.severity(rule.code, "error") is not None):
                     self.rules[event].append(rule)
         self.active = any(self.rules.values())
+        self._results = bool(self.rules["result"])
         self.findings: list[Finding] = []
         self.server: str | None = None
         self.seen: dict[tuple[str, str], Definition] = {}  # (kind, name) -> its last definition
@@ -170,7 +171,7 @@ class Reading:
     def answer_wanted(self, raw: bytes, recorded: str | None) -> bool:
         """Whether a tools/call answer is to be read at all: a `result` rule runs, and capture
         redacted something in it or it holds what the free-text detectors look for."""
-        return bool(self.rules["result"]) and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
+        return self._results and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
 
     def read(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None,
              value: Any = _UNREAD) -> None:
