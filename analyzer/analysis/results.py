@@ -8,8 +8,8 @@ text in a bounded cache; without jsonschema-rs results are not checked against o
 A message is judged on what the session core read of it: the frame as orjson reads it where the
 core parsed it, and on the fast path the bytes of its params or result as the native scanner
 found them (`member`; empty where it is absent). A conformant member's verdict is kept by those
-bytes and its check (`Verdicts`, bounded in entries and bytes, least recently used first out):
-the same bytes again cost a lookup, never a parse (the verdict is a function of the member alone:
+bytes and its check (`Verdicts`: bounded in bytes, and only where members do come again): the
+same bytes again cost a lookup, never a parse (the verdict is a function of the member alone:
 the checks' schemas judge the params or the result and nothing else of the frame). A message that fails is judged
 afresh every time, so a violation that repeats is reported each time.
 
@@ -42,35 +42,57 @@ _COMPILED: OrderedDict[bytes, Any] = OrderedDict()
 
 
 class Verdicts:
-    """The members found conformant, by (check, member bytes): at most MAX_ENTRIES of them and
-    MAX_BYTES of their bytes, least recently used out first; a member past MAX_MEMBER is not kept."""
+    """The members one check found conformant (a set of their bytes), while that pays: a check
+    whose members rarely come again (a tool's arguments, a log line) stops keeping them after
+    TRIAL of them (fewer than one in HIT_SHARE found again), and is then judged afresh every time
+    with nothing to hash or keep. Every check's members together hold at most MAX_BYTES (past it,
+    every check starts again empty); a member past MAX_MEMBER is not kept."""
 
-    MAX_ENTRIES = 8192
+    TRIAL = 512
+    HIT_SHARE = 8
     MAX_BYTES = 8 << 20
     MAX_MEMBER = 256 << 10
+    size = 0  # the bytes every check keeps, together
+
+    __slots__ = ("kept", "size_here", "tries", "hits", "on")
 
     def __init__(self):
-        self.kept: OrderedDict[tuple, int] = OrderedDict()
-        self.size = 0
+        self.kept: set[bytes] = set()
+        self.size_here = 0
+        self.tries = self.hits = 0
+        self.on = True
 
-    def known(self, key: tuple) -> bool:
-        """Whether this member passed this check before (then it is the most recent)."""
-        if key in self.kept:
-            self.kept.move_to_end(key)
+    def known(self, member: bytes) -> bool:
+        """Whether this member passed this check before."""
+        if member in self.kept:
+            self.hits += 1
             return True
         return False
 
-    def conformant(self, key: tuple, size: int) -> None:
-        if size > self.MAX_MEMBER or key in self.kept:
+    def conformant(self, member: bytes) -> None:
+        """A member judged afresh was found conformant."""
+        self.tries += 1
+        if self.tries >= self.TRIAL and self.hits * self.HIT_SHARE < self.tries:
+            self.on = False  # it does not pay here
+            self._drop()
             return
-        self.kept[key] = size
-        self.size += size
-        while len(self.kept) > self.MAX_ENTRIES or self.size > self.MAX_BYTES:
-            self.size -= self.kept.popitem(last=False)[1]
+        if len(member) > self.MAX_MEMBER:
+            return
+        if Verdicts.size + len(member) > self.MAX_BYTES:
+            for verdicts in VERDICTS.values():  # full: every check starts again empty
+                verdicts._drop()
+        self.kept.add(member)
+        self.size_here += len(member)
+        Verdicts.size += len(member)
+
+    def _drop(self) -> None:
+        Verdicts.size -= self.size_here
+        self.kept, self.size_here = set(), 0
 
 
-VERDICTS = Verdicts()
-"""The verdicts of all sessions of a process (a member's verdict depends on nothing else)."""
+VERDICTS: dict[tuple, Verdicts] = {}
+"""Each check's verdicts (by its key: revision, kind, direction, method), shared by the sessions of
+a process (a member's verdict depends on nothing else)."""
 
 
 def _task_created(kind: str, value) -> bool:
@@ -152,16 +174,21 @@ class MessageChecks:
             if self.schemas and method in _EXTENSION_METHODS:
                 self._extension(kind, direction, method, raw, seq, idx)
             return
+        kept = None
         if member is not None:
-            key = (check.key, member)
-            if VERDICTS.known(key):
+            kept = VERDICTS.get(check.key)
+            if kept is None:
+                kept = VERDICTS[check.key] = Verdicts()
+            if not kept.on:
+                kept = None
+            elif kept.known(member):
                 if self.contents and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):
                     self._known(kind, method, member, frame, check.member, req, seq, idx)
                 return
         try:
             value = check.validate(raw, frame)
-            if member is not None:
-                VERDICTS.conformant(key, len(member))
+            if kept is not None:
+                kept.conformant(member)
         except Failed as failed:
             value = _member(raw, check.member)  # what it says is still what the session declared
             if self.schemas and _task_created(kind, value):

@@ -143,23 +143,30 @@ class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistic
         collecting = gc.isenabled()
         gc.disable()  # rows and records, not cycles: the collector would only walk them again and again
         try:
-            if rows and len(rows[0]) == 5:
-                for seq, ts, direction, raw, self._recorded in rows:
-                    self.frame(seq, ts, direction, raw)
-                self._recorded = None
-                return
+            recorded = bool(rows) and len(rows[0]) == 5
             if self.cut is not None or self._scan is None:
                 frame = self.frame
                 for row in rows:
-                    frame(*row)
+                    if recorded:
+                        seq, ts, direction, raw, self._recorded = row
+                        frame(seq, ts, direction, raw)
+                    else:
+                        frame(*row)
                 return
             self.frames += len(rows)  # `frame()`, without a call of its own per frame
             scan, fast, exact = self._scan, self._fast, self._exact
+            if recorded:
+                for seq, ts, direction, raw, self._recorded in rows:
+                    envelope = scan(raw)
+                    if envelope is None or not fast(seq, ts, direction, raw, envelope):
+                        exact(seq, ts, direction, raw)
+                return
             for seq, ts, direction, raw in rows:
                 envelope = scan(raw)
                 if envelope is None or not fast(seq, ts, direction, raw, envelope):
                     exact(seq, ts, direction, raw)
         finally:
+            self._recorded = None
             if collecting:
                 gc.enable()
 

@@ -43,8 +43,9 @@ def run(frames) -> list:
 
 @pytest.fixture
 def verdicts(monkeypatch):
-    fresh = results.Verdicts()
+    fresh: dict = {}
     monkeypatch.setattr(results, "VERDICTS", fresh)
+    monkeypatch.setattr(results.Verdicts, "size", 0)
     return fresh
 
 
@@ -67,10 +68,11 @@ def test_a_repeated_conformant_member_is_judged_once_then_looked_up(verdicts, va
 
 def test_a_cached_verdict_and_a_fresh_one_give_the_same_findings(verdicts, monkeypatch):
     cached = run(repeated(4))
-    assert len(verdicts.kept) > 0
-    monkeypatch.setattr(results.Verdicts, "MAX_ENTRIES", 0)  # nothing kept: every member judged afresh
-    monkeypatch.setattr(results, "VERDICTS", results.Verdicts())
+    assert any(v.hits for v in verdicts.values())
+    monkeypatch.setattr(results.Verdicts, "MAX_MEMBER", -1)  # nothing kept: every member judged afresh
+    monkeypatch.setattr(results, "VERDICTS", {})
     assert run(repeated(4)) == cached
+    assert not any(v.kept for v in results.VERDICTS.values())
 
 
 def test_a_violation_that_repeats_is_reported_every_time(verdicts, validated):
@@ -80,13 +82,18 @@ def test_a_violation_that_repeats_is_reported_every_time(verdicts, validated):
     assert validated.count("CallToolRequest") == 4  # the violation three times, the conformant call once
 
 
-def test_the_cache_keeps_within_its_entries_and_bytes(monkeypatch):
-    monkeypatch.setattr(results.Verdicts, "MAX_ENTRIES", 5)
+def test_the_cache_keeps_within_its_bytes_and_stops_where_members_do_not_come_again(verdicts, monkeypatch):
     monkeypatch.setattr(results.Verdicts, "MAX_BYTES", 100)
-    kept = results.Verdicts()
-    for n in range(50):
-        kept.conformant(("k", str(n).encode() * 7), 7 * len(str(n)))
-    assert len(kept.kept) <= 5 and kept.size <= 100 and kept.size == sum(kept.kept.values())
-    assert kept.known(("k", b"49" * 7)) and not kept.known(("k", b"1" * 7))
-    kept.conformant(("big", b"x"), results.Verdicts.MAX_MEMBER + 1)
-    assert not kept.known(("big", b"x"))
+    monkeypatch.setattr(results.Verdicts, "TRIAL", 40)
+    often, never = verdicts.setdefault("often", results.Verdicts()), verdicts.setdefault("never", results.Verdicts())
+    for n in range(60):
+        member = b"%d" % (n % 3) * 7
+        if not often.known(member):
+            often.conformant(member)
+        never.conformant(b"%d" % n * 7)
+        assert results.Verdicts.size <= 100
+        assert results.Verdicts.size == sum(len(m) for v in verdicts.values() for m in v.kept)
+    assert often.on and often.known(b"2" * 7)
+    assert not never.on and not never.kept  # its members never came again: nothing kept, nothing looked up
+    often.conformant(b"x" * (results.Verdicts.MAX_MEMBER + 1))
+    assert not often.known(b"x" * (results.Verdicts.MAX_MEMBER + 1))

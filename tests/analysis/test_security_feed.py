@@ -71,3 +71,15 @@ def test_without_security_the_core_judges_none_of_the_group():
     analysis.feed([row[:4] for row in rows])
     analysis.end()
     assert not analysis.reads_security and not {f.code for f in analysis.take_findings()} & SECURITY
+
+
+def test_a_session_with_a_frame_stored_cut_is_judged_the_same_on_the_exact_path():
+    rows = CASES["secret-in-arguments"][0]
+    rows = rows + [(len(rows) + 1, 2000.0, "c2s", b'{"jsonrpc":"2.0","id":999,"method":"pi', None)]
+    analysis = SessionAnalysis("S", revision="2025-06-18", revision_source="option", stdio=True, ended=True,
+                               security=True, cut={len(rows): 5000})
+    analysis.feed(rows)
+    analysis.end()
+    found = analysis.take_findings()
+    assert "frame-truncated" in {f.code for f in found}
+    assert [f for f in found if f.code in SECURITY] == alone(rows[:-1])

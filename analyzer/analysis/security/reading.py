@@ -8,7 +8,6 @@ finding's related frame. Pure: frames in, `Finding` rows out."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +59,7 @@ class Definition:
         return f"{singular} {orjson.dumps(self.name).decode()}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """A tools/call request: its tool, arguments (and their JSON text, keys sorted), and what the
     session had declared by then (`listed`: a tools/list answer came before it; `declared`: the
@@ -131,6 +130,7 @@ class Reading:
                 if event in self.rules and (policy is None or policy.severity(rule.code, "error") is not None):
                     self.rules[event].append(rule)
         self.active = any(self.rules.values())
+        self._results = bool(self.rules["result"])
         self.findings: list[Finding] = []
         self.server: str | None = None
         self.seen: dict[tuple[str, str], Definition] = {}  # (kind, name) -> its last definition
@@ -139,13 +139,13 @@ class Reading:
         self.current: set[str] | None = None  # tool names of the latest listing (None: no listing yet)
         self.removed: dict[str, int] = {}  # tool name -> the listing frame that dropped it
         self._pages: dict[str, set[str]] = {}  # kind -> names of a listing still fetching pages
-        self._pending: dict[str, tuple[str, bool, Call | None]] = {}  # request id -> (method, continues, call)
+        self._pending: dict[int | str, tuple[str, bool, Call | None]] = {}  # request id -> (method, continues, call)
         self._announced: set[str] = set()
         self.calls: list[Call] = []
         self._since: dict[str, list[int]] = {}  # tool name -> calls since its last definition
         self._open: dict[str, Redefinition] = {}  # tool name -> its last redefinition, gathering calls after
         self.redefinitions: list[Redefinition] = []
-        self._repeats: dict[tuple, deque] = {}  # (tool, arguments) -> (ts, seq) of recent calls
+        self._repeats: dict[tuple, list] = {}  # (tool, arguments) -> (ts, seq) of recent calls
         self.memo: dict[str, Any] = {}  # the rules' own bookkeeping, by code
         self._poisoned: list[tuple[int, Definition]] = []  # (finding index, the definition it is on)
 
@@ -171,7 +171,7 @@ class Reading:
     def answer_wanted(self, raw: bytes, recorded: str | None) -> bool:
         """Whether a tools/call answer is to be read at all: a `result` rule runs, and capture
         redacted something in it or it holds what the free-text detectors look for."""
-        return bool(self.rules["result"]) and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
+        return self._results and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
 
     def read(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None,
              value: Any = _UNREAD) -> None:
@@ -293,7 +293,7 @@ class Reading:
                 self._open[name].calls_after.append(seq)
         self.calls.append(call)
         self._run("call", call, seq)
-        call.raw = call.recorded = None  # read by the rules now or never
+        call.raw = call.recorded = call.arguments = None  # read by the rules now or never (`text` stays)
         return call
 
     def validator(self, schema: Any) -> Any:
@@ -310,10 +310,14 @@ class Reading:
     def repeats(self, call: Call) -> list[int]:
         """The frames of the calls of the same tool with the same arguments within the loop window
         up to this one (this one last). Called once per call, by `call-loop`."""
-        recent = self._repeats.setdefault((call.name, call.text), deque())
+        key = (call.name, call.text)
+        recent = self._repeats.get(key)
+        if recent is None:  # the common case: a call made once (a list, not a deque: a tenth of the memory)
+            self._repeats[key] = [(call.ts, call.seq)]
+            return [call.seq]
         recent.append((call.ts, call.seq))
         while recent and call.ts - recent[0][0] > self.loop_seconds:
-            recent.popleft()
+            del recent[0]
         return [seq for _ts, seq in recent]
 
     # -- rules ----------------------------------------------------------------------------------
@@ -377,5 +381,6 @@ def _followed(finding: Finding, definition: Definition, calls: list[Call], tools
                             related_frame=flagged.seq if flagged is not None else later[0].seq)
 
 
-def _key(value: Any) -> str | None:
-    return orjson.dumps(value).decode() if type(value) in (int, str) else None
+def _key(value: Any) -> int | str | None:
+    """A request id as the answers are paired by: an int or a str as it is (7 and "7" differ), else None."""
+    return value if type(value) is int or type(value) is str else None
