@@ -871,7 +871,7 @@ def baseline(db: str) -> dict:
 
 def stages(db: str) -> dict:
     """Per-frame CPU of the product's own stages, in this process, one after the other: reading
-    the frames as the analysis does (store.iter_raw_frames, FLUSH_FRAMES at a time), reading and
+    the frames as the analysis does (store.iter_raw_frames, READ_FRAMES at a time), reading and
     scanning their envelopes (the native scanner, when built), reading and analysing them
     (SessionAnalysis.feed: the fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
@@ -886,7 +886,7 @@ def stages(db: str) -> dict:
 
     def chunks(sid):
         cursor = store.iter_raw_frames(reader, sid)
-        while chunk := cursor.fetchmany(engine.FLUSH_FRAMES):
+        while chunk := cursor.fetchmany(engine.READ_FRAMES):
             yield chunk
 
     def read(sid):

@@ -5,6 +5,7 @@ over, and AnalysisFailed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from mcptap.analysis.latency import LatencySketch
 from mcptap.analysis.messages import Finding
@@ -49,6 +50,9 @@ class SessionResult:
     recorded: tuple | None = None  # (frames c2s, frames s2c, the last frame's ts) of what was read (`Seen`)
 
 
+_TS, _DIRECTION = itemgetter(1), itemgetter(2)
+
+
 class Seen:
     """What a session's frames say of themselves as they are read: how many each way and the
     latest ts (the counts `store.list_sessions` makes with a scan of the frames table)."""
@@ -62,11 +66,11 @@ class Seen:
 
     def add(self, chunk: list) -> None:
         """A chunk of rows beginning (seq, ts, direction, ...)."""
-        directions = [row[2] for row in chunk]
+        directions = list(map(_DIRECTION, chunk))
         self.c2s += directions.count("c2s")
         self.s2c += directions.count("s2c")
         try:
-            latest = max(row[1] for row in chunk)
+            latest = max(map(_TS, chunk))
         except (TypeError, ValueError):  # a ts cell of another type: counted by the store instead
             self.known = False
             return
