@@ -5,7 +5,6 @@ over, and AnalysisFailed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from mcptap.analysis.latency import LatencySketch
 from mcptap.analysis.messages import Finding
@@ -50,9 +49,6 @@ class SessionResult:
     recorded: tuple | None = None  # (frames c2s, frames s2c, the last frame's ts) of what was read (`Seen`)
 
 
-_TS, _DIRECTION = itemgetter(1), itemgetter(2)
-
-
 class Seen:
     """What a session's frames say of themselves as they are read: how many each way and the
     latest ts (the counts `store.list_sessions` makes with a scan of the frames table)."""
@@ -64,13 +60,20 @@ class Seen:
         self.last_ts = None
         self.known = True
 
-    def add(self, chunk: list) -> None:
-        """A chunk of rows beginning (seq, ts, direction, ...)."""
-        directions = list(map(_DIRECTION, chunk))
+    def add(self, chunk: list, http: bool = False) -> None:
+        """A chunk of frame rows as the store reads them: (seq, ts, direction, raw), and the
+        exchange id after them when `http` (unpacked by name without a star: a starred target
+        builds a list per row, ten times the cost)."""
+        if http:
+            directions = [direction for _seq, _ts, direction, _raw, _exchange in chunk]
+            stamps = [ts for _seq, ts, _direction, _raw, _exchange in chunk]
+        else:
+            directions = [direction for _seq, _ts, direction, _raw in chunk]
+            stamps = [ts for _seq, ts, _direction, _raw in chunk]
         self.c2s += directions.count("c2s")
         self.s2c += directions.count("s2c")
         try:
-            latest = max(map(_TS, chunk))
+            latest = max(stamps)
         except (TypeError, ValueError):  # a ts cell of another type: counted by the store instead
             self.known = False
             return
