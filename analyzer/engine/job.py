@@ -100,7 +100,7 @@ class Job:
         count = 0
         seen = Seen()
         for chunk in chunks_of(self.frames, sid, analysis):
-            seen.add(chunk, http=analysis.exchanges is not None)
+            seen.add(chunk)
             if gc.get_count()[0] > COLLECT_AFTER:
                 gc.collect(0)  # cycles (batches) of a very long session, now and then
             count += len(chunk)

@@ -60,16 +60,10 @@ class Seen:
         self.last_ts = None
         self.known = True
 
-    def add(self, chunk: list, http: bool = False) -> None:
-        """A chunk of frame rows as the store reads them: (seq, ts, direction, raw), and the
-        exchange id after them when `http` (unpacked by name without a star: a starred target
-        builds a list per row, ten times the cost)."""
-        if http:
-            directions = [direction for _seq, _ts, direction, _raw, _exchange in chunk]
-            stamps = [ts for _seq, ts, _direction, _raw, _exchange in chunk]
-        else:
-            directions = [direction for _seq, _ts, direction, _raw in chunk]
-            stamps = [ts for _seq, ts, _direction, _raw in chunk]
+    def add(self, chunk: list) -> None:
+        """A chunk of frame rows as the store reads them, (seq, ts, direction, ...): its columns
+        named once a chunk (a starred target per row builds a list per row, ten times the cost)."""
+        _seqs, stamps, directions, *_rest = zip(*chunk)
         self.c2s += directions.count("c2s")
         self.s2c += directions.count("s2c")
         try:
