@@ -92,7 +92,7 @@ from mcptap import store  # noqa: E402
 from common import print_summary, run, verdict
 
 CACHE_DIR = "/tmp/mcptap-bench"
-GENERATOR_VERSION = 2  # bump when the generator changes: cached files are named after it
+GENERATOR_VERSION = 3  # bump when the generator changes: cached files are named after it
 LARGE_N, SMALL_N = 1_000_000, 100_000
 SESSION_MIN, SESSION_MAX = 200, 20_000  # frames per session, log-uniform
 VIOLATION_SHARE = 0.005  # of frames
@@ -253,7 +253,8 @@ class Session:
         self.era = era  # "2025-11-25" | "2025-06-18" | "2026-07-28"
         self.modern = era == "2026-07-28"
         self.label, self.argv, tools, self.uris, self.prompts = rng.choice(SERVERS)
-        self.tools = [(t["name"], list(t["inputSchema"]["properties"].items())) for t in tools]
+        self.tools = [(t["name"], [(n, p, n in t["inputSchema"]["required"]) for n, p in t["inputSchema"]["properties"].items()])
+                      for t in tools]
         self.client = rng.choice(CLIENTS)
         self.sampling = not self.modern and rng.random() < 0.5
         self.c_ts = rng.random() < 0.5  # TypeScript SDK key order on this side, else Python's
@@ -354,11 +355,15 @@ class Session:
     def tool_args(self, props, dup: bool = False) -> str:
         rng = self.rng
         parts = []
-        for name, schema in props:
-            if parts and rng.random() < 0.3:
+        for name, schema, required in props:  # arguments as the tool's inputSchema asks: every required one
+            if not required and rng.random() < 0.3:
                 continue
             kind = schema.get("type")
-            if kind == "integer":
+            if "enum" in schema:
+                val = '"%s"' % rng.choice(schema["enum"])
+            elif schema.get("format") == "uri":
+                val = '"https://example.com/%s/%d"' % (rng.choice(("a", "docs", "api")), rng.randrange(1000))
+            elif kind == "integer":
                 val = str(rng.randint(1, 100))
             elif kind == "number":
                 val = "%.2f" % (rng.random() * 1000)
@@ -866,7 +871,7 @@ def baseline(db: str) -> dict:
 
 def stages(db: str) -> dict:
     """Per-frame CPU of the product's own stages, in this process, one after the other: reading
-    the frames as the analysis does (store.iter_raw_frames, FLUSH_FRAMES at a time), reading and
+    the frames as the analysis does (store.iter_raw_frames, READ_FRAMES at a time), reading and
     scanning their envelopes (the native scanner, when built), reading and analysing them
     (SessionAnalysis.feed: the fast path, the exact path for the rest; nothing stored),
     and, for scale, reading and analysing every frame through the exact path alone. Each is
@@ -881,7 +886,7 @@ def stages(db: str) -> dict:
 
     def chunks(sid):
         cursor = store.iter_raw_frames(reader, sid)
-        while chunk := cursor.fetchmany(engine.FLUSH_FRAMES):
+        while chunk := cursor.fetchmany(engine.READ_FRAMES):
             yield chunk
 
     def read(sid):

@@ -63,6 +63,21 @@ def tokenizer() -> Tokenizer:
     return Tokenizer(ESTIMATE) if count is None else Tokenizer("o200k_base", count)
 
 
+def named() -> Tokenizer:
+    """The tokenizer `tokenizer()` gives, named without building it (o200k_base where the package
+    is installed), to say which one a report with nothing to count would have used; the built
+    one if it is."""
+    import importlib.util
+
+    if tokenizer.cache_info().currsize:
+        return tokenizer()
+    try:
+        found = importlib.util.find_spec("bpe_openai") is not None
+    except (ImportError, ValueError):
+        found = False
+    return Tokenizer("o200k_base", len) if found else Tokenizer(ESTIMATE)
+
+
 def _o200k_count():
     """The token count of o200k_base, from bpe-openai's Rust extension alone: importing the
     package decodes the data of three encodings in Python (a third of a second and 70 MB) for
@@ -188,12 +203,13 @@ def report(sessions: Iterable[tuple[Declared, tuple[str, str]]], tok: Tokenizer 
     """The `cost` member of the JSON report and `mcptap cost --format json`: per server (name,
     version; the definitions of its last session, the results of all its sessions) and per session
     (each with its server's name and version; a session with no definitions and no tool result is
-    left out)."""
-    tok = tok or tokenizer()
+    left out). The tokenizer is built on the first session with something to count: with none,
+    it is named (`named`), not built."""
     per_session, last, pooled, count = [], {}, {}, {}
     for declared, server in sessions:
         if not (declared.listings or declared.results or declared.instructions is not None):
             continue  # a session that declared nothing and called no tool costs nothing to show
+        tok = tok or tokenizer()
         defs = definitions_cost(declared, tok)
         per_session.append({"session": declared.session_id, "server": server[0], "version": server[1],
                             "definitions": defs, "results": results_cost(declared.results, tok)})
@@ -202,6 +218,7 @@ def report(sessions: Iterable[tuple[Declared, tuple[str, str]]], tok: Tokenizer 
         count[server] = count.get(server, 0) + 1
     servers = [{"server": name, "version": version, "sessions": count[(name, version)], "definitions": defs,
                 "results": results_cost(pooled[(name, version)], tok)} for (name, version), defs in last.items()]
+    tok = tok or named()
     return {"tokenizer": tok.name, "estimate": tok.estimate,
             "measured_as": "compact JSON (UTF-8) of each definition; tools also as their model projection "
                            "(name, description, input_schema); results as their content and structuredContent, "

@@ -25,14 +25,14 @@ from collections.abc import Callable
 
 from mcptap import store
 from mcptap.engine import declared_pass, security
-from mcptap.engine.job import (FLUSH_FRAMES, Job, analyze_session, chunks_of, new_analysis, open_writer,
-                               write_groups)
+from mcptap.engine.job import (FLUSH_FRAMES, READ_FRAMES, Job, analyze_session, chunks_of, new_analysis,
+                               open_writer, write_groups)
 from mcptap.engine.results import AnalysisFailed, Report, SessionResult, merge_methods
 from mcptap.engine.workers import PARALLEL_MIN_FRAMES, in_workers, worker_count
 from mcptap.store import cells
 
-__all__ = ["FLUSH_FRAMES", "PARALLEL_MIN_FRAMES", "AnalysisFailed", "Report", "SessionResult", "analyze",
-           "analyze_session", "chunks_of", "new_analysis"]
+__all__ = ["FLUSH_FRAMES", "PARALLEL_MIN_FRAMES", "READ_FRAMES", "AnalysisFailed", "Report", "SessionResult",
+           "analyze", "analyze_session", "chunks_of", "new_analysis"]
 
 
 def analyze(db_path: str, *, session: str | None = None, fallback_revision: str | None = None, policy=None,

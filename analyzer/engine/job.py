@@ -1,5 +1,5 @@
 """Sessions analysed one at a time over one reader and (when storing) one writer connection
-(`Job`): the frames read FLUSH_FRAMES at a time and fed to a SessionAnalysis, its rows written in
+(`Job`): the frames read READ_FRAMES at a time and fed to a SessionAnalysis, its rows written in
 transactions that let other writers in; and the same in memory, nothing stored
 (`analyze_session`, for the transcript)."""
 
@@ -20,7 +20,12 @@ from mcptap.engine.results import Seen, SessionResult
 from mcptap.store import cells
 
 FLUSH_FRAMES = 10_000
-"""Frames analysed between writes of their rows (bounds memory and lock time on long sessions)."""
+"""Frames analysed between writes of their rows (bounds lock time on long sessions; their rows,
+about 2 MB, wait meanwhile)."""
+
+READ_FRAMES = 2_000
+"""Frames read and fed to the analysis at a time: bounds a process's memory (a chunk's frames and
+what the analysis makes of them: 10,000 at a time kept 15 MB more, at the same speed)."""
 
 COLLECT_AFTER = 2_000_000
 """Objects made, at most, between two collections while the collector is paused."""
@@ -96,11 +101,11 @@ class Job:
             if gc.get_count()[0] > COLLECT_AFTER:
                 gc.collect(0)  # cycles (batches) of a very long session, now and then
             count += len(chunk)
-            if len(chunk) == FLUSH_FRAMES:
+            if len(chunk) == READ_FRAMES:
                 self._take(sid, analysis, findings, first=first, last=False)
                 first = False
                 if self.progress is not None:
-                    self.progress(FLUSH_FRAMES)
+                    self.progress(READ_FRAMES)
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
@@ -116,7 +121,7 @@ class Job:
         summary["analyzed_at"] = time.time()  # one value: what is stored and what the report prints
         self._take(sid, analysis, findings, first=first, last=True, extra=extra, early=early, summary=summary)
         if self.progress is not None:
-            self.progress(count % FLUSH_FRAMES)
+            self.progress(count % READ_FRAMES)
         return SessionResult(summary, findings, analysis.method_stats, count, self.reason,
                              declared=kept[0] if kept else None, recorded=seen.figures())
 
@@ -223,18 +228,18 @@ def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision:
 
 
 def chunks_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnalysis):
-    """The session's frames fed to `analysis` FLUSH_FRAMES at a time; yields each chunk once fed
+    """The session's frames fed to `analysis` READ_FRAMES at a time; yields each chunk once fed
     (its rows are then ready to store)."""
     redacted = analysis.reads_security  # then each frame's redacted paths too, for the security rules
     if analysis.exchanges is not None:
         cursor = store.iter_http_frames(reader, session_id, redacted=redacted)
-        while chunk := cursor.fetchmany(FLUSH_FRAMES):
+        while chunk := cursor.fetchmany(READ_FRAMES):
             for row in chunk:
                 analysis.http_frame(*row)
             yield chunk
     else:
         cursor = store.iter_raw_frames(reader, session_id, redacted=redacted)
-        while chunk := cursor.fetchmany(FLUSH_FRAMES):
+        while chunk := cursor.fetchmany(READ_FRAMES):
             analysis.feed(chunk)
             yield chunk
 

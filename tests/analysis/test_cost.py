@@ -142,3 +142,27 @@ def test_analyze_gives_the_cost_of_the_definitions_it_read_the_same_as_read_agai
     for workers in (1, 2):
         assert engine.analyze(db, workers=workers, cost=True).cost == again
     assert engine.analyze(db, workers=2).cost is None
+
+
+def test_a_database_whose_sessions_declare_nothing_gets_its_cost_without_building_the_tokenizer(tmp_path, monkeypatch):
+    """The token counter (64 MB, 50 ms) is built on the first session with something to count;
+    a report with none names the tokenizer it would have used."""
+    from mcptap import engine, store
+
+    db = str(tmp_path / "quiet.db")
+    conn = store.connect(db)
+    sid = "00000000-0000-7000-8000-000000000009"
+    store.insert_session(conn, {"id": sid, "transport": "stdio", "label": "quiet", "started_at": 1000.0,
+                                "ended_at": 1001.0, "command": "[]", "exit_status": 0, "recorder": "test",
+                                "host": "h", "pid": 1})
+    rows = [(sid, seq, 1000.0 + seq / 100, d, raw, len(raw), 0, None) for seq, (d, raw) in enumerate(handshake(), 1)]
+    store.append_rows(conn, rows, [])
+    conn.close()
+    cost.tokenizer.cache_clear()
+    built = []
+    real = cost._o200k_count
+    monkeypatch.setattr(cost, "_o200k_count", lambda: built.append(1) or real())
+    report = engine.analyze(db, cost=True, workers=1)
+    assert built == [] and report.cost["sessions"] == [] and report.cost["servers"] == []
+    assert (report.cost["tokenizer"], report.cost["estimate"]) == (cost.tokenizer().name, cost.tokenizer().estimate)
+    assert built == [1]

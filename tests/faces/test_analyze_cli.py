@@ -328,3 +328,27 @@ def test_the_json_report_counts_each_sessions_frames_as_the_session_listing_does
     for sid, session in reported.items():
         for key in ("frames", "c2s", "s2c", "duration_s", "started_at", "ended_at", "label", "transport"):
             assert session[key] == listed[sid][key], (sid, key)
+
+
+def test_workers_keep_their_rows_while_the_caller_holds_the_database_open(tmp_path):
+    """SQLite's state of an open file must not cross a fork: with a connection of the caller's
+    open, workers are spawned, not forked, and every session's rows are stored."""
+    from mcptap import engine
+    from mcptap.engine import workers
+
+    db = tmp_path / "many.db"
+    for i in range(4):
+        write_log(tmp_path / f"s{i}.jsonl", VIOLATIONS, session=f"s{i}")
+        assert cli("import", "--db", str(db), str(tmp_path / f"s{i}.jsonl")).returncode == 0
+    assert not workers._holds_open(str(db))
+    held = sqlite3.connect(db)
+    try:
+        held.execute("SELECT count(*) FROM frames").fetchone()
+        assert workers._holds_open(str(db))
+        for _ in range(2):
+            assert engine.analyze(str(db), workers=2).stored
+            counts = dict(held.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id"))
+            assert counts == {f"s{i}": len(VIOLATIONS) for i in range(4)}
+    finally:
+        held.close()
+    assert not workers._holds_open(str(db))
