@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mcptap, run
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
 from tests.support.viewing import viewing
 
 parser = pytest.importorskip("prometheus_client.parser")
@@ -21,11 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("metrics")
-    db = where / "demo.db"
-    assert run(mcptap("demo", "--db", str(db)), cwd=where).returncode == 0
-    return db
+def demo(demo_recording, tmp_path_factory) -> Path:
+    return demo_copy(demo_recording, tmp_path_factory.mktemp("metrics"))["db"]
 
 
 def scrape(url: str) -> dict:
