@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 
 from tests.conftest import mcptap, run, tool
+from tests.support.inprocess import cli
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +32,12 @@ def recorded(tmp_path_factory, sdk_python, time_server):
         assert host.returncode == 0, host.stderr.decode()[-3000:]
         hosts.append(json.loads(host.stdout.decode().strip().splitlines()[-1]))
     assert all("echo" in h["sdk"] and "get_current_time" in h["time"] for h in hosts)
-    assert run(mcptap("analyze", "--db", str(db))).returncode in (0, 1)
+    assert cli("analyze", "--db", str(db)).returncode in (0, 1)
     return db
 
 
 def test_one_host_process_is_one_run_and_two_are_two(recorded):
-    done = run(mcptap("runs", "--db", str(recorded), "--format", "json"))
+    done = cli("runs", "--db", str(recorded), "--format", "json")
     assert done.returncode == 0, done.stderr.decode()
     runs = json.loads(done.stdout)["runs"]
     assert len(runs) == 2
@@ -48,14 +49,14 @@ def test_one_host_process_is_one_run_and_two_are_two(recorded):
     by_run = conn.execute("SELECT run, count(*) FROM sessions GROUP BY run").fetchall()
     conn.close()
     assert sorted(n for _, n in by_run) == [2, 2]
-    table = run(mcptap("runs", "--db", str(recorded)))
+    table = cli("runs", "--db", str(recorded))
     lines = table.stdout.decode().splitlines()
     assert lines[0].split()[:3] == ["run", "started", "sessions"] and len(lines) == 3
     assert all(runs[k]["handle"] in lines[k + 1] for k in range(2))
 
 
 def test_show_run_merges_both_servers_in_time_order(recorded):
-    done = run(mcptap("show", "--db", str(recorded), "--run", "@1", "--format", "jsonl"))
+    done = cli("show", "--db", str(recorded), "--run", "@1", "--format", "jsonl")
     assert done.returncode == 0, done.stderr.decode()
     records = [json.loads(line) for line in done.stdout.decode().splitlines()]
     head, frames = records[0], records[1:]
@@ -63,12 +64,12 @@ def test_show_run_merges_both_servers_in_time_order(recorded):
     assert {f["server"] for f in frames} == {"sdk", "time"}
     assert [f["ts"] for f in frames] == sorted(f["ts"] for f in frames)
     assert {f["session"] for f in frames} == set(head["session_ids"])
-    text = run(mcptap("show", "--db", str(recorded), "--run", head["handle"]))
+    text = cli("show", "--db", str(recorded), "--run", head["handle"])
     lines = text.stdout.decode().splitlines()
     assert len(lines) == len(frames)
     assert any(" sdk " in line and "tools/call" in line for line in lines)
     assert any(" time " in line and "initialize" in line for line in lines)
-    bad = run(mcptap("show", "--db", str(recorded), "--run", "nope"))
+    bad = cli("show", "--db", str(recorded), "--run", "nope")
     assert bad.returncode == 2 and bad.stderr.decode().strip() == "mcptap: error: no run 'nope' (try `mcptap runs`)"
 
 
