@@ -92,9 +92,11 @@ def stdio_run(machine: str, host: dict) -> str:
     return f"{_crc(machine):08x}{host['pid']:07x}{ticks:010x}"
 
 
-def stdio_client(host: dict) -> str:
-    """The `client` cell of a stdio session (JSON)."""
-    return json.dumps({"pid": host["pid"], "exe": host["exe"], "started_at": host["started_at"]})
+def stdio_client(host: dict, app: str | None = None) -> str:
+    """The `client` cell of a stdio session (JSON): the host process, and under "host_app" the name of
+    the application it is when the command line says (`mcptap record --host-app`, which wrap writes)."""
+    return json.dumps({"pid": host["pid"], "exe": host["exe"], "started_at": host["started_at"],
+                       **({"host_app": app} if app else {})})
 
 
 class HttpRuns:

@@ -16,7 +16,7 @@
    NumberText. The
    caller then takes the exact path (analyzer/wire/jsonwire.py); this module never decides a finding.
 
-   The tuple: (key, method, id, id_text, meta, params, result_type, id_key) where
+   The tuple: (key, method, id, id_text, meta, params, result_type, id_key, member) where
    - key is classify's signature key: ("ok", method "absent"|"str", id "absent"|"str"|"int",
      params "absent"|"object"|"array", has result, error "absent"|"ok");
    - method is a str or None; id an int, a str or the MISSING object; id_text its wire text
@@ -27,7 +27,10 @@
    - params is the params object when the method is in PARAMS_FOR, else None;
    - result_type is result.resultType when result is an object that has it, else MISSING;
    - id_key is the id's key for pairing, as analyzer/analysis/messages.py `id_key` makes it
-     (("n", id) or ("s", id)), None without an id.
+     (("n", id) or ("s", id)), None without an id;
+   - member is the bytes as written of what a schema check judges, and so its verdict's key: of
+     a request or notification (a frame with a method) its params value, of a response its result
+     value; empty where that is absent (no JSON value is empty).
    configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
 
 #define PY_SSIZE_T_CLEAN
@@ -697,7 +700,7 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     Envelope env;
     Span *m = env.m;
     PyObject *method = NULL, *ident = NULL, *id_text = NULL, *meta = NULL, *params = NULL, *rtype = NULL;
-    PyObject *key = NULL, *id_key = NULL;
+    PyObject *key = NULL, *id_key = NULL, *member = NULL;
     if (MISSING == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_wirescan.configure() was not called");
         return NULL;
@@ -736,21 +739,30 @@ static PyObject *scan(PyObject *self, PyObject *raw) {
     }
     if (rtype == NULL)
         rtype = Py_NewRef(MISSING);
-    key = shape_key(&env);
-    if (key == NULL)
+    const Span *judged = m[METHOD].start != NULL ? &m[PARAMS] : &m[RESULT];
+    member = judged->start == NULL ? PyBytes_FromStringAndSize(NULL, 0)
+                                   : PyBytes_FromStringAndSize((const char *)judged->start, judged->end - judged->start);
+    if (member == NULL)
         goto fail;
+    key = shape_key(&env);
+    if (key == NULL) {
+        Py_DECREF(member);
+        goto fail;
+    }
     if (env.id_shape != S_ABSENT) {
         id_key = PyTuple_Pack(2, env.id_shape == S_INT ? S_N : S_S, ident);
         if (id_key == NULL) {
             Py_DECREF(key);
+            Py_DECREF(member);
             goto fail;
         }
     }
-    PyObject *out = PyTuple_Pack(8, key, method != NULL ? method : Py_None, ident, id_text,
+    PyObject *out = PyTuple_Pack(9, key, method != NULL ? method : Py_None, ident, id_text,
                                  meta != NULL ? meta : Py_None, params != NULL ? params : Py_None, rtype,
-                                 id_key != NULL ? id_key : Py_None);
+                                 id_key != NULL ? id_key : Py_None, member);
     Py_DECREF(key);
     Py_XDECREF(id_key);
+    Py_DECREF(member);
     Py_XDECREF(method);
     Py_DECREF(ident);
     Py_DECREF(id_text);
@@ -827,7 +839,7 @@ PyMODINIT_FUNC PyInit__wirescan(void) {
     Py_DECREF(names);
     /* the items of the envelope tuple scan() gives: a build from other sources gives another count,
        and the session core then takes the exact path (analyzer/analysis/session.py) */
-    if (PyModule_AddIntConstant(mod, "ENVELOPE_ITEMS", 8) < 0) {
+    if (PyModule_AddIntConstant(mod, "ENVELOPE_ITEMS", 9) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -12,7 +12,9 @@ from mcptap import store
 def runs(db: str | sqlite3.Connection) -> pd.DataFrame:
     """One row per run (the sessions one host process started, or one HTTP client's within a
     window): run, started_at, ended_at, sessions, frames, errors, warnings (of the analysed
-    sessions), client (a dict: the host process, or the HTTP client) and servers (a list). The
+    sessions), client (a dict: the host process, or the HTTP client), host_app (the host
+    application's name, as `mcptap wrap` wrote it: claude-desktop, cursor...; None when unsaid),
+    host (who started the run, in a line: "cursor (pid 1234, node)") and servers (a list). The
     sessions of a run: `sessions(db)[sessions(db)["run"] == run]`."""
     import json
 
@@ -32,5 +34,7 @@ def runs(db: str | sqlite3.Connection) -> pd.DataFrame:
     for column in ("sessions", "frames", "errors", "warnings"):
         frame[column] = frame[column].astype("Int64")
     frame["client"] = [json.loads(c) if c else None for c in frame["client"]]
+    frame.insert(len(frame.columns), "host_app", [c.get("host_app") if isinstance(c, dict) else None for c in frame["client"]])
+    frame.insert(len(frame.columns), "host", [runview.host_text(c) for c in frame["client"]])
     frame["servers"] = [runview.server_list(s) for s in frame["servers"]]
     return frame

@@ -16,7 +16,7 @@ EXTRAS = {"proxy": ("mitmproxy",), "notebook": ("pandas", "numpy", "matplotlib")
           "spark": ("pyspark", "pyarrow"), "otel": ("opentelemetry.proto",), "tokens": ("bpe_openai",),
           "schema": ("jsonschema_rs",),
           "view": ("starlette", "uvicorn", "jinja2", "pandas", "prometheus_client"), "mcp": ("mcp",),
-          "tui": ("textual",)}
+          "tui": ("textual",), "metrics": ("prometheus_client",)}
 """The modules each extra installs."""
 
 

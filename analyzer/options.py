@@ -15,6 +15,14 @@ MAX_FRAME_HELP = ("The largest frame stored whole (decoded), in bytes or with K,
                   "passes untouched.")
 MAX_FRAME_DEFAULT = "128M"  # analyzer/wire/bounded.py DEFAULT_MAX_FRAME, not imported here
 
+OTLP_ENDPOINT_HELP = ("Send spans and metrics of the traffic, by OpenTelemetry's MCP semantic conventions, to this "
+                      "OTLP/HTTP endpoint as frames cross (a base URL: /v1/traces and /v1/metrics are added; else "
+                      "$OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* variables). Never slows the "
+                      "wire: what cannot be sent is dropped and counted in the session.")
+OTLP_ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+"""Variables that ask a capture for live telemetry (analyzer/report/otlp_env.py reads them all)."""
+
 RECORD_HELP = """Run an MCP server behind a recording stdio tee: bytes pass through unchanged, every line
 is recorded, and the exit status is the server's. Put it in a host's server config in place
 of the server's own command."""

@@ -168,9 +168,11 @@ def is_json(content_type: str | None) -> bool:
     return bool(content_type) and content_type.split(";")[0].strip().lower() == "application/json"
 
 
-def parse_listen(listen: str | None, default_port: int, *, loopback_only: str | None = None) -> tuple[str, int]:
+def parse_listen(listen: str | None, default_port: int, *, loopback_only: str | None = None,
+                 option: str = "--listen") -> tuple[str, int]:
     """`[HOST:]PORT` (an IPv6 host in brackets) -> (host, port); default 127.0.0.1 and
-    `default_port`. `loopback_only`: the command's name, which listens on a loopback address only."""
+    `default_port`. `loopback_only`: the command's name, which listens on a loopback address only;
+    `option`: the option the value came from, as errors name it."""
     if not listen:
         return "127.0.0.1", default_port
     host, sep, port = listen.rpartition(":")
@@ -178,13 +180,13 @@ def parse_listen(listen: str | None, default_port: int, *, loopback_only: str | 
         host, port = "127.0.0.1", listen
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise MCPTapError(f"--listen {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
+        raise MCPTapError(f"{option} {listen!r}: expected [HOST:]PORT with a port from 0 to 65535")
     if loopback_only is not None:
         try:
             loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
         except ValueError:
             loopback = False
         if not loopback:
-            raise MCPTapError(f"--listen {listen!r}: {loopback_only} listens on a loopback address only "
+            raise MCPTapError(f"{option} {listen!r}: {loopback_only} listens on a loopback address only "
                               "(127.0.0.1, ::1)")
     return host, int(port)

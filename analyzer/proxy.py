@@ -2,12 +2,14 @@
 with the recorder addon (addons/http/tap.py) and its guard (addons/http/origin_guard.py: a foreign
 Host or Origin is refused, the upstream gets its own Host and the `--upstream` URL's credentials).
 Listens on 127.0.0.1 unless told otherwise; Ctrl-C (or SIGTERM) stops it cleanly: open streams are
-closed in the record, sessions ended."""
+closed in the record, sessions ended. With `metrics_listen` it also serves Prometheus /metrics of
+what it records, on a loopback address only (analyzer/report/livemetrics.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import signal
 import socket
 import sys
@@ -83,13 +85,17 @@ def _say_where(master, say: Callable[[str, int], None]) -> None:
 def run(upstream: str, db: str, *, listen: str | None = None, label: str | None = None,
         redaction=None, insecure: bool = False, max_frame: int | None = None,
         allow_origins: Sequence[str] = (), on_ready: Callable[[str, int], None] | None = None,
-        public_url: str | None = None) -> int:
+        public_url: str | None = None, metrics_listen: str | None = None,
+        on_metrics: Callable[[str, int], None] | None = None, otlp_endpoint: str | None = None) -> int:
     """Run until interrupted; returns the exit status (0 after a clean stop). `redaction`: what
     to redact (analyzer/redaction/__init__.py Redaction; default the contract's); `max_frame`: the largest
     frame stored whole (analyzer/wire/bounded.py; default 128 MiB); `allow_origins`: the
     `--allow-origin` values (analyzer/origins.py); `public_url`: the origin clients reach the proxy
     under (`--public-url`; default: the Host they send), which the OAuth protected-resource metadata
-    and the challenges' `resource_metadata` are made to name (addons/http/auth.py)."""
+    and the challenges' `resource_metadata` are made to name (addons/http/auth.py); `metrics_listen`:
+    `[HOST:]PORT` on a loopback address where /metrics is served (`--metrics-listen`), `on_metrics`
+    told where once it is; `otlp_endpoint`: live telemetry (`--otlp-endpoint`, else the
+    OTEL_EXPORTER_OTLP_* variables: analyzer/report/otlp_live.py)."""
     from mcptap.origins import ListenerPolicy
     from mcptap.redaction import Redaction
 
@@ -101,13 +107,26 @@ def run(upstream: str, db: str, *, listen: str | None = None, label: str | None 
     policy = ListenerPolicy(host, allow_origins, hosts=hosts)
     if port:
         _check_free(host, port)
+    metrics_at = None
+    if metrics_listen is not None:
+        metrics_at = origins.parse_listen(metrics_listen, 0, loopback_only="the proxy's /metrics",
+                                          option="--metrics-listen")
+        if metrics_at[1]:
+            _check_free(*metrics_at)
+    from mcptap.record import UsageError, telemetry_recorder
+
+    try:
+        recorder_process = telemetry_recorder(otlp_endpoint, "http")
+    except UsageError as exc:
+        raise MCPTapError(str(exc)) from None
     from mcptap.addons.http.origin_guard import basic_credentials  # mitmproxy: imported once the options are right
     return asyncio.run(_serve(origin, db, host, port, label, redaction, insecure, on_ready, policy,
-                              basic_credentials(upstream), max_frame, public))
+                              basic_credentials(upstream), max_frame, public, metrics_at, on_metrics,
+                              recorder_process))
 
 
 async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready, policy, authorization,
-                 max_frame=None, public=None) -> int:
+                 max_frame=None, public=None, metrics_at=None, on_metrics=None, recorder_process=None) -> int:
     from mitmproxy import exceptions, options
     from mitmproxy.tools.dump import DumpMaster
 
@@ -119,9 +138,10 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     say = on_ready or (lambda h, p: None)
     # the tap is the only addon added: mitmproxy offers each event of each flow to every addon
-    tap = McpTap(recorder=f"mcptap {__version__} proxy", on_running=lambda: _say_where(master, say),
+    recorder = f"mcptap {__version__} proxy"
+    tap = McpTap(recorder=recorder, on_running=lambda: _say_where(master, say),
                  guard=OriginGuard(policy, upstream, authorization), stream_at=STREAM_AT,
-                 rewriter=Rewriter(upstream, public))
+                 rewriter=Rewriter(upstream, public), recorder_process=recorder_process)
     master.addons.add(tap)
     try:
         # lazy: the upstream is dialled once the request is read, so a refused connection is the
@@ -134,6 +154,17 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
                               termlog_verbosity="warn")
     except exceptions.OptionsError as exc:
         raise MCPTapError(str(exc).removeprefix("mcptap: ")) from None
+    served = None
+    if metrics_at is not None:  # the database is open (and has its tables) once the options are set
+        from mcptap.report.livemetrics import LiveMetrics, MetricsServer
+
+        try:
+            served = MetricsServer(LiveMetrics(db, recorder=recorder, pid=os.getpid()), *metrics_at)
+        except OSError as exc:
+            tap.done()
+            raise MCPTapError(f"cannot serve /metrics on {metrics_at[0]}:{metrics_at[1]}: "
+                              f"{exc.strerror or exc}") from None
+        served.start(on_metrics)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -152,6 +183,8 @@ async def _serve(upstream, db, host, port, label, redaction, insecure, on_ready,
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError):
                 pass
+        if served is not None:
+            served.stop()
     return 0
 
 
@@ -163,3 +196,8 @@ def say_listening(upstream: str, db: str) -> Callable[[str, int], None]:
         print(f"mcptap proxy: listening on http://{shown}:{port}/ -> {origin}, recording into {db} "
               f"(point the host at http://{shown}:{port}{path}; Ctrl-C stops)", file=sys.stderr, flush=True)
     return say
+
+
+def say_metrics(host: str, port: int) -> None:
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mcptap proxy: Prometheus metrics at http://{shown}:{port}/metrics", file=sys.stderr, flush=True)

@@ -241,6 +241,12 @@ def sessions(*, db: str, fmt: str = "text", as_json: bool = False, color: bool |
         else:
             columns.write(sys.stdout, listing.SESSION_COLUMNS, [listing.session_cells(o) for o in objects],
                           right={7, 8, 9}, colour=color_on(color))
+        from mcptap.wire.textsafe import printable
+
+        for o in objects:  # what a capture's live telemetry could not send
+            said = listing.telemetry_text(o.get("telemetry"))
+            if said is not None and "dropped " in said:
+                sys.stdout.write(printable(f"session {o['handle']}: {said}") + "\n")
     sys.stdout.flush()
 
 
@@ -322,6 +328,7 @@ def _show_run(db: str, run: str, fmt: str, paint) -> None:
     out = sys.stdout
     if fmt == "text":
         width = shutil.get_terminal_size((160, 24)).columns if on_terminal() else None
+        out.write(paint(runview.heading(next(r for r in runview.run_objects(conn) if r["run"] == rid))) + "\n")
         for line in runview.timeline_lines(conn, sids, width):
             out.write(paint(line) + "\n")
     else:

@@ -43,9 +43,13 @@ def parser():
     parse.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     parse.add_argument("--db", metavar="PATH", help=options.DB_HELP)
     parse.add_argument("--name", metavar="LABEL", help="A label for the session.")
+    parse.add_argument("--host-app", metavar="NAME", help="The application that starts this server (mcptap wrap "
+                                                          "writes the host's name: claude-desktop, cursor...); "
+                                                          "recorded with the host process, shown with its run.")
     parse.add_argument("--no-redact", action="store_true", help=options.NO_REDACT_HELP)
     parse.add_argument("--redact-key", metavar="NAME", action="append", default=[], help=options.REDACT_KEY_HELP)
     parse.add_argument("--redact-path", metavar="PATH", action="append", default=[], help=options.REDACT_PATH_HELP)
+    parse.add_argument("--otlp-endpoint", metavar="URL", help=options.OTLP_ENDPOINT_HELP)
     parse.add_argument("--max-frame", metavar="SIZE", default=options.MAX_FRAME_DEFAULT,
                        help=options.MAX_FRAME_HELP + f" Default {options.MAX_FRAME_DEFAULT}.")
     return parse
@@ -65,12 +69,38 @@ def redaction_args(no_redact: bool, keys: list[str], paths: list[str]) -> list[s
         raise UsageError(str(exc)) from None
 
 
+def telemetry_recorder(endpoint: str | None, capture: str = "stdio") -> tuple[tuple[str, ...], dict] | None:
+    """The recorder process that also sends live telemetry (analyzer/report/otlp_live.py), when
+    `--otlp-endpoint` or an OTEL_EXPORTER_OTLP_*ENDPOINT variable asks for it, for the `capture`'s
+    recorder (stdio, http); its settings are checked here (a usage error). None (nothing
+    imported) when none does."""
+    if not endpoint and not any(os.environ.get(name, "").strip() for name in options.OTLP_ENDPOINT_VARS):
+        return None
+    import importlib.util
+
+    from mcptap.report import otlp_env
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.proto")
+    except ImportError:
+        found = None
+    if found is None:
+        raise UsageError("live telemetry (--otlp-endpoint, OTEL_EXPORTER_OTLP_ENDPOINT) needs opentelemetry-proto: "
+                         "pip install 'mcptap[otel]'")
+    try:
+        if otlp_env.resolve(endpoint) is None:
+            return None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return ("mcptap.report.otlp_live", f"--{capture}"), {otlp_env.OPTION_ENV: endpoint or ""}
+
+
 class UsageError(Exception):
     pass
 
 
 _VALUES = {"--db": "db", "--name": "name", "--max-frame": "max_frame", "--redact-key": "redact_key",
-           "--redact-path": "redact_path"}
+           "--redact-path": "redact_path", "--host-app": "host_app", "--otlp-endpoint": "otlp_endpoint"}
 """The options that take a value, and their attribute."""
 
 
@@ -103,7 +133,8 @@ def parse(argv: list[str]) -> SimpleNamespace:
     given, command = rest[:at_command], rest[at_command:]
     if (command[1:] if command[:1] == ["--"] else command) and set(given) <= {"--no-redact"}:
         args = SimpleNamespace(command=command, db=None, name=None, no_redact=bool(given), redact_key=[],
-                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT)
+                               redact_path=[], max_frame=options.MAX_FRAME_DEFAULT, host_app=None,
+                               otlp_endpoint=None)
     else:
         args = parser().parse_args(rest)
     for option, value in taken:
@@ -137,9 +168,16 @@ def main(argv: list[str]) -> int:
         if not command:
             raise UsageError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         server = spawn(command)  # first: the server boots while the tee's machinery is imported
+        try:
+            recorder = telemetry_recorder(args.otlp_endpoint)
+        except UsageError:
+            server.kill()
+            server.wait()
+            raise
         from mcptap.addons.stdio.tee import Tee
 
-        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server).run()
+        return Tee(command, db, args.name, redaction_args=redaction, max_frame=limit, server=server,
+                   host_app=args.host_app, recorder=recorder).run()
     except SpawnError as exc:
         say_error(str(exc))
         return exc.exit_status

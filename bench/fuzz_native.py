@@ -92,7 +92,7 @@ def check_scan(raw: bytes) -> None:
     parsed = jsonwire.parse(raw)
     assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, f"scanned {raw[:200]!r}"
     value = parsed.value
-    key, method, ident, id_text, meta, params, result_type, ident_key = found
+    key, method, ident, id_text, meta, params, result_type, ident_key, member = found
     assert key == tuple(classify(value)[0])[1:], f"key {key}: {raw[:200]!r}"
     assert method == value.get("method", None), f"method {method!r}: {raw[:200]!r}"
     if "id" in value:
@@ -113,6 +113,9 @@ def check_scan(raw: bytes) -> None:
     expected = r.get("resultType", mcp.ABSENT) if type(r) is dict else mcp.ABSENT
     assert (result_type is mcp.ABSENT and expected is mcp.ABSENT) or _same(result_type, expected), \
         f"resultType: {raw[:200]!r}"
+    judged = "params" if "method" in value else "result"
+    assert (member == b"") if judged not in value else _same(jsonwire.parse(member).value, value[judged]), \
+        f"member: {raw[:200]!r}"
 
 
 # -- a session's fast path against its exact path ---------------------------------------------------

@@ -17,16 +17,14 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import analyze as analyze_bench  # noqa: E402  (the generator and its cache)
 
-from common import print_summary, run, verdict  # noqa: E402
+from common import ROOT, analysed, print_summary, run, verdict  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = 3
 TARGET_S = 5.0
 TARGET_MB = 1024.0
@@ -52,15 +50,7 @@ print(json.dumps({"s": time.perf_counter() - t0, "import_s": imported, "rows": r
 
 
 def analysed_database(n: int) -> str:
-    src, _, _ = analyze_bench.ensure_database(n, 1, False)
-    path = os.path.join(analyze_bench.CACHE_DIR, f"pandas-{n}.db")
-    if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(src):
-        tmp = path + ".tmp"
-        shutil.copyfile(src, tmp)
-        subprocess.run([sys.executable, "-m", "mcptap", "analyze", "--db", tmp, "--format", "json",
-                        "--fail-on", "never", "-o", os.devnull], check=True, cwd=ROOT)
-        os.replace(tmp, path)
-    return path
+    return analysed(n, 1, f"pandas-{n}.db")
 
 
 def measure(db: str, what: str) -> dict:

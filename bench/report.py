@@ -21,23 +21,16 @@ Usage:  python bench/report.py [--frames N]   (default 100,000)
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-import pandas_load  # noqa: E402  (the analysed generated database)
-
-from common import print_summary, run, verdict  # noqa: E402
-from tests.support import browser  # noqa: E402
+from common import frames_parser, in_chromium, print_summary, run, verdict  # first: the root on sys.path
+import pandas_load  # (the analysed generated database)
+from tests.support import browser
 
 RUNS = 3
 TARGET_S = 3.0
@@ -82,15 +75,9 @@ def in_browser(page: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=100_000)
-    args = parser.parse_args()
-    why = browser.missing()
-    if why:
-        print(f"cannot measure: {why}")
+    args = frames_parser(__doc__, 100_000).parse_args()
+    if not in_chromium("mcptap report and its viewer"):
         return
-    print(f"mcptap report and its viewer: {platform.python_version()}, {os.cpu_count()} CPUs, load "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     db = pandas_load.analysed_database(args.frames)
     with tempfile.TemporaryDirectory(prefix="mcptap-bench-report-") as tmp:
         demo_db = os.path.join(tmp, "demo.db")

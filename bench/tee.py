@@ -36,8 +36,15 @@ the children and the tee (`python -m mcptap record --db <tmp> -- CMD`):
 Times run from the first byte the driver reads, so interpreter start-up (reported separately)
 does not count as forwarding. Rates are computed over N frames.
 
-Usage:  python bench/tee.py [--quick] [--startup] [--startup-runs N] [--other-tee SCRIPT]
-        (--quick: 2,000 round trips, 100,000 frames; --startup: [0] only)
+3. Live telemetry. The round trip of [1] through the tee with a child that answers each request
+   (a tools/call and its result: two spans each), three tees side by side in interleaved blocks:
+   (a) without telemetry, (b) with `--otlp-endpoint` to a local OTLP/HTTP receiver (a child of the
+   bench answering 200 to every POST), (c) with `--otlp-endpoint` to a closed port (the endpoint
+   down). Targets: (b) and (c) within 1.2x of (a) at p50 and p99; the spans (b) sent and those
+   (c) dropped are read from each session's row.
+
+Usage:  python bench/tee.py [--quick] [--startup] [--telemetry] [--startup-runs N] [--other-tee SCRIPT]
+        (--quick: 2,000 round trips, 100,000 frames; --startup: [0] only; --telemetry: [3] only)
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ TARGET_LINES_PER_S = 300_000
 TARGET_PEAK_RSS_MB = 150.0
 TARGET_STARTUP_ADDED_MS = 40.0
 TARGET_STARTUP_OVER_RELAY_MS = 10.0  # what the tee adds over the bare relay
+TARGET_TELEMETRY_RATIO = 1.2  # the round trip with --otlp-endpoint over without
 STARTUP_RUNS = 15
 BASELINE_RUNS = 3  # the direct and relay throughput baselines are run this often; the best counts
 
@@ -296,6 +304,118 @@ def bench_latency(tmp: str, n: int) -> dict:
     return result
 
 
+# -- 3. live telemetry ----------------------------------------------------------------------------
+
+# Answers each request line with a result line of the same length (the driver reads as many bytes
+# as it wrote): a tools/call and its answer, two spans.
+ANSWER_CODE = """\
+import os, sys
+size = int(sys.argv[1])
+head, tail = b'{"jsonrpc":"2.0","id":42,"result":{"content":[],"pad":"', b'"}}'
+answer = head + b"z" * (size - 1 - len(head) - len(tail)) + tail + b"\\n"
+read, write = os.read, os.write
+while True:
+    data = read(0, 65536)
+    if not data:
+        break
+    for _ in range(data.count(b"\\n")):
+        out = answer
+        while out:
+            out = out[write(1, out):]
+"""
+
+# An OTLP/HTTP receiver: 200 and an empty Export*ServiceResponse (zero bytes of protobuf) to every
+# POST; prints its port.
+RECEIVER_CODE = """\
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def bench_telemetry(tmp: str, n: int) -> dict:
+    """Round trips through three tees (no telemetry, endpoint up, endpoint down), interleaved."""
+    import socket
+
+    line = latency_line()
+    receiver = subprocess.Popen(py(RECEIVER_CODE), stdout=subprocess.PIPE)
+    port = int(receiver.stdout.readline())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    child = py(ANSWER_CODE, str(len(line)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    paths = {"tee": [], "up": ["--otlp-endpoint", f"http://127.0.0.1:{port}"],
+             "down": ["--otlp-endpoint", f"http://127.0.0.1:{closed}"]}
+    dbs = {name: os.path.join(tmp, f"telemetry-{name}.db") for name in paths}
+    procs: dict[str, subprocess.Popen] = {}
+    samples: dict[str, list[int]] = {name: [] for name in paths}
+    err = os.path.join(tmp, "telemetry.stderr")
+    try:
+        with open(err, "wb") as err_fh:
+            for name, extra in paths.items():
+                argv = [sys.executable, "-m", "mcptap", "record", "--db", dbs[name], *extra, "--", *child]
+                procs[name] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
+                                               bufsize=0, env=env)
+            for proc in procs.values():
+                answered_trips(proc, line, WARMUP_ROUND_TRIPS, [])
+            done = 0
+            while done < n:
+                block = min(LATENCY_BLOCK, n - done)
+                for name, proc in procs.items():
+                    answered_trips(proc, line, block, samples[name])
+                done += block
+            for proc in procs.values():
+                proc.stdin.close()
+            for proc in procs.values():
+                proc.stdout.read()
+                proc.stdout.close()
+                proc.wait()
+    finally:
+        receiver.kill()
+        receiver.wait()
+        receiver.stdout.close()
+    result = {"stderr": stderr_text(err)}
+    for name, values in samples.items():
+        values.sort()
+        conn = sqlite3.connect(dbs[name])
+        try:
+            telemetry = conn.execute("SELECT telemetry FROM sessions").fetchone()[0]
+        finally:
+            conn.close()
+        result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
+                        "telemetry": telemetry}
+    return result
+
+
+def answered_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int]) -> None:
+    """As round_trips, with an answer of the line's length instead of its echo."""
+    wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
+    read, write, clock = os.read, os.write, time.perf_counter_ns
+    size = len(line)
+    for _ in range(n):
+        t0 = clock()
+        write(wfd, line)
+        got = len(read(rfd, 65536))
+        while got < size:
+            more = read(rfd, 65536)
+            if not more:
+                raise RuntimeError(f"EOF from {proc.args[:3]}... during a round trip")
+            got += len(more)
+        out.append(clock() - t0)
+
+
 # -- 2. throughput ------------------------------------------------------------------------------
 
 def drain(proc: subprocess.Popen, expected: int, t_spawn: float) -> dict:
@@ -428,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 round trips and 100,000 frames")
     parser.add_argument("--startup", action="store_true", help="only [0], the start-up")
+    parser.add_argument("--telemetry", action="store_true", help="only [3], the live telemetry")
     parser.add_argument("--startup-runs", type=int, default=STARTUP_RUNS, help="spawns per path in [0]")
     parser.add_argument("--other-tee", metavar="SCRIPT",
                         help="another `mcptap` script (another checkout's) measured in [0] beside this one")
@@ -441,6 +562,10 @@ def main(argv: list[str] | None = None) -> int:
     tmp = tempfile.mkdtemp(prefix="mcptap-bench-")
     rows: list[tuple[str, str, str, str]] = []
     try:
+        if args.telemetry:
+            report_telemetry(tmp, round_trip_n, rows)
+            print_summary(rows)
+            return 0
         # 0. start-up
         print(f"\n[0] start-up: spawn to the first byte of the answer to one request, median of {args.startup_runs} "
               f"interleaved spawns per path")
@@ -539,11 +664,30 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("tee frames in database", f"{d['count']:,}/{frames_n:,}", "all", verdict(all_stored)))
         rows.append(("tee peak RSS (both processes)", f"{t['total_rss_mb']:.1f} MB", f"< {TARGET_PEAK_RSS_MB:.0f} MB",
                      verdict(0 < t["total_rss_mb"] < TARGET_PEAK_RSS_MB)))
+        report_telemetry(tmp, round_trip_n, rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print_summary(rows)
     return 0
+
+
+def report_telemetry(tmp: str, n: int, rows: list) -> None:
+    print(f"\n[3] live telemetry: round trips of a {LATENCY_LINE_SIZE}-byte tools/call and its answer, {n:,} per "
+          f"tee after {WARMUP_ROUND_TRIPS:,} warm-up, interleaved in blocks of {LATENCY_BLOCK}")
+    tel = bench_telemetry(tmp, n)
+    base = tel["tee"]
+    for name, label in (("tee", "(a) no telemetry"), ("up", "(b) endpoint up"), ("down", "(c) endpoint down")):
+        s = tel[name]
+        print(f"    {label:<20} p50 {s['p50']:8.1f} us   p99 {s['p99']:8.1f} us   "
+              f"x{s['p50'] / base['p50']:.2f} / x{s['p99'] / base['p99']:.2f}   sessions.telemetry {s['telemetry']}")
+    if tel["stderr"]:
+        print(f"    tees' stderr: {tel['stderr'][:300]}")
+    for name, label in (("up", "endpoint up"), ("down", "endpoint down")):
+        for p in ("p50", "p99"):
+            ratio = tel[name][p] / base[p]
+            rows.append((f"round trip {p}, --otlp-endpoint {label}", f"x{ratio:.2f}",
+                         f"<= x{TARGET_TELEMETRY_RATIO}", verdict(ratio <= TARGET_TELEMETRY_RATIO)))
 
 
 if __name__ == "__main__":

@@ -3,106 +3,77 @@ it prints figures and always exits 0.
 
 The database is bench/view.py's (bench/analyze.py's generated frames, analysed once, cached in
 /tmp/mcptap-bench). Measured in one run, RUNS times each, interleaved:
-(a) the terminal UI: a fresh process that opens the database in Textual's headless pilot (the same
-    application `mcptap tui` runs, 160x50) and reports the seconds from the process's start to the
-    first rows in the frame list, and from the application's start to them;
+(a) the terminal UI: `mcptap tui --db DB` started in a real pseudo-terminal of 160x50, the seconds
+    until the status line of its first rows (`frame 1 of N`, written with them) reaches the
+    terminal; then `q`, and the seconds until it has quit;
 (b) the viewer: `mcptap view` started (seconds until it prints its URL), then the page in headless
-    Chromium from navigation to the first rows painted (bench/view.py `in_browser`, one load).
-The figure is the ratio of (a)'s process start to first rows over (b)'s start-to-URL plus
-navigation-to-rows: "the same time class" is a ratio at most 2.
+    Chromium from navigation to the first rows painted (bench/view.py `first_rows`, one load).
+The figure is the ratio of (a) over (b)'s start-to-URL plus navigation-to-rows: "the same time
+class" is a ratio at most 2.
 
 Usage:  python bench/tui.py [--frames N]   (default 1,000,000)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
+import re
 import statistics
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-import view as view_bench  # noqa: E402
-
-from common import print_summary, run, verdict  # noqa: E402
-from tests.support import browser  # noqa: E402
+from common import ROOT, frames_parser, in_chromium, print_summary, run, uptime, verdict  # first: the root on sys.path
+import view as view_bench
+from tests.support import browser
+from tests.support.terminal import Terminal
 
 RUNS = 3
 TARGET_RATIO = 2.0
-PILOT = """
-import asyncio, json, sys, time
-t0 = time.perf_counter()
-from mcptap.tui.app import TapApp
-from textual.widgets import DataTable
-async def main():
-    app = TapApp(sys.argv[1])
-    started = time.perf_counter()
-    async with app.run_test(size=(160, 50)) as pilot:
-        while app.query_one("#frames", DataTable).row_count == 0:
-            await pilot.pause(0.01)
-        now = time.perf_counter()
-        print(json.dumps({"process_s": now - t0, "app_s": now - started, "rows": app.total}))
-asyncio.run(main())
-"""
+DRAWN = b"frame 1 of "
+SIZE = (50, 160)  # rows, columns
 
 
 def tui_once(db: str) -> dict:
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PILOT, db], capture_output=True, text=True, cwd=ROOT, timeout=600)
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    got["wall_s"] = wall
-    return got
+    """`mcptap tui` in a pseudo-terminal: seconds to its first rows drawn, and to quitting on q."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    with Terminal([sys.executable, "-m", "mcptap", "tui", "--db", db], {**env, "TERM": "xterm-256color"},
+                  size=SIZE, cwd=ROOT) as term:
+        drawn = term.until(DRAWN, 600)
+        total = re.search(rb"frame 1 of ([0-9,]+)", term.seen[term.seen.index(DRAWN):] + b" ")
+        t1 = time.perf_counter()
+        term.type(b"q")
+        term.exit_code(60)
+        return {"drawn_s": drawn, "quit_s": time.perf_counter() - t1, "rows": total.group(1).decode() if total else "?"}
 
 
 def view_once(db: str) -> dict:
-    proc, url, started = view_bench.start_view(db)
-    try:
-        with browser.chromium() as driver:
-            t0 = time.perf_counter()
-            driver.get(url)
-            browser.wait_for(lambda: driver.execute_script(view_bench.ROWS_PAINTED), timeout=120, what="the first rows")
-            rows = time.perf_counter() - t0
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with view_bench.running_view(db) as (url, started), browser.chromium() as driver:
+        rows = view_bench.first_rows(driver, url)
     return {"url_s": started, "rows_s": rows, "total_s": started + rows}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=1_000_000)
-    args = parser.parse_args()
-    why = browser.missing()
-    if why:
-        print(f"cannot measure: {why}")
+    args = frames_parser(__doc__, 1_000_000).parse_args()
+    if not in_chromium("mcptap tui against mcptap view"):
         return
-    print(f"mcptap tui against mcptap view: {platform.python_version()}, {os.cpu_count()} CPUs; {view_bench.uptime()}")
-    db = view_bench.analysed(args.frames)
+    db = view_bench.database(args.frames)
     tui, view = [], []
     for _ in range(RUNS):
         tui.append(tui_once(db))
         view.append(view_once(db))
-    t = statistics.median(r["process_s"] for r in tui)
+    t = statistics.median(r["drawn_s"] for r in tui)
     v = statistics.median(r["total_s"] for r in view)
     ratio = t / v
-    print(f"frames: {tui[0]['rows']:,}")
+    print(f"frames: {tui[0]['rows']}")
+    print("each run (tui drawn, view URL + rows): "
+          + ", ".join(f"{a['drawn_s']:.2f} s / {b['url_s']:.2f} + {b['rows_s']:.2f} s" for a, b in zip(tui, view)))
     print_summary([
-        ("tui: process start to first rows (median)", f"{t:.2f} s", "", ""),
-        ("tui: application start to first rows (median)", f"{statistics.median(r['app_s'] for r in tui):.2f} s", "", ""),
+        ("tui: start to first rows drawn (median)", f"{t:.2f} s", "", ""),
+        ("tui: q to quit (median)", f"{statistics.median(r['quit_s'] for r in tui):.2f} s", "", ""),
         ("view: start to URL + navigation to first rows (median)", f"{v:.2f} s", "", ""),
         ("tui / view", f"{ratio:.2f}x", f"<= {TARGET_RATIO:.1f}x", verdict(ratio <= TARGET_RATIO)),
     ])
-    print(f"load after: {view_bench.uptime()}")
+    print(f"load after: {uptime()}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark of `mcptap view` on 1,000,000 frames, and of `mcptap report` of 100,000 frames. Not a
 test: it prints figures and always exits 0.
 
-The database is bench/analyze.py's generated mixed frames (1,000,000 frames in 217 stdio sessions,
+The database is bench/analyze.py's generated mixed frames (1,000,000 frames in 238 stdio sessions,
 cached in /tmp/mcptap-bench), analysed once and kept beside it. Measured in one run:
 (a) `mcptap view --db DB --listen 127.0.0.1:0` as a subprocess: seconds until it prints its URL
     (the summary, the latency table of every method and the page worked out first);
@@ -24,60 +24,57 @@ Usage:  python bench/view.py [--frames N] [--report-frames N]   (defaults 1,000,
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import os
-import platform
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, ROOT)
-import analyze as analyze_bench  # noqa: E402  (the generator and its cache)
-import pandas_load  # noqa: E402  (the analysed 100,000-frame database)
-import report as report_bench  # noqa: E402  (mcptap report in the browser)
-
-from common import print_summary, run, verdict  # noqa: E402
-from tests.support import browser  # noqa: E402
+from common import ROOT, analysed, frames_parser, in_chromium, print_summary, run, uptime, verdict  # first: the root on sys.path
+import pandas_load  # (the analysed 100,000-frame database)
+import report as report_bench  # (mcptap report in the browser)
+from tests.support import browser
 
 RUNS = 3
-SEED = 7  # the seed of the cached million-frame database
+SEED = 1  # the analyze bench's seed (bench/analyze.py --seed default): its cached million frames
 FILTER = 'method == "tools/call" and latency > 5ms'
 TARGET_ROWS_S, TARGET_FILTER_S, TARGET_MB, TARGET_REPORT_S = 2.0, 1.0, 300.0, 3.0
 ROWS_PAINTED = "return document.querySelectorAll('#list .row[data-seq]').length"
 
 
-def analysed(n: int) -> str:
+def database(n: int) -> str:
     """bench/analyze.py's database of n frames, analysed once (cached beside it)."""
-    src, _, _ = analyze_bench.ensure_database(n, SEED, False)
-    path = os.path.join(analyze_bench.CACHE_DIR, f"view-{n}-{SEED}.db")
-    if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(src):
-        tmp = path + ".tmp"
-        shutil.copyfile(src, tmp)
-        subprocess.run([sys.executable, "-m", "mcptap", "analyze", "--db", tmp, "--format", "json",
-                        "--fail-on", "never", "-o", os.devnull], check=True, cwd=ROOT)
-        os.replace(tmp, path)
-    return path
+    return analysed(n, SEED, f"view-{n}-{SEED}.db")
 
 
-def start_view(db: str) -> tuple[subprocess.Popen, str, float]:
-    """`mcptap view` running: the process, its URL, and the seconds until it printed it."""
+@contextlib.contextmanager
+def running_view(db: str) -> Iterator[tuple[str, float]]:
+    """`mcptap view` running on `db`: its URL, and the seconds until it printed it; stopped after."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "mcptap", "view", "--db", db, "--listen", "127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
-    line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(600)
-    if not line or not line[0].startswith(b"http://"):
-        proc.kill()
-        raise RuntimeError(f"mcptap view printed no URL ({proc.poll()})")
-    return proc, line[0].decode().strip(), time.perf_counter() - t0
+    try:
+        line: list[bytes] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(600)
+        if not line or not line[0].startswith(b"http://"):
+            raise RuntimeError(f"mcptap view printed no URL ({proc.poll()})")
+        yield line[0].decode().strip(), time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def first_rows(driver, url: str) -> float:
+    """Seconds from navigating to `url` to the list's first rows painted."""
+    t0 = time.perf_counter()
+    driver.get(url)
+    browser.wait_for(lambda: driver.execute_script(ROWS_PAINTED), timeout=120, what="the first rows")
+    return time.perf_counter() - t0
 
 
 def in_browser(url: str) -> dict:
@@ -89,10 +86,7 @@ def in_browser(url: str) -> dict:
     for k in range(RUNS):
         text = FILTER + f" and seq > -{k + 1}"
         with browser.chromium() as driver:
-            t0 = time.perf_counter()
-            driver.get(url)
-            browser.wait_for(lambda: driver.execute_script(ROWS_PAINTED), timeout=120, what="the first rows")
-            first_rows = time.perf_counter() - t0
+            rows_s = first_rows(driver, url)
             frames = driver.execute_script("return document.getElementById('filter-status').textContent")
             t0 = time.perf_counter()
             driver.execute_script("const b = document.getElementById('filter'); b.value = arguments[0];"
@@ -109,8 +103,8 @@ def in_browser(url: str) -> dict:
             browser.wait_for(lambda: driver.execute_script(ROWS_PAINTED), timeout=120, what="the last rows")
             memory = browser.memory_mb(driver)
             memory["renderer_pss_mb"] = browser.renderer_pss_mb(driver)
-        runs.append((first_rows, filtered, counted))
-        figures = {"rows_s": first_rows, "filter_s": filtered, "counted_s": counted, "frames": frames, "matched": matched, **memory}
+        runs.append((rows_s, filtered, counted))
+        figures = {"rows_s": rows_s, "filter_s": filtered, "counted_s": counted, "frames": frames, "matched": matched, **memory}
         if best is None or figures["rows_s"] < best["rows_s"]:
             best = figures
     best["runs"] = runs
@@ -118,31 +112,15 @@ def in_browser(url: str) -> dict:
     return best
 
 
-def uptime() -> str:
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=1_000_000)
+    parser = frames_parser(__doc__, 1_000_000)
     parser.add_argument("--report-frames", type=int, default=100_000)
     args = parser.parse_args()
-    why = browser.missing()
-    if why:
-        print(f"cannot measure: {why}")
+    if not in_chromium("mcptap view and report in Chromium"):
         return
-    print(f"mcptap view and report in Chromium: {platform.python_version()}, {os.cpu_count()} CPUs; {uptime()}")
-    db = analysed(args.frames)
-    proc, url, started = start_view(db)
-    try:
+    with running_view(database(args.frames)) as (url, started):
         print(f"(a) mcptap view on {args.frames:,} frames: URL printed after {started:.1f} s")
         live = in_browser(url)
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
     print(f"(b) first rows painted {live['rows_s']:.2f} s after navigation ({live['frames']}); filter {FILTER!r} "
           f"answered and painted in {live['filter_s']:.2f} s, its count shown after {live['counted_s']:.2f} s ({live['matched']}); JS heap {live['js_heap_mb']:.0f} MB, "
           f"renderer PSS {live['renderer_pss_mb']:.0f} MB, whole browser PSS {live['browser_pss_mb']:.0f} MB")

@@ -50,7 +50,10 @@ class RemoteJournal(Collector):
     thread hands the queue to the recorder process."""
 
     def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redaction: Redaction | None = None,
-                 max_frame: int = DEFAULT_MAX_FRAME):
+                 max_frame: int = DEFAULT_MAX_FRAME, process: tuple[tuple[str, ...], dict] | None = None):
+        """`process`: (words after `python -m`, environment added) of the recorder process, in
+        place of this module's (one that runs it with more, as the live telemetry does)."""
+        self._process = process or (("mcptap.addons.http.recorder",), {})
         Sink(db_path, warn=warn).close()  # the database opens (and has its tables) before the proxy starts
         self.db_path = db_path
         self.max_frame = max_frame
@@ -76,9 +79,10 @@ class RemoteJournal(Collector):
         self.ops.append(RawExchangeOp(snapshot))
 
     def _start(self) -> subprocess.Popen | None:
-        env = recorder_env()
+        words, added = self._process
+        env = {**recorder_env(), **added}
         try:
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "mcptap.addons.http.recorder", self.db_path,
+            proc = subprocess.Popen([sys.executable, "-P", "-m", *words, self.db_path,
                                      "--max-frame", str(self.max_frame), *self.redaction.to_args()],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
                                     process_group=0)
@@ -223,8 +227,10 @@ def _write_all(fd: int, head: bytes, payload: bytes) -> None:
 # -- the recorder process ----------------------------------------------------------------------
 
 def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
-                max_frame: int = DEFAULT_MAX_FRAME) -> int:
-    sink = Sink(db_path, redactor=FrameRedactor(redaction))
+                max_frame: int = DEFAULT_MAX_FRAME, watch: Callable[[list[Op]], None] | None = None) -> int:
+    """Store the ops the records on `fd` carry; `watch(ops)`: also told each batch as it is
+    stored (numbered, redacted; analyzer/store/journal.py Sink)."""
+    sink = Sink(db_path, redactor=FrameRedactor(redaction), watch=watch)
     streams = Streams(Redactor(keep=redaction.keep if redaction is not None else False), max_frame=max_frame)
     reader = RecordReader(fd)
     reader.before_read = lambda: time.sleep(READ_PAUSE_S)  # fewer, larger reads: fewer wake-ups beside the proxy

@@ -69,7 +69,8 @@ class McpTap(ExchangeBook):
     def __init__(self, *, recorder: str = f"mcptap {__version__} mitmproxy addon", journal=None,
                  redactor: Redactor | None = None, label: str | None = None, source: str | None = None,
                  on_running: Callable[[], None] | None = None, max_frame: int = DEFAULT_MAX_FRAME,
-                 guard=None, stream_at: int | None = None, rewriter=None) -> None:
+                 guard=None, stream_at: int | None = None, rewriter=None,
+                 recorder_process: tuple[tuple[str, ...], dict] | None = None) -> None:
         """Inside mitmproxy the options give the database; `journal` and `redactor` given here
         serve an offline run over saved flows (analyzer/readers/http_capture.py). `on_running` is called
         once mitmproxy runs (its servers listen): a caller's hook that costs no addon of its own
@@ -78,7 +79,10 @@ class McpTap(ExchangeBook):
         length above `stream_at` bytes (default: max_frame) passes mitmproxy streamed, its first
         max_frame bytes kept as they pass: mitmproxy would hold all of it, and a copy on its way
         out (`mcptap proxy` streams from STREAM_AT; a mitmdump user's other addons and saved flows
-        see a body as mitmproxy holds it, so the addon alone streams only what it would cut)."""
+        see a body as mitmproxy holds it, so the addon alone streams only what it would cut).
+        `recorder_process`: (words after `python -m`, environment added) of the recorder process in
+        place of addons/http/recorder.py (`mcptap proxy --otlp-endpoint`: one that also sends telemetry)."""
+        self._recorder_process = recorder_process
         super().__init__(recorder=recorder, journal=journal, redactor=redactor or Redactor(keep=True), label=label,
                          source=source)
         self.on_running = on_running
@@ -130,7 +134,8 @@ class McpTap(ExchangeBook):
                 except ValueError as exc:
                     raise exceptions.OptionsError(f"mcptap: mcptap_redact_paths: {exc}") from None
                 try:
-                    self.journal = RemoteJournal(path, redaction=redaction, max_frame=ctx.options.mcptap_max_frame)
+                    self.journal = RemoteJournal(path, redaction=redaction, max_frame=ctx.options.mcptap_max_frame,
+                                                 process=self._recorder_process)
                     self._raw_rows = True
                 except Exception as exc:  # noqa: BLE001 - any failure to open is the user's one-line error
                     raise exceptions.OptionsError(f"mcptap: cannot open the database {path}: {exc}") from None

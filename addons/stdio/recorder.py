@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from itertools import repeat
 
 from mcptap.addons.shipping.background import recorder_main
@@ -34,7 +35,10 @@ class Recorder:
     """Cuts frames out of chunks, in the order they passed, and hands them to the writer."""
 
     def __init__(self, writer: SessionWriter, redactor: FrameRedactor | None = None,
-                 max_frame: int = DEFAULT_MAX_FRAME):
+                 max_frame: int = DEFAULT_MAX_FRAME, on_frames: Callable[[list[tuple]], None] | None = None):
+        """`on_frames(rows)`: also given each batch of frame rows as they are stored (redacted and
+        cut), and must not wait (the live telemetry's queue, analyzer/report/otlp_live.py)."""
+        self._on_frames = on_frames
         self._redactor = None if redactor is None or redactor.off else redactor
         self._sid = writer.session["id"]
         self._writer = writer
@@ -76,6 +80,8 @@ class Recorder:
                 rows[i] = cut_row(rows[i], size)
             self._seq = seq + n
             self._writer.add(rows, [], nbytes)
+            if self._on_frames is not None:
+                self._on_frames(rows)
 
     def _stderr_row(self, row: tuple, line: bytes) -> tuple:
         """A stderr row with the line's secrets replaced (analyzer/redaction/__init__.py FrameRedactor.text)."""
@@ -104,11 +110,15 @@ class Recorder:
             nbytes += len(tail)
         if frames or errs:
             self._writer.add(frames, errs, nbytes)
+        if frames and self._on_frames is not None:
+            self._on_frames(frames)
 
 
 def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
-                max_frame: int = DEFAULT_MAX_FRAME) -> int:
-    """Store the session the records on `fd` carry; 0, or 2 when no session record came."""
+                max_frame: int = DEFAULT_MAX_FRAME, on_frames: Callable[[list[tuple]], None] | None = None,
+                on_session: Callable[[dict], None] | None = None) -> int:
+    """Store the session the records on `fd` carry; 0, or 2 when no session record came.
+    `on_session(row)`, `on_frames(rows)`: told the session's row and its frames as they are stored."""
     reader = RecordReader(fd)
     records = iter(reader)
     first = next(records, None)
@@ -117,6 +127,8 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
         return 2
     redactor = FrameRedactor(redaction)
     writer = SessionWriter(db_path, redactor.session_fields(json.loads(first[2])))  # its command line redacted
+    if on_session is not None:
+        on_session(writer.session)
     room = writer.backlog.wait_for_room
 
     def pace() -> None:  # read no further than the writer can take: the tee's queue holds the rest
@@ -125,7 +137,7 @@ def record_from(fd: int, db_path: str, redaction: Redaction | None = None, *,
 
     reader.before_read = pace
     writer.start()
-    recorder = Recorder(writer, redactor, max_frame)
+    recorder = Recorder(writer, redactor, max_frame, on_frames)
     end = {"ended_at": None, "exit_status": None}
     last_ts = None
     for kind, ts, payload in records:

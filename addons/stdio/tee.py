@@ -89,9 +89,13 @@ def exit_status_of(returncode: int) -> int:
 class Tee:
     def __init__(self, argv: list[str], db_path: str, label: str | None = None, *, warn=warn_stderr,
                  redaction_args: list[str] | None = None, max_frame: int | None = None,
-                 server: subprocess.Popen | None = None):
+                 server: subprocess.Popen | None = None, host_app: str | None = None,
+                 recorder: tuple[tuple[str, ...], dict] | None = None):
         """`server`: `argv` already started by addons/stdio/server.py `spawn` (mcptap record starts it
-        before importing this module); else run() starts it."""
+        before importing this module); else run() starts it. `host_app`: the name of the application
+        that starts it (`--host-app`, which mcptap wrap writes), recorded with the host process.
+        `recorder`: (words after `python -m`, environment added) of the recorder process in place of
+        addons/stdio/recorder.py (one that runs it with more, as the live telemetry does)."""
         if not argv:
             raise MCPTapError("no server command given (usage: mcptap record [--db PATH] -- CMD [ARGS...])")
         self.argv = argv
@@ -107,7 +111,7 @@ class Tee:
             "host": os.uname().nodename,  # socket.gethostname(), without importing socket
             "pid": os.getpid(),
             "run": runs.stdio_run(os.uname().nodename, host),
-            "client": runs.stdio_client(host),
+            "client": runs.stdio_client(host, host_app),
         }
         self.db_path = db_path
         self._warn = warn
@@ -115,6 +119,7 @@ class Tee:
         # a longer line is stored cut (None: the recorder's default, analyzer/wire/bounded.py DEFAULT_MAX_FRAME); the
         # wire passes it whole
         self._max_frame = max_frame
+        self._recorder = recorder or (("mcptap.addons.stdio.recorder",), {})
         db_folder = os.path.dirname(os.path.abspath(db_path))
         self._queue = ChunkQueue((db_folder, None))  # None: the system's temporary folder
         self._proc: subprocess.Popen | None = None
@@ -161,10 +166,11 @@ class Tee:
         package (-P and PYTHONPATH: never an `mcptap` that happens to be in the working folder).
         In its own process group, so that a Ctrl-C at a terminal reaches only the tee, which
         ends the recording in order. None (and a warning) if it cannot be started."""
-        env = recorder_env()
+        words, added = self._recorder
+        env = {**recorder_env(), **added}
         try:
             recorder = subprocess.Popen(
-                [sys.executable, "-P", "-m", "mcptap.addons.stdio.recorder", self.db_path,
+                [sys.executable, "-P", "-m", *words, self.db_path,
                  *(("--max-frame", str(self._max_frame)) if self._max_frame is not None else ()), *self._redaction_args],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env, process_group=0,
             )

@@ -10,7 +10,7 @@ from typing import Any
 
 from mcptap.analysis import mcp
 from mcptap.analysis.classify import ERROR, REQUEST, RESPONSE, classify
-from mcptap.analysis.messages import _MISSING, Frame, Msg, id_key
+from mcptap.analysis.messages import _MISSING, UNREAD, Frame, Msg, id_key
 from mcptap.analysis.statistics import _storable
 from mcptap.wire import jsonwire
 
@@ -182,11 +182,14 @@ class HttpFrames:
         self.tools_listed = False  # 2026-07-28: a tools/list result was answered in a POST's exchange
         self.listen_streams: dict[str, Listened] = {}  # 2026-07-28: exchange id -> its subscriptions/listen stream
 
-    def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None) -> None:
+    def http_frame(self, seq: int, ts: float, direction: str, raw: str | bytes, exchange: str | None,
+                   redacted: str | None = None) -> None:
         """A frame that crossed HTTP in `exchange`: `frame()`, and for a request body, a note of
         what it carried, for the transport rules and for pairing. An answer in a POST's exchange,
         or in an HTTP error's body, can only answer what that exchange carried; an answer on a
-        GET stream answers the session's outstanding requests by id."""
+        GET stream answers the session's outstanding requests by id. `redacted`: the frame's
+        paths capture replaced (JSON text), for the security rules."""
+        self._recorded = redacted
         if direction == C2S and exchange is not None and refused(self._exchange_rows.get(exchange)):
             self.refused_seqs[exchange] = seq
             self._refused_frame(seq, ts, direction, raw)
@@ -264,9 +267,12 @@ class HttpFrames:
         method = value.get("method")
         ident = value.get("id", _MISSING)
         id_json = None if ident is _MISSING else (str(ident) if type(ident) is int else jsonwire.to_json(ident))
-        self._rows.append([self.session_id, seq, None, direction, kind, id_json,
-                           _storable(method) if type(method) is str else None, None, None])
+        row = [self.session_id, seq, None, direction, kind, id_json, _storable(method) if type(method) is str else None,
+               None, None]
+        self._rows.append(row)
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if self._reading is not None:
+            self._secure(seq, ts, direction, raw, [row], value if parsed.plain else UNREAD)
 
     def _streams_closed(self) -> None:
         """2026-07-28 over HTTP: "Closing the SSE response stream MUST be treated as cancellation"

@@ -13,6 +13,8 @@ from mcptap.wire.jsonwire import NumberText
 
 _MISSING = mcp.ABSENT
 _ITSELF = object()
+UNREAD = object()
+"""A frame's value not read yet (None is a value): the reader parses it itself."""
 
 
 

@@ -5,6 +5,14 @@ result, the `outputSchema` the same session declared for that tool in a tools/li
 compiled once (jsonschema-rs, never fetching a `$ref`; the `[schema]` extra) and kept by its
 text in a bounded cache; without jsonschema-rs results are not checked against output schemas.
 
+A message is judged on what the session core read of it: the frame as orjson reads it where the
+core parsed it, and on the fast path the bytes of its params or result as the native scanner
+found them (`member`; empty where it is absent). A conformant member's verdict is kept by those
+bytes and its check (`Verdicts`, bounded in entries and bytes, least recently used first out):
+the same bytes again cost a lookup, never a parse (the verdict is a function of the member alone:
+the checks' schemas judge the params or the result and nothing else of the frame). A message that fails is judged
+afresh every time, so a violation that repeats is reported each time.
+
 Either check is skipped whole when the policy silences its code: `mcptap analyze --ignore-code
 schema-violation --ignore-code structured-content-mismatch` analyses without them."""
 
@@ -31,6 +39,38 @@ TOOL_CALL, TOOL_LIST = "tools/call", "tools/list"
 COMPILED_MAX = 256
 """Output schemas kept compiled at once (by their text), in all sessions of a process."""
 _COMPILED: OrderedDict[bytes, Any] = OrderedDict()
+
+
+class Verdicts:
+    """The members found conformant, by (check, member bytes): at most MAX_ENTRIES of them and
+    MAX_BYTES of their bytes, least recently used out first; a member past MAX_MEMBER is not kept."""
+
+    MAX_ENTRIES = 8192
+    MAX_BYTES = 8 << 20
+    MAX_MEMBER = 256 << 10
+
+    def __init__(self):
+        self.kept: OrderedDict[tuple, int] = OrderedDict()
+        self.size = 0
+
+    def known(self, key: tuple) -> bool:
+        """Whether this member passed this check before (then it is the most recent)."""
+        if key in self.kept:
+            self.kept.move_to_end(key)
+            return True
+        return False
+
+    def conformant(self, key: tuple, size: int) -> None:
+        if size > self.MAX_MEMBER or key in self.kept:
+            return
+        self.kept[key] = size
+        self.size += size
+        while len(self.kept) > self.MAX_ENTRIES or self.size > self.MAX_BYTES:
+            self.size -= self.kept.popitem(last=False)[1]
+
+
+VERDICTS = Verdicts()
+"""The verdicts of all sessions of a process (a member's verdict depends on nothing else)."""
 
 
 def _task_created(kind: str, value) -> bool:
@@ -100,9 +140,11 @@ class MessageChecks:
             self.add(self.schema_rule, Hit(f"{describe(path, words)} ({check[1]}, {check[0]} schema)"[:400]), seq, idx)
 
     def message(self, kind: str, direction: str, method: str, raw: str | bytes, req, seq: int,
-                idx: int | None, frame: Any = None) -> None:
+                idx: int | None, frame: Any = None, member: bytes | None = None) -> None:
         """`method`: a response's request's. `req`: a request, or the request a response answers.
-        `frame`: `raw` as orjson reads it, when the caller has it (None: `raw` is parsed here)."""
+        `frame`: `raw` as orjson reads it, when the caller has it (None: `raw` is parsed here, if
+        it must be). `member`: the bytes of its params or result (empty: absent), when the scanner
+        gave them (the key of its verdict)."""
         if not self.schemas and not (self.contents and method in (TOOL_CALL, TOOL_LIST)):
             return
         check = checker(self.revision, kind, direction, method)
@@ -110,8 +152,16 @@ class MessageChecks:
             if self.schemas and method in _EXTENSION_METHODS:
                 self._extension(kind, direction, method, raw, seq, idx)
             return
+        if member is not None:
+            key = (check.key, member)
+            if VERDICTS.known(key):
+                if self.contents and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):
+                    self._known(kind, method, member, frame, check.member, req, seq, idx)
+                return
         try:
             value = check.validate(raw, frame)
+            if member is not None:
+                VERDICTS.conformant(key, len(member))
         except Failed as failed:
             value = _member(raw, check.member)  # what it says is still what the session declared
             if self.schemas and _task_created(kind, value):
@@ -120,6 +170,26 @@ class MessageChecks:
                 for hit in self.schema_rule.check((failed.check, failed.error, raw, self.revision), None) or ():
                     self.add(self.schema_rule, hit, seq, idx)
         if self.contents and type(value) is dict and direction == (mcp.C2S if kind == REQUEST else mcp.S2C):
+            self._semantics(kind, method, value, req, seq, idx)
+
+    def _known(self, kind: str, method: str, member: bytes, frame: Any, name: str, req, seq: int,
+               idx: int | None) -> None:
+        """`_semantics` of a message known conformant: its member parsed only where they read it
+        (a tools/call, a tools/list result, a tools/call result whose tool declared an outputSchema)."""
+        if kind == RESPONSE and method == TOOL_CALL:
+            tool = req.tool_name if req is not None else None
+            if tool is None or self.output_schemas.get(tool) is None:
+                return
+        elif not ((kind == RESPONSE and method == TOOL_LIST) or (kind == REQUEST and method == TOOL_CALL)):
+            return
+        if type(frame) is dict:
+            value = frame.get(name)
+        else:
+            try:
+                value = orjson.loads(member)
+            except orjson.JSONDecodeError:  # past what orjson reads: as `validate` gives it, nothing
+                return
+        if type(value) is dict:
             self._semantics(kind, method, value, req, seq, idx)
 
     def _semantics(self, kind: str, method: str, value: dict, req, seq: int, idx: int | None) -> None:

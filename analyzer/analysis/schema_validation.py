@@ -345,3 +345,23 @@ def _shown(value: Any) -> str:
 
 def describe(path: tuple, words: str) -> str:
     return f"{format_path(path)}: {words}"
+
+
+MAX_WORDS = 400
+"""Characters of one finding's message about a member, at most."""
+
+
+def instance_errors(validator: Any, instance: Any, at: tuple, whose: str) -> list[str]:
+    """What a JSON Schema a session declared (a tool's inputSchema or outputSchema, compiled by
+    jsonschema-rs) says of `instance`, found at the JSON path `at` of the message: one message
+    per path that fails (the first error there), at most MAX_PATHS, each naming `whose` schema."""
+    out, paths = [], set()
+    for error in validator.iter_errors(instance):
+        path = tuple(error.instance_path)
+        if path in paths:
+            continue
+        paths.add(path)
+        out.append(f"{describe(at + path, error.message)} ({whose})"[:MAX_WORDS])
+        if len(out) == MAX_PATHS:
+            break
+    return out

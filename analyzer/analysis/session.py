@@ -1,11 +1,12 @@
 """One session's analysis, frame by frame in observed order: parse, classify, pair requests and responses in both
-directions, follow the lifecycle, cancellation and progress, and run every registered rule (analyzer/analysis/rules/). Pure:
-frames in, message rows and findings out; nothing here touches SQLite (analyzer/engine/ does). The core in parts,
-each a module: the records it keeps (messages), pairing, lifecycle, notifications (cancellation and progress),
-statistics, HTTP exchanges, the rules' dispatch, and each message against its schemas (results); here, the frames
-taken in, on the exact path and the fast one. The state held grows with outstanding requests and with the ids a session has used (a handshake-era id may never be
-reused), never with frames: a request's row waits here only until its response comes (then both rows are emitted
-with the pair and the latency)."""
+directions, follow the lifecycle, cancellation and progress, and run every registered rule (analyzer/analysis/rules/),
+the security group's in the same pass (`security=True`). Pure: frames in, message rows and findings out; nothing here
+touches SQLite (analyzer/engine/ does). The core in parts, each a module: the records it keeps (messages), pairing,
+lifecycle, notifications (cancellation and progress), statistics, HTTP exchanges, the rules' dispatch, each message
+against its schemas (results), the security reading's feed (security/feed); here, the frames taken in, on the exact
+path and the fast one. The state held grows with outstanding requests and with the ids a session has used (a
+handshake-era id may never be reused), never with frames: a request's row waits here only until its response comes
+(then both rows are emitted with the pair and the latency)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,21 @@ import gc
 from typing import Any
 
 from mcptap.analysis import mcp
-from mcptap.analysis.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE, VALID_ID,
+from mcptap.analysis.classify import (BATCH, ERROR, INVALID, NOTIFICATION, REQUEST, RESPONSE, UNPARSEABLE,
                                       Signature, classify)
 from mcptap.analysis.dispatch import _Dispatch
 from mcptap.analysis.exchanges import (CLIENT_GONE, NOTHING_POSTED, HttpExchange, HttpFrames, Posted,  # noqa: F401
                                        client_gone, http_error)
 from mcptap.analysis.lifecycle import DEPRECATED, DISCOVER, Lifecycle
-from mcptap.analysis.messages import (_MISSING, Finding, FindingRow, Frame, MessageRow, Msg, Req, WireMsg,  # noqa: F401
+from mcptap.analysis.messages import (_MISSING, UNREAD, Finding, FindingRow, Frame, MessageRow, Msg, Req, WireMsg,  # noqa: F401
                                       id_key, loose_key)
 from mcptap.analysis.notifications import Notifications, _progressed
+from mcptap.analysis.observe import Observations
 from mcptap.analysis.pairing import _NO_META, Pairing
 from mcptap.analysis.results import MessageChecks
 from mcptap.analysis.rules import Hit, Rule
+from mcptap.analysis.security.feed import SecurityFeed
+from mcptap.analysis.security.reading import METHODS as _SECURE
 from mcptap.analysis.statistics import TOOL_CALL, Statistics, _storable, _storable_uncached, read_answer
 from mcptap.wire import jsonwire
 from mcptap.wire.jsonwire import NumberText
@@ -39,18 +43,19 @@ _LOGGING = DEPRECATED + "Logging"
 _SCALAR, _ARRAY = Signature("scalar"), Signature("array")
 
 
-class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames):
+class SessionAnalysis(Observations, Pairing, Lifecycle, Notifications, Statistics, HttpFrames, SecurityFeed):
     """Feed frames with `frame()` in seq order, then `end()`. Rows come out of `take_rows()` and `take_findings()`."""
 
     def __init__(self, session_id: str, *, revision: str | None, revision_source: str, stdio: bool,
                  ended: bool, policy=None, transport: str | None = None, exchanges: list[dict] | None = None,
-                 exact_only: bool = False, cut: dict[int, int] | None = None):
+                 exact_only: bool = False, cut: dict[int, int] | None = None, security: bool = False):
         """`exact_only`: every frame through the exact parser (analyzer/wire/jsonwire.py), never the fast path; the
         reference the fast path is tested against. `cut`: the frames stored cut at the capture's --max-frame (seq ->
-        full size): each is a `frame-truncated` finding, not parsed."""
+        full size): each is a `frame-truncated` finding, not parsed. `security`: the security rules judge the
+        session in the same pass (analyzer/analysis/security/feed.py)."""
         self.session_id = session_id
         self.cut = cut or None
-        self._scan = _wirescan.scan if _wirescan is not None and not exact_only else None
+        self._scan = _SCAN if _wirescan is not None and not exact_only else None
         self.revision = revision if revision in mcp.KNOWN_REVISIONS else None
         self.declared_revision = revision
         self.revision_source = revision_source
@@ -105,6 +110,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         self._dispatch = _Dispatch.for_revision(self.revision)
         self._clean = self._dispatch.clean
         self._check, self._check_exact = MessageChecks.hooks(self.revision, policy, self.add)  # each message's schemas
+        if security:
+            self._security(session_id, policy)
         if self.revision is None:
             self.hit_once("revision-unknown", None, Hit(
                 "the MCP revision could not be established (no initialize exchange and no per-request "
@@ -131,10 +138,16 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                                       _storable_uncached(hit.message), hit.related))
 
     def feed(self, rows: list[tuple]) -> None:
-        """`frame()` for each (seq, ts, direction, raw) row, in order."""
+        """`frame()` for each (seq, ts, direction, raw) row, in order; or (seq, ts, direction, raw, redacted)
+        rows, `redacted` the frame's paths capture replaced (JSON text, or None), for the security rules."""
         collecting = gc.isenabled()
         gc.disable()  # rows and records, not cycles: the collector would only walk them again and again
         try:
+            if rows and len(rows[0]) == 5:
+                for seq, ts, direction, raw, self._recorded in rows:
+                    self.frame(seq, ts, direction, raw)
+                self._recorded = None
+                return
             if self.cut is not None or self._scan is None:
                 frame = self.frame
                 for row in rows:
@@ -172,6 +185,8 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             self._fill(msg, value, sig, kind)
             self._observe(msg)
             self._check_exact(msg, raw, value if parsed.plain else None)
+            if self._reading is not None:
+                self._secure(seq, ts, direction, raw, [msg.row], value if parsed.plain else UNREAD)
             kinds[kind] = kinds.get(kind, 0) + 1
             self.last_sent[direction] = msg
             tags = [kind] if kind == INVALID else None
@@ -198,9 +213,12 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                 msg = Msg(seq, i, ts, direction, element, sig, element_kind, frame)
                 self._fill(msg, element, sig, element_kind)
                 frame.elements.append(msg)
+            rows = [msg.row for msg in frame.elements]
             for msg in frame.elements:
                 self._observe(msg)
                 self._check_exact(msg, None)
+            if self._reading is not None:
+                self._secure(seq, ts, direction, raw, rows, value if parsed.plain else UNREAD)
             tags = [kind]
             if any(m.pairing == "batch-refused" or (m.request is not None and m.request.batch is not None
                                                      and m.kind != REQUEST) for m in frame.elements):
@@ -233,7 +251,7 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         request, notification, response or error that no rule needs to see. The same state
         changes and rows as the exact path, the value built only for a tools/call result (`read_answer`). False, before
         anything has changed, for anything else: the exact path then takes the frame."""
-        key, method, ident, id_json, meta, params, result_type, ident_key = envelope
+        key, method, ident, id_json, meta, params, result_type, ident_key, member = envelope
         value = None  # the frame as orjson reads it, where it was read
         shape = self._clean.get(key)
         if shape is None:
@@ -258,7 +276,9 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             row = [self.session_id, seq, None, direction, REQUEST, id_json, method, None, None]
             msg = WireMsg(seq, ts, direction, raw, sig, REQUEST, method, ident, id_json, row)
             self._await(msg, key, meta)
-            self._check(REQUEST, direction, method, raw, msg, seq, None)
+            if self._reading is not None and method in _SECURE:
+                value = self._secure_fast(seq, ts, direction, raw, False)
+            self._check(REQUEST, direction, method, raw, msg, seq, None, value, member)
             if direction == C2S:
                 self.client_requests += 1
             self.last_sent[direction] = msg
@@ -276,7 +296,9 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                         "notification", (progress[0],)):
                     return False  # a rule looks at it (or, answering a batch's request, the frame rules do)
                 _progressed(progress)
-            self._check(NOTIFICATION, direction, method, raw, None, seq, None)
+            if self._reading is not None and method in _SECURE:
+                value = self._secure_fast(seq, ts, direction, raw, False)
+            self._check(NOTIFICATION, direction, method, raw, None, seq, None, value, member)
             self._rows.append([self.session_id, seq, None, direction, NOTIFICATION, None, method, None, None])
             self.last_sent[direction] = (seq, ts, direction, raw, sig, NOTIFICATION, method, ident, id_json)
         elif kind is RESPONSE or kind is ERROR:
@@ -293,7 +315,9 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
             self._rows.append(row)
             del self.outstanding[key]
             self._answer(row, kind, seq, ts, key, req, value)
-            self._check(kind, direction, req.method, raw, req, seq, None, value)
+            if self._reading is not None and req.method in _SECURE:
+                value = self._secure_fast(seq, ts, direction, raw, req.method == TOOL_CALL, value)
+            self._check(kind, direction, req.method, raw, req, seq, None, value, member)
             self.last_sent[direction] = (seq, ts, direction, raw, sig, kind, None, ident, id_json)
         else:
             return False
@@ -329,71 +353,6 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
         if kind != REQUEST:  # a request's row waits for its response (the pair and the latency)
             self._rows.append(row)
 
-    def _observe(self, msg: Msg) -> None:
-        kind = msg.kind
-        facts: list[str] = []
-        if kind == REQUEST:
-            self._request(msg)
-            event = "request"
-            if msg.pairing != "new":
-                facts.append(msg.pairing)
-            self._method_facts(msg.method, msg.direction, msg.probe, True, facts)
-            if self._log_unasked(msg.method, msg.direction):
-                facts.append("gated")
-            if self.stateless and msg.direction == C2S:
-                self._stateless_request(msg, facts)
-        elif kind == NOTIFICATION:
-            self._notification(msg)
-            event = "notification"
-            if msg.fact is not None:
-                facts.append(msg.fact)
-            self._method_facts(msg.method, msg.direction, msg.probe, False, facts)
-            if self._log_unasked(msg.method, msg.direction):
-                facts.append("gated")
-        elif kind in (RESPONSE, ERROR) or (kind == INVALID and msg.sig.method == "absent" and msg.sig.id in VALID_ID):
-            self._response(msg)  # a malformed response with a readable id still answers its request
-            event = "response"
-            if msg.pairing != "matched":
-                facts.append(msg.pairing)
-            req = msg.request
-            if req is not None:
-                if req.cancelled is not None and req.cancelled < msg.seq:
-                    facts.append("after-cancel")
-                if req is self.init_request:
-                    facts.append("init-response")
-            if self.stateless and kind == RESPONSE:
-                self._stateless_answer(msg, req, facts)
-            if kind == ERROR and req is not None and req.method == "tools/call":
-                facts.append("tool-call-error")
-        else:
-            return
-        if facts:
-            for rule in self._dispatch.rules(event, tuple(facts)):
-                hit = rule.check(msg, self)
-                if hit is not None:
-                    self.add(rule, hit, msg.seq, msg.idx)
-        if msg.method == "initialize" and kind == REQUEST and msg.direction == C2S and self.init_request is None:
-            params = msg.params if type(msg.params) is dict else {}
-            self.init_request = msg.request
-            self.init_requested_version = params.get("protocolVersion")
-            self.client_caps = params.get("capabilities")
-            self._lifecycle_changed()
-        elif kind == NOTIFICATION and msg.method == "notifications/initialized" and msg.direction == C2S:
-            if self.initialized_seq is None:
-                self.initialized_seq = msg.seq
-                self._lifecycle_changed()
-        elif (kind == RESPONSE and msg.direction == S2C and msg.request is not None
-              and msg.request is self.init_request and self.init_result_seq is None):
-            result = msg.value.get("result")
-            result = result if type(result) is dict else {}
-            self.init_result_seq = msg.seq
-            self.init_result_ts = msg.ts
-            self.server_version = result.get("protocolVersion")
-            self.server_caps = result.get("capabilities")
-            self._lifecycle_changed()
-        if msg.direction == C2S and kind == REQUEST and not msg.probe:
-            self.client_requests += 1
-
     def end(self) -> None:
         if self.exchanges and self.stateless:
             self._streams_closed()
@@ -408,12 +367,21 @@ class SessionAnalysis(Pairing, Lifecycle, Notifications, Statistics, HttpFrames)
                 req.row = None
             if req.cancelled is None and not req.rejected and not req.stream_closed:
                 self._stats(req.method)["unanswered"] += 1
+        if self._reading is not None:
+            self._findings.extend(self._secured())
 
 
-ENVELOPE_ITEMS = 8
-"""The items of the scanner's envelope tuple that `_fast` reads."""
-if _wirescan is not None and (getattr(_wirescan, "ENVELOPE_ITEMS", None) != ENVELOPE_ITEMS or _wirescan.META_NAMES != (
+ENVELOPE_ITEMS = 9
+"""The items of the scanner's envelope tuple that `_fast` reads (a build of before the member's
+bytes, 8, gives None for them: its messages' schema verdicts are not cached)."""
+_BUILT = getattr(_wirescan, "ENVELOPE_ITEMS", None)
+if _wirescan is not None and (_BUILT not in (ENVELOPE_ITEMS, 8) or _wirescan.META_NAMES != (
         mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)):
     _wirescan = None  # a build from other sources: the exact path alone is right, only slower
 if _wirescan is not None:
     _wirescan.configure(_MISSING, frozenset({"notifications/progress", "notifications/cancelled"}), NumberText)
+    _SCAN = _wirescan.scan
+    if _BUILT == 8:
+        def _SCAN(raw, _scan=_wirescan.scan):  # noqa: N802 - the scan, its envelope given a member of None
+            envelope = _scan(raw)
+            return envelope if envelope is None else (*envelope, None)

@@ -156,20 +156,27 @@ def report_cmd(
         "--max-frames", metavar="N", min=0,
         help="Frames the page holds in all: every frame up to N; past it, the frames within 20 of each "
              "finding and each session's first and last 100 (the page says what it left out).")] = 200_000,
+    run: Annotated[Optional[str], typer.Option(
+        "--run", metavar="RUN", help="One run (mcptap runs): its sessions, the page opening on their timeline, "
+                                     "a lane per server.")] = None,
 ) -> None:
     """Write one self-contained HTML file that is a viewer (no network fetches): the sessions, a
     frame list with a display filter, a detail pane, deep links, a time-scaled sequence diagram,
     per-method latency. The database is analysed first if it has not been.
 
     Example:  mcptap report --db ~/mcp.db -o report.html
+
+    Example:  mcptap report --db ~/mcp.db --run @1 -o run.html
     """
     from mcptap import api
     from mcptap.cli import progress
 
+    named = sessions_of(session_arg, session)
+    if run is not None and named:
+        raise fail("name a run or sessions, not both")
     with one_line_errors():
         try:
-            api.report_html(db, output, sessions=sessions_of(session_arg, session), max_frames=max_frames,
-                            meter=progress.meter)
+            api.report_html(db, output, sessions=named, run=run, max_frames=max_frames, meter=progress.meter)
         except OSError as exc:
             raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
     if output != "-":

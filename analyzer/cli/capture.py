@@ -72,6 +72,12 @@ def proxy(
         "--public-url", metavar="URL",
         help="The origin clients reach the proxy under, when it is not the one they send as Host (behind a TLS "
              "front or another name): what OAuth metadata and challenges are rewritten to name.")] = None,
+    metrics_listen: Annotated[Optional[str], typer.Option(
+        "--metrics-listen", metavar="[HOST:]PORT",
+        help="Also serve Prometheus /metrics of what is recorded here, on a loopback address only (port 0: any "
+             "free port); the names `mcptap view` serves.")] = None,
+    otlp_endpoint: Annotated[Optional[str], typer.Option(
+        "--otlp-endpoint", metavar="URL", help=options.OTLP_ENDPOINT_HELP)] = None,
 ) -> None:
     """Run a recording reverse proxy (mitmproxy) in front of an HTTP MCP server: Streamable HTTP,
     legacy HTTP+SSE and stateless 2026-07-28 traffic pass through unchanged, SSE events as they
@@ -79,16 +85,21 @@ def proxy(
     (the same path as the server's). Ctrl-C stops it.
 
     Example:  mcptap proxy --db ~/mcp.db --upstream http://127.0.0.1:8000/mcp --listen 8808
+
+    Example:  mcptap proxy --upstream http://127.0.0.1:8000/mcp --metrics-listen 9464
     """
     from mcptap import proxy as proxy_mod
 
     limit = max_frame_of(max_frame)
     with one_line_errors():
         extras.need("proxy", "mcptap proxy")
+        if metrics_listen is not None:
+            extras.need("metrics", "mcptap proxy --metrics-listen")
         status = proxy_mod.run(upstream, db, listen=listen, label=name, max_frame=limit,
                                redaction=redaction_of(no_redact or keep_credentials, redact_key, redact_path),
                                insecure=insecure, allow_origins=allow_origin or (), public_url=public_url,
-                               on_ready=proxy_mod.say_listening(upstream, db))
+                               on_ready=proxy_mod.say_listening(upstream, db), metrics_listen=metrics_listen,
+                               on_metrics=proxy_mod.say_metrics, otlp_endpoint=otlp_endpoint)
     raise typer.Exit(status)
 
 
@@ -136,7 +147,8 @@ def wrap(
     dry_run: DryRunOption = False,
 ) -> None:
     """Put every stdio server of a host's config (Claude Desktop, Claude Code, Cursor, VS Code)
-    behind `mcptap record --db=DB --name=NAME --`, so that the host's own sessions are recorded:
+    behind `mcptap record --db=DB --host-app=HOST --name=NAME --`, so that the host's own sessions are
+    recorded, with the host's name (from --host or the file's name; its runs show it):
     only `command` changes and mcptap's words go at the head of `args`, the host's file is kept
     beside it (CONFIG.mcptap-backup), and wrapping twice changes nothing. HTTP servers are listed with the `mcptap proxy` command that records
     them. Restart the host (or reload its servers) afterwards; `mcptap unwrap` undoes it.
@@ -149,7 +161,7 @@ def wrap(
     from mcptap.wire.textsafe import printable
 
     with one_line_errors():
-        plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None)
+        plan = wrap_mod.plan_wrap(_config_path(config, host), db, server or None, host)
         if dry_run:
             sys.stdout.write(plan.diff())
         elif wrap_mod.apply(plan) and plan.changed:

@@ -23,8 +23,8 @@ def runs(
     """List the runs: a run is every session one host process started (each stdio server it ran
     through `mcptap record`), or, through `mcptap proxy`, one client's sessions (its address and
     User-Agent) while each starts within 5 minutes of the last. Each run: its handle, start,
-    sessions, frames, findings (once analysed), the client (the host's program and process id, or
-    the HTTP client) and its servers. `mcptap show --run RUN` prints one run's frames across all its
+    sessions, frames, findings (once analysed), the host (the application `mcptap wrap` named, its
+    process id and program, or the HTTP client) and its servers. `mcptap show --run RUN` prints one run's frames across all its
     servers in time order; RUN is the handle, the id, a unique start of it, or @1 for the newest.
 
     Example:  mcptap runs --db ~/mcp.db

@@ -18,12 +18,14 @@ def tui(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Start at the newest frame and stay there as "
                                                                 "frames are recorded.")] = False,
 ) -> None:
-    """A terminal UI over the database: the sessions, the frame list with the display filter (`/`),
-    a frame's detail with pretty JSON, its pair (`p`) and its findings, the findings by code (`F`),
-    and following a recording as it grows (`f`). j/k move, Enter opens, Esc goes back, q quits; the
-    mouse works; NO_COLOR is honoured. Frames are read a page at a time, so a database of millions
-    of frames opens at once. Sessions not analysed yet are analysed first when the file can be
-    written, as `mcptap view` does.
+    """A terminal UI over the database: the sessions and the runs (one host's servers), the frame
+    list with the display filter (`/`), a frame's detail with pretty JSON, its pair (`p`) and its
+    findings, the findings by code (`F`), and following a recording as it grows (`f`). j/k move,
+    Enter opens (on a session or a run: its frames), s and r go to the sessions and the runs, Esc
+    goes back, q quits; the keys are shown at the foot, the mouse works; NO_COLOR turns colours
+    off. Frames are read a page at a time, so a database of millions of frames opens at once.
+    Sessions not analysed yet are analysed first when the file can be written, as `mcptap view`
+    does.
 
     Example:  mcptap tui --db ~/mcp.db --filter 'kind == error or finding'
     """

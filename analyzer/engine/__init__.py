@@ -90,6 +90,8 @@ def analyze(db_path: str, *, session: str | None = None, fallback_revision: str 
         report.sessions.append(result.summary)
         report.findings.extend(result.findings)
         merge_methods(report.methods, result.methods)
+        if result.recorded is not None:
+            report.recorded[sid] = result.recorded
         if result.not_stored_reason and report.not_stored_reason is None:
             report.not_stored_reason = result.not_stored_reason
     report.stored = report.not_stored_reason is None

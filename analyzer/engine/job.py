@@ -15,9 +15,8 @@ from mcptap.analysis import revision
 from mcptap.analysis.declared import wanted
 from mcptap.analysis.messages import Message
 from mcptap.analysis.session import SessionAnalysis
-from mcptap.analysis.security import reading as security_reading
-from mcptap.engine import declared_pass, joined as operations, security
-from mcptap.engine.results import SessionResult
+from mcptap.engine import declared_pass, joined as operations
+from mcptap.engine.results import Seen, SessionResult
 from mcptap.store import cells
 
 FLUSH_FRAMES = 10_000
@@ -88,12 +87,12 @@ class Job:
         analysis = new_analysis(self.reader, sid, self.fallback_revision, self.policy)
         self.wanted: list[int] = []  # the frames the session's definitions are read from
         self.calls: list[int] = []  # its tools/call requests
-        self.secure: list[int] = []  # the frames the security reading needs
-        self.answers: list[int] = []  # and the tools/call answers it may read
         findings: list[tuple] = []
         first = True
         count = 0
+        seen = Seen()
         for chunk in chunks_of(self.frames, sid, analysis):
+            seen.add(chunk)
             if gc.get_count()[0] > COLLECT_AFTER:
                 gc.collect(0)  # cycles (batches) of a very long session, now and then
             count += len(chunk)
@@ -105,10 +104,8 @@ class Job:
         analysis.end()
         early = analysis.take_rows()
         wanted(early, self.wanted, self.calls)
-        security_reading.wanted(early, self.secure, self.answers)
         kept: list | None = [] if self.declared else None
         extra = declared_pass.judge_session(self.frames, sid, self.policy, self.wanted, self.calls, kept)
-        extra += security.judge_session(self.frames, sid, self.policy, self.secure, self.answers)
         joined, methods = operations.judge_session(self.frames, sid, analysis.revision, self.policy,
                                                    operations.may_join(analysis))
         extra += joined
@@ -121,7 +118,7 @@ class Job:
         if self.progress is not None:
             self.progress(count % FLUSH_FRAMES)
         return SessionResult(summary, findings, analysis.method_stats, count, self.reason,
-                             declared=kept[0] if kept else None)
+                             declared=kept[0] if kept else None, recorded=seen.figures())
 
     def finish(self, results: list[SessionResult]) -> None:
         """Store what is still waiting; a failure to is every session's reason."""
@@ -137,7 +134,6 @@ class Job:
         session's definitions findings), stored once FLUSH_FRAMES of them wait (several small sessions share a transaction)."""
         rows, found = analysis.take_rows(), analysis.take_findings() + list(extra)
         wanted(rows, self.wanted, self.calls)
-        security_reading.wanted(rows, self.secure, self.answers)
         if early:  # the rows taken already (`early`: their frames noted in `wanted`) go first
             rows = early + rows
         findings.extend(found)
@@ -223,20 +219,21 @@ def new_analysis(reader: sqlite3.Connection, session_id: str, fallback_revision:
     return SessionAnalysis(session_id, revision=rev.revision, revision_source=rev.source,
                            stdio=meta["transport"] == "stdio", cut=store.cut_frames(reader, session_id),
                            ended=meta["ended_at"] is not None and meta["transport"] != "import", policy=policy,
-                           transport=meta["transport"], exchanges=exchanges)
+                           transport=meta["transport"], exchanges=exchanges, security=True)
 
 
 def chunks_of(reader: sqlite3.Connection, session_id: str, analysis: SessionAnalysis):
     """The session's frames fed to `analysis` FLUSH_FRAMES at a time; yields each chunk once fed
     (its rows are then ready to store)."""
+    redacted = analysis.reads_security  # then each frame's redacted paths too, for the security rules
     if analysis.exchanges is not None:
-        cursor = store.iter_http_frames(reader, session_id)
+        cursor = store.iter_http_frames(reader, session_id, redacted=redacted)
         while chunk := cursor.fetchmany(FLUSH_FRAMES):
             for row in chunk:
                 analysis.http_frame(*row)
             yield chunk
     else:
-        cursor = store.iter_raw_frames(reader, session_id)
+        cursor = store.iter_raw_frames(reader, session_id, redacted=redacted)
         while chunk := cursor.fetchmany(FLUSH_FRAMES):
             analysis.feed(chunk)
             yield chunk
@@ -261,10 +258,6 @@ def analyze_session(reader: sqlite3.Connection, session_id: str, *, fallback_rev
     calls: list[int] = []
     wanted(rows, seqs, calls)  # the definitions findings too, as `mcptap analyze` stores them
     extra += declared_pass.judge_session(reader, session_id, policy, seqs, calls)
-    secure: list[int] = []
-    answers: list[int] = []
-    security_reading.wanted(rows, secure, answers)
-    extra += security.judge_session(reader, session_id, policy, secure, answers)
     analysis.method_stats.update(methods)
     for finding in extra:
         analysis.severities[finding.severity] += 1

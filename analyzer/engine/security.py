@@ -1,17 +1,16 @@
-"""The security reading of each stored session (analyzer/analysis/security/reading.py): its
-frames of listings, tool calls, their answers and elicitations read from the store with what
-capture redacted in them, and, across the sessions of one analysis, which servers declare which
-tool names (`catalogue`, for `tool-shadowing`)."""
+"""What the security rules need from the store beyond a session's own frames (which the session
+core's pass hands them: analyzer/analysis/security/feed.py): across the sessions of one analysis,
+which servers declare which tool names (`catalogue`, for `tool-shadowing`)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 
 import orjson
 
 from mcptap import store
 from mcptap.analysis import rules
-from mcptap.analysis.security.reading import ANSWER_NEEDLES, Reading
 
 SHADOWING = "tool-shadowing"
 LISTING_NEEDLES = (b'"tools"',)
@@ -25,25 +24,6 @@ def enabled(policy, code: str | None = None) -> bool:
     return any(policy is None or policy.severity(c, "error") is not None for c in codes)
 
 
-def judge_session(conn: sqlite3.Connection, sid: str, policy=None, seqs: list[int] | None = None,
-                  answers: list[int] | None = None) -> list[tuple]:
-    """The security findings of one session, read from the frames `seqs` and the tools/call
-    answers among `answers` that capture redacted something in or that hold what the free-text
-    detectors look for (`reading.wanted` of its message rows)."""
-    if not seqs:
-        return []
-    catalogue = (getattr(policy, "catalogue", None) or {}).get(sid)
-    reading = Reading(sid, policy, catalogue)
-    if not reading.active:
-        return []
-    frames = store.frames_read_by_seq(conn, sid, seqs)
-    if answers and reading.rules["result"]:
-        frames = sorted(frames + store.frames_read_if_marked(conn, sid, answers, ANSWER_NEEDLES))
-    for seq, ts, direction, raw, redacted in frames:
-        reading.frame(seq, ts, direction, raw, redacted)
-    return reading.end()
-
-
 def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, list[str]]]:
     """{session id: {tool name: the other servers that declare it}} over these sessions, within each
     run (the sessions one host process or client started, which a model sees together; a session
@@ -51,20 +31,24 @@ def catalogue(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict[str, l
     session's label); sessions of one server are not others. Read from the frames that can be
     initialize or tools/list answers (filtered in SQLite)."""
     servers: dict[str, tuple[str, set[str], str | None]] = {}
+    rows = {sid: store.get_session(conn, sid) for sid in ids}
+    runs = Counter(row.get("run") for row in rows.values() if row.get("run"))
     for sid in ids:
+        row = rows[sid]
+        if runs[row.get("run")] < 2:
+            continue  # alone in its run, or in none: no other server to compare with, its frames not read
         server, tools = None, set()
         for _seq, direction, raw in store.frames_mentioning(conn, sid, LISTING_NEEDLES):
             if direction == "s2c":
                 found, names = _listed(raw)
                 server = server or found
                 tools |= names
-        row = store.get_session(conn, sid)
-        servers[sid] = (server or row.get("label") or sid, tools, row.get("run") or f"\0{sid}")  # no run: alone
+        servers[sid] = (server or row.get("label") or sid, tools, row["run"])
     by_tool: dict[tuple[str | None, str], set[str]] = {}
     for name, tools, run in servers.values():
         for tool in tools:
             by_tool.setdefault((run, tool), set()).add(name)
-    out: dict[str, dict[str, list[str]]] = {}
+    out: dict[str, dict[str, list[str]]] = {sid: {} for sid in ids}
     for sid, (name, _tools, run) in servers.items():
         others = {tool: sorted(s for s in names if s != name) for (group, tool), names in by_tool.items() if group == run}
         out[sid] = {tool: names for tool, names in others.items() if names}

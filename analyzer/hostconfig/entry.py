@@ -2,7 +2,8 @@
 file's text that undo each other exactly.
 
 Wrap replaces the `command` string with mcptap's and inserts at the head of `args` (before its
-first item, after any comment there) mcptap's own arguments (`record --db=DB --name=NAME --`) followed by the server's command token as it was
+first item, after any comment there) mcptap's own arguments (`record --db=DB [--host-app=HOST]
+--name=NAME --`, HOST the host's name when the file tells it) followed by the server's command token as it was
 written; the server's args stay where they were, as they were written (comments among them).
 NAME is the entry's key token as written, so `mcptap record` gets the very name whatever it is
 (`--name=--`, `--name=-beta`). An entry without `args` gets one, and its path is remembered by
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from mcptap.hostconfig import jsonc
 from mcptap.hostconfig.hosts import Server
 
-VALUE_OPTIONS = frozenset({"--db", "--name", "--max-frame", "--redact-key", "--redact-path"})
+VALUE_OPTIONS = frozenset({"--db", "--name", "--max-frame", "--redact-key", "--redact-path", "--host-app"})
 """The options of `mcptap record` that take a value (as the next argument, or after `=`)."""
 
 Edit = tuple[int, int, str]
@@ -61,11 +62,12 @@ def wrapped(server: Server) -> Wrapped | None:
     return Wrapped(items[at + 1], items[at + 2:])
 
 
-def wrap_edits(text: str, server: Server, launcher: list[str], db: str) -> tuple[list[Edit], bool]:
-    """The edits that put the (stdio, unwrapped) entry behind `launcher record --db=DB --name=NAME --`,
-    and whether they add an `args` member."""
+def wrap_edits(text: str, server: Server, launcher: list[str], db: str,
+               host_app: str | None = None) -> tuple[list[Edit], bool]:
+    """The edits that put the (stdio, unwrapped) entry behind `launcher record --db=DB
+    [--host-app=HOST_APP] --name=NAME --`, and whether they add an `args` member."""
     command, args = server.command, server.args
-    ours = [_json(a) for a in [*launcher[1:], "record", f"--db={db}"]]
+    ours = [_json(a) for a in [*launcher[1:], "record", f"--db={db}", *([f"--host-app={host_app}"] if host_app else [])]]
     ours += ['"--name=' + text[server.key.start + 1:server.key.end], '"--"', text[command.start:command.end]]
     edits = [(command.start, command.end, _json(launcher[0]))]
     if args is None:

@@ -50,6 +50,23 @@ def default_config(host: str) -> Path:
 HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
 
 
+def host_of(path: str | os.PathLike) -> str | None:
+    """The host whose config a file is, by its name and folder (None: it does not say):
+    `claude_desktop_config.json`; `.claude.json` or `.mcp.json`; `.cursor/mcp.json`;
+    `.vscode/` or VS Code's user folder (`Code/User/`)."""
+    parts = Path(os.path.abspath(path)).parts
+    name, folder = parts[-1], parts[-2] if len(parts) > 1 else ""
+    if name == "claude_desktop_config.json":
+        return "claude-desktop"
+    if name in (".claude.json", ".mcp.json"):
+        return "claude-code"
+    if folder == ".cursor" and name == "mcp.json":
+        return "cursor"
+    if name in ("mcp.json", "settings.json") and (folder == ".vscode" or parts[-3:-1] == ("Code", "User")):
+        return "vscode"
+    return None
+
+
 @dataclass(eq=False)
 class Server:
     """One entry of a server map."""

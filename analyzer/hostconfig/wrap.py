@@ -1,5 +1,7 @@
 """`mcptap wrap` and `mcptap unwrap`: a host's MCP config rewritten so that every stdio server (or
-those named) starts behind `mcptap record --db=DB --name=NAME -- COMMAND ARGS...`, and back.
+those named) starts behind `mcptap record --db=DB --host-app=HOST --name=NAME -- COMMAND ARGS...` (HOST: the
+host whose config it is, claude-desktop, cursor...; left out when neither `--host` nor the file's
+name tells), and back.
 
 Only the `command` of those entries changes and mcptap's arguments are put at the head of their
 `args` (hostconfig/entry.py: `env`, `cwd`, `type`, comments, order and every other byte stay);
@@ -126,8 +128,11 @@ def _unwrapped(text: str, found: list[hosts.Server], added: set[tuple]) -> tuple
     return jsonc.edit(text, edits), changed
 
 
-def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) -> Plan:
+def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None, host: str | None = None) -> Plan:
+    """What wrapping the file would change. Each wrapped entry names its host (`--host-app`):
+    `host`, else the host the file's name and folder tell (hosts.host_of), else none."""
     path = Path(path)
+    host = host or hosts.host_of(path)
     data, root, text = _read(path)
     plan = Plan(path, data, data)
     found = hosts.servers(root)
@@ -151,7 +156,7 @@ def plan_wrap(path: str | os.PathLike, db: str, names: list[str] | None = None) 
         if entry.wrapped(server) is not None:
             plan.already.append(server.where)
             continue
-        more, adds = entry.wrap_edits(text, server, launcher, os.path.abspath(db))
+        more, adds = entry.wrap_edits(text, server, launcher, os.path.abspath(db), host)
         edits += more
         if adds:
             added.add(server.path)

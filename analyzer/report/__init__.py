@@ -54,9 +54,10 @@ def session_objects(report: Report) -> list[dict]:
         return [dict(s) for s in report.sessions]
     out = []
     try:
+        recorded = getattr(report, "recorded", None) or {}
         for summary in report.sessions:
             try:
-                rows = store.list_sessions(conn, summary["id"])
+                rows = _recorded_rows(conn, summary["id"], recorded.get(summary["id"]))
             except sqlite3.Error:
                 rows = []
             analysis = jsonout.analysis_fields(summary, summary.get("analyzed_at") or now)
@@ -64,6 +65,22 @@ def session_objects(report: Report) -> list[dict]:
     finally:
         conn.close()
     return out
+
+
+def _recorded_rows(conn, sid: str, recorded: tuple | None) -> list[dict]:
+    """`store.list_sessions` of one session; its frame counts and last ts from `recorded` (what
+    the analysis counted as it read them: engine.Report.recorded) rather than a scan, if given."""
+    from mcptap import store
+    from mcptap.errors import SessionNotFound
+
+    if recorded is None:
+        return store.list_sessions(conn, sid)
+    try:
+        row = store.get_session(conn, sid)
+    except SessionNotFound:
+        return []
+    row["c2s"], row["s2c"], row["last_ts"] = recorded
+    return [row]
 
 
 def method_objects(report: Report) -> list[dict]:

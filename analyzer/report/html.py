@@ -92,15 +92,23 @@ def render(db: str, **kw) -> str:
     return b"".join(pieces(db, **kw)).decode("utf-8")
 
 
-def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[int], None] | None = None,
-           stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> list[bytes]:
+def pieces(db: str, *, sessions: list[str] | None = None, run: str | None = None,
+           progress: Callable[[int], None] | None = None, stage: Callable[[str, int | None], None] | None = None,
+           max_frames: int = MAX_SHOWN) -> list[bytes]:
     """The report's bytes in a few pieces (the page around the recording's JSON, and the JSON), so
-    that a million frames are written without another copy of them. `stage(what, frames)`: a step
-    begins (analysing, reading, writing); `progress(n)`: n more of its frames done. Past
-    `max_frames` frames in all, the page holds those within viewdata.NEAR of each finding and each
-    session's first and last viewdata.ENDS (and says so)."""
+    that a million frames are written without another copy of them. `run`: the sessions of that run
+    (store/runlist.py's references; RunNotFound), the page opening on its timeline, a lane per
+    server. `stage(what, frames)`: a step begins (analysing, reading, writing); `progress(n)`: n
+    more of its frames done. Past `max_frames` frames in all, the page holds those within
+    viewdata.NEAR of each finding and each session's first and last viewdata.ENDS (and says so)."""
     conn = store.open_existing(db)
     try:
+        rid = None
+        if run is not None:
+            from mcptap.store import runlist
+
+            rid = runlist.resolve_run(conn, run)
+            sessions = runlist.run_sessions(conn, rid)
         chosen = bool(sessions)
         ids = store.resolve_sessions(conn, sessions) if chosen else store.session_ids(conn)
         analysed = store.has_table(conn, "analyses") and set(store.analysis_summaries(conn)) >= set(ids)
@@ -120,7 +128,8 @@ def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[in
     viewed = _viewed(ranked, sizes)
     latency = _latency(db, ids if chosen else None)
     trim = sum(sizes[sid] for sid in viewed) > max_frames
-    document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim)
+    document = viewdata.build(db, [sid for sid in ids if sid in viewed], latency, version=__version__, trim=trim,
+                              open_run=rid)
     stage("writing the report", None)
     script, style = script_text(), _asset("viewer.css")
     payload = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -136,11 +145,20 @@ def pieces(db: str, *, sessions: list[str] | None = None, progress: Callable[[in
         security=audit.section(document["findings"], document["codes"], document["sessions"]),
         in_db=sum(sizes[sid] for sid in viewed), max_frames=max_frames, near=viewdata.NEAR, ends=viewdata.ENDS,
         view_command=f"mcptap show --db {db} SESSION --filter EXPR",
-        exchanges=_auth_exchanges(db, ids),
+        exchanges=_auth_exchanges(db, ids), runs=_run_rows(document["runs"], document["sessions"]),
+        run=next((r for r in document["runs"] if r["run"] == rid), None),
     )
     head, tail = page.split(_PAYLOAD)
     progress(sum(sizes[sid] for sid in viewed))
     return [head.encode("utf-8"), payload, tail.encode("utf-8")]
+
+
+def _run_rows(runs: list[dict], sessions: list[dict]) -> list[dict]:
+    """The runs table's rows (both faces): handle, run, host, started_at, sessions, frames, servers."""
+    frames = {s["id"]: s.get("frames") or 0 for s in sessions}
+    return [{"run": r["run"], "handle": r["handle"], "host": r["host"], "started_at": r["started_at"],
+             "sessions": len(r["sessions"]), "frames": sum(frames.get(sid, 0) for sid in r["sessions"]),
+             "servers": ", ".join(r["servers"])} for r in runs[:MAX_LISTED]]
 
 
 def _latency(db: str, ids: list[str] | None) -> list[dict]:
@@ -205,9 +223,10 @@ def _worst_first(sessions: pd.DataFrame) -> pd.DataFrame:
     return sessions.loc[order]
 
 
-def write(db: str, path: str, *, sessions: list[str] | None = None, progress: Callable[[int], None] | None = None,
-          stage: Callable[[str, int | None], None] | None = None, max_frames: int = MAX_SHOWN) -> None:
-    parts = pieces(db, sessions=sessions, progress=progress, stage=stage, max_frames=max_frames)
+def write(db: str, path: str, *, sessions: list[str] | None = None, run: str | None = None,
+          progress: Callable[[int], None] | None = None, stage: Callable[[str, int | None], None] | None = None,
+          max_frames: int = MAX_SHOWN) -> None:
+    parts = pieces(db, sessions=sessions, run=run, progress=progress, stage=stage, max_frames=max_frames)
     with outfile.private_text(path) as fh:
         fh.flush()
         for part in parts:

@@ -154,6 +154,7 @@ def session_object(s: dict, analysis: dict | None) -> dict:
         "exit_status": s["exit_status"], "command": _command(s.get("command")), "upstream": s.get("upstream"),
         "source": s.get("source"), "replay_of": s.get("replay_of"), "recorder": s.get("recorder"),
         "host": s.get("host"), "pid": s.get("pid"), "run": s.get("run"), "client": _client(s.get("client")),
+        "telemetry": _stored_json(s.get("telemetry"), dict),
         "analyzed_at": a.get("analyzed_at"), "analyzed": iso(a.get("analyzed_at")),
         "revision": a.get("revision"), "revision_source": a.get("revision_source"), "kinds": a.get("kinds"),
         "errors": a.get("errors"), "warnings": a.get("warnings"), "infos": a.get("infos"),

@@ -54,6 +54,24 @@ def _kinds(text):
     return value if isinstance(value, dict) else None
 
 
+def telemetry_text(telemetry) -> str | None:
+    """What a session's live telemetry did (sessions.telemetry, as text or as its object), in one
+    line; None when it sent none."""
+    if isinstance(telemetry, str):
+        try:
+            telemetry = json.loads(telemetry)
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(telemetry, dict):
+        return None
+    n = {k: telemetry.get(k) if isinstance(telemetry.get(k), int) else 0
+         for k in ("spans_sent", "spans_dropped", "frames_dropped", "points_sent", "points_dropped")}
+    text = f"live telemetry: {n['spans_sent']} spans and {n['points_sent']} data points sent"
+    lost = [f"{n[k]} {what}" for k, what in (("spans_dropped", "spans"), ("frames_dropped", "frames"),
+                                            ("points_dropped", "data points")) if n[k]]
+    return text + (f", dropped {', '.join(lost)} (endpoint down or behind)" if lost else ", none dropped")
+
+
 def blank(value) -> str:
     return "-" if value is None else str(value)
 

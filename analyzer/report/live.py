@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 from mcptap import __version__, origins
 from mcptap.errors import MCPTapError
 from mcptap.origins import ListenerPolicy
-from mcptap.report import audit, livedata
+from mcptap.report import audit, livedata, liveruns
 from mcptap.store import filterlang, viewpages
 
 DEFAULT_PORT = 8810
@@ -131,6 +131,7 @@ class Page:
             sessions=sessions[:report_html.MAX_LISTED], total_sessions=len(sessions), viewed=len(sessions),
             frames=summary["total"], latency=config["latency"], left_out={}, by_code=by_code, in_db=summary["total"],
             max_frames=0, near=0, ends=0, view_command="", exchanges=[], live=payload.decode("utf-8"), security=security,
+            runs=report_html._run_rows(summary["runs"], summary["sessions"]), run=None,
             latency_pending=self._latency is None and bool(ids))
         return page.encode("utf-8"), csp
 
@@ -245,13 +246,17 @@ def app(db: str, *, token: str | None, policy: ListenerPolicy):
         found = view.frame(request.query_params.get("session", ""), number(request, "seq"))
         return answer(found) if found is not None else answer({"error": "no such frame"}, 404)
 
-    def window(request):
-        return answer(view.window(request.query_params.get("session", ""), number(request, "from", kind=float),
-                                  number(request, "to", kind=float), number(request, "max", livedata.WINDOW_MAX),
-                                  request.query_params.get("filter", "")))
+    def window(request):  # a session's (?session=ID) or a run's (?run=ID)
+        rid = request.query_params.get("run")
+        asked = (number(request, "from", kind=float), number(request, "to", kind=float),
+                 number(request, "max", livedata.WINDOW_MAX), request.query_params.get("filter", ""))
+        if rid is None:
+            return answer(view.window(request.query_params.get("session", ""), *asked))
+        return answer(liveruns.window(view, rid, *asked))
 
     def gaps(request):
-        return answer(view.gaps(request.query_params.get("session", "")))
+        rid = request.query_params.get("run")
+        return answer(view.gaps(request.query_params.get("session", "")) if rid is None else liveruns.gaps(view, rid))
 
     def stderr(request):
         return answer(view.stderr(request.query_params.get("session", "")))

@@ -1,10 +1,10 @@
 """What `mcptap view` answers the viewer's script with (analyzer/report/live.py serves it as
-JSON): the sessions, pages of the frame list (every frame, or those a display filter selects,
-compiled to SQL by analyzer/store/filtersql.py and kept as their positions), a frame whole, a
-session's frames in a time window for the diagram (or their density) and its longest idle gaps,
-its stderr. The database is read-only here; a session being recorded grows: another connection's
-commit is seen by `refresh`. A frame not yet analysed is shown with the kind, method and id its
-own bytes give (analysis/classify)."""
+JSON): the sessions and runs, pages of the frame list (every frame, or those a display filter
+selects, compiled to SQL by analyzer/store/filtersql.py and kept as their positions), a frame
+whole, a session's frames in a time window for the diagram (or their density) and its longest idle
+gaps (a run's: analyzer/report/liveruns.py), its stderr. The database is read-only here; a session
+being recorded grows: another connection's commit is seen by `refresh`. A frame not yet analysed
+is shown with the kind, method and id its own bytes give (analysis/classify)."""
 
 from __future__ import annotations
 
@@ -113,6 +113,8 @@ class LiveView:
                 s.update(revision=revision, errors=errors, warnings=warnings, infos=infos)
             self.sessions, self.starts, self.total = sessions, starts, total
             self.number = {s["id"]: n for n, s in enumerate(sessions)}
+            self.runs = viewdata.runs_json(conn, list(self.number))
+            self.run_of = {r["run"]: r for r in self.runs}
             self._selections.clear()
             self._version = version
             return True
@@ -127,7 +129,7 @@ class LiveView:
                         "ended_at": s["ended_at"], "frames": s["frames"] or 0, "revision": s["revision"],
                         "errors": s["errors"], "warnings": s["warnings"], "infos": s["infos"],
                         "t0": min(0.0, (s["first_ts"] or start) - start), "t1": (s["last_ts"] or start) - start})
-        return {"sessions": out, "total": self.total, "changes": self.changes}
+        return {"sessions": out, "runs": self.runs, "total": self.total, "changes": self.changes}
 
     def selection(self, text: str) -> Selection | None:
         """The frames `text` selects (None: every frame); FilterError when it is not a filter. One
@@ -323,6 +325,16 @@ class LiveView:
                     hits = None
             return {"rows": [], "every": 1, "total": total,
                     "density": {"from": t_from, "to": t_to, "counts": counts, "hits": hits}}
+        rows = self.arrows(sid, t_from, t_to, text)
+        return {"rows": rows, "every": 1, "total": len(rows)}
+
+    def arrows(self, sid: str, t_from: float, t_to: float, text: str = "") -> list[dict]:
+        """The session's rows between two times (relative to its start), each marked `v` as
+        `window` says."""
+        n = self.number.get(sid)
+        if n is None:
+            return []
+        start = self.sessions[n]["started_at"]
         seqs = viewpages.seqs_in_time(self.conn(), sid, start + t_from, start + t_to)
         rows = self._rows(n, viewpages.by_seq(self.conn(), sid, seqs))
         try:
@@ -332,7 +344,7 @@ class LiveView:
         if found is not None:
             for row in rows:
                 row["v"] = int(found.locate(n, row["seq"]) >= 0)
-        return {"rows": rows, "every": 1, "total": len(seqs)}
+        return rows
 
     def gaps(self, sid: str) -> list:
         """The session's IDLE_GAPS longest stretches without a frame, as [from, to] relative to its

@@ -36,7 +36,9 @@ def _scope() -> common_pb2.InstrumentationScope:
     return common_pb2.InstrumentationScope(name=otlp_spans.SCOPE, version=mcptap.__version__)
 
 
-def _traces(facts: otlp_spans.SessionFacts, batch: list[tuple[str, trace_pb2.Span]]) -> trace_service_pb2.ExportTraceServiceRequest:
+def traces_request(facts: otlp_spans.SessionFacts,
+                   batch: list[tuple[str, trace_pb2.Span]]) -> trace_service_pb2.ExportTraceServiceRequest:
+    """The spans of a session's (side, span) pairs as one request, a resource per side."""
     request = trace_service_pb2.ExportTraceServiceRequest()
     for side in ("client", "server"):
         spans = [span for s, span in batch if s == side]
@@ -65,18 +67,23 @@ def requests(conn: sqlite3.Connection, session_ids: Iterable[str], *, content: b
             last = end if last is None else max(last, end)
             batch.extend(otlp_spans.spans(facts, op, content))
             if len(batch) >= BATCH_SPANS:
-                yield _traces(facts, batch)
+                yield traces_request(facts, batch)
                 batch = []
         if batch:
-            yield _traces(facts, batch)
+            yield traces_request(facts, batch)
         durations.session(facts, first, last)
         if progress is not None:
             progress(store.count_frames(conn, [sid]))
     metrics = durations.metrics()
     if metrics:
-        yield metrics_service_pb2.ExportMetricsServiceRequest(resource_metrics=[metrics_pb2.ResourceMetrics(
-            resource=resource_pb2.Resource(attributes=otlp_spans.attributes({"service.name": "mcptap"})),
-            scope_metrics=[metrics_pb2.ScopeMetrics(scope=_scope(), metrics=metrics)])])
+        yield metrics_request(metrics)
+
+
+def metrics_request(metrics: list[metrics_pb2.Metric]) -> metrics_service_pb2.ExportMetricsServiceRequest:
+    """Metrics as one request of the resource `service.name` mcptap."""
+    return metrics_service_pb2.ExportMetricsServiceRequest(resource_metrics=[metrics_pb2.ResourceMetrics(
+        resource=resource_pb2.Resource(attributes=otlp_spans.attributes({"service.name": "mcptap"})),
+        scope_metrics=[metrics_pb2.ScopeMetrics(scope=_scope(), metrics=metrics)])])
 
 
 def _hex_ids(value):

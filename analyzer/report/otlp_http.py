@@ -109,18 +109,20 @@ def _pieces(decoder, raw: bytes):
 
 
 def post(url: str, payload: bytes, headers: dict[str, str], *, compress: bool = True,
-         sleep: Callable[[float], None] = time.sleep) -> tuple[bytes, str]:
-    """POST one protobuf request; (the body of the 2xx answer, its Content-Type). Retries as the
-    spec says; follows no redirect."""
+         sleep: Callable[[float], None] = time.sleep, attempts: int = ATTEMPTS, timeout: float = TIMEOUT_S,
+         json: bool = False) -> tuple[bytes, str]:
+    """POST one request (protobuf, or OTLP JSON when `json`); (the body of the 2xx answer, its
+    Content-Type). Retries as the spec says, up to `attempts` tries; follows no redirect."""
     body = gzip.compress(payload) if compress else payload
-    head = {**headers, "Content-Type": "application/x-protobuf", "User-Agent": "mcptap-otlp"}
+    head = {**headers, "Content-Type": "application/json" if json else "application/x-protobuf",
+            "User-Agent": "mcptap-otlp"}
     if compress:
         head["Content-Encoding"] = "gzip"
     why = ""
-    for attempt in range(ATTEMPTS):
+    for attempt in range(attempts):
         request = urllib.request.Request(url, data=body, headers=head, method="POST")
         try:
-            with _OPENER.open(request, timeout=TIMEOUT_S) as answer:  # the user's endpoint
+            with _OPENER.open(request, timeout=timeout) as answer:  # the user's endpoint
                 return _read(answer, url), answer.headers.get("Content-Type") or ""
         except urllib.error.HTTPError as exc:
             if 300 <= exc.code < 400:
@@ -140,9 +142,9 @@ def post(url: str, payload: bytes, headers: dict[str, str], *, compress: bool = 
         except (urllib.error.URLError, OSError) as exc:
             why = str(getattr(exc, "reason", exc))
             wait = _retry_after(None, attempt)
-        if attempt + 1 < ATTEMPTS:
+        if attempt + 1 < attempts:
             sleep(wait)
-    raise OtlpError(f"{url}: gave up after {ATTEMPTS} attempts ({why})")
+    raise OtlpError(f"{url}: gave up after {attempts} attempt{'s' if attempts != 1 else ''} ({why})")
 
 
 def _answer(kind, url: str, body: bytes, content_type: str):
@@ -158,30 +160,46 @@ def _answer(kind, url: str, body: bytes, content_type: str):
         raise OtlpError(f"{url} answered a body that is not an OTLP {kind.__name__}: nothing counted as sent") from None
 
 
+def export(request, url: str, headers: dict[str, str], *, compress: bool = True, attempts: int = ATTEMPTS,
+           timeout: float = TIMEOUT_S, json: bool = False) -> tuple[int, int, str]:
+    """Send one ExportTraceServiceRequest or ExportMetricsServiceRequest to `url`; (spans or data
+    points the collector accepted, those it rejected, its partial success's message). OtlpError
+    when it was not accepted."""
+    traces = isinstance(request, trace_service_pb2.ExportTraceServiceRequest)
+    kind = trace_service_pb2.ExportTraceServiceResponse if traces else metrics_service_pb2.ExportMetricsServiceResponse
+    if json:
+        from mcptap.report.otlp import to_json
+
+        payload = to_json(request)
+    else:
+        payload = request.SerializeToString()
+    answer = _answer(kind, url, *post(url, payload, headers, compress=compress, attempts=attempts, timeout=timeout,
+                                      json=json))
+    if traces:
+        rejected = answer.partial_success.rejected_spans
+        sent = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    else:
+        rejected = answer.partial_success.rejected_data_points
+        sent = sum(len(m.histogram.data_points) for rm in request.resource_metrics
+                   for sm in rm.scope_metrics for m in sm.metrics)
+    rejected = min(max(rejected, 0), sent)
+    return sent - rejected, rejected, answer.partial_success.error_message
+
+
 def send(requests: Iterable[object], endpoint: str, headers: dict[str, str], *, compress: bool = True,
          warn: Callable[[str], None] = lambda m: None) -> tuple[int, int]:
     """Send each request to its signal's URL; (spans, data points) the collector accepted (those
     sent, less those its partial success rejected). A partial success is said through `warn`."""
     spans = points = 0
     for request in requests:
-        if isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
-            url = signal_url(endpoint, "traces")
-            answer = _answer(trace_service_pb2.ExportTraceServiceResponse, url,
-                             *post(url, request.SerializeToString(), headers, compress=compress))
-            rejected = answer.partial_success.rejected_spans
-            sent = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-            spans += sent - min(max(rejected, 0), sent)
-            kind = "spans"
+        traces = isinstance(request, trace_service_pb2.ExportTraceServiceRequest)
+        url = signal_url(endpoint, "traces" if traces else "metrics")
+        accepted, rejected, message = export(request, url, headers, compress=compress)
+        if traces:
+            spans += accepted
         else:
-            url = signal_url(endpoint, "metrics")
-            answer = _answer(metrics_service_pb2.ExportMetricsServiceResponse, url,
-                             *post(url, request.SerializeToString(), headers, compress=compress))
-            rejected = answer.partial_success.rejected_data_points
-            sent = sum(len(m.histogram.data_points) for rm in request.resource_metrics
-                       for sm in rm.scope_metrics for m in sm.metrics)
-            points += sent - min(max(rejected, 0), sent)
-            kind = "data points"
-        message = answer.partial_success.error_message
+            points += accepted
         if rejected or message:
+            kind = "spans" if traces else "data points"
             warn(f"{url} accepted the export in part: {rejected} {kind} rejected" + (f" ({message})" if message else ""))
     return spans, points

@@ -14,21 +14,22 @@ from mcptap.report import columns, jsonout
 from mcptap.store import handles, runlist
 from mcptap.wire.textsafe import printable
 
-RUN_HEAD = ("run", "started", "sessions", "frames", "errors", "warnings", "client", "servers")
+RUN_HEAD = ("run", "started", "sessions", "frames", "errors", "warnings", "host", "servers")
 ARROW = {"c2s": "→", "s2c": "←"}
 
 
-def _client_text(cell: str | None) -> str:
-    try:
-        client = json.loads(cell) if cell else {}
-    except ValueError:
-        return printable(cell or "")
+def host_text(client) -> str:
+    """Who started a run, in a line: the host application, its process id and program
+    ("cursor (pid 1234, node)"; "node (pid 1234)" when the command line did not name the
+    application), or the HTTP client's address and User-Agent."""
     if not isinstance(client, dict):
-        return ""
+        return printable(str(client)) if client else ""
     if "address" in client:
         return printable(" ".join(str(v) for v in (client.get("address"), client.get("user_agent")) if v))
-    return printable(" ".join(str(v) for v in (client.get("exe"), f"pid {client['pid']}" if client.get("pid") else "")
-                              if v))
+    app, exe, pid = client.get("host_app"), client.get("exe"), client.get("pid")
+    inside = ", ".join(str(v) for v in (f"pid {pid}" if pid else None, exe if app else None) if v)
+    head = app or exe
+    return printable(f"{head} ({inside})" if head and inside else str(head or inside))
 
 
 def server_list(cell: str) -> list[str]:
@@ -44,7 +45,9 @@ def server_list(cell: str) -> list[str]:
 
 def run_objects(conn: sqlite3.Connection) -> list[dict]:
     """The runs as JSON objects: run, handle, started_at, started, ended_at, sessions, frames,
-    errors, warnings, client, servers."""
+    errors, warnings, client (the first session's cell: the host process, or the HTTP client),
+    host_app (the host application's name, when the command line said it), host (who started it,
+    in a line: `host_text`), servers."""
     rows = runlist.runs(conn)
     short = handles([r["run"] for r in rows])
     out = []
@@ -56,6 +59,7 @@ def run_objects(conn: sqlite3.Connection) -> list[dict]:
         out.append({"run": r["run"], "handle": short.get(r["run"]), "started_at": r["started_at"],
                     "started": jsonout.iso(r["started_at"]), "ended_at": r["ended_at"], "sessions": r["sessions"],
                     "frames": r["frames"] or 0, "errors": r["errors"], "warnings": r["warnings"], "client": client,
+                    "host_app": client.get("host_app") if isinstance(client, dict) else None, "host": host_text(client),
                     "servers": server_list(r["servers"])})
     return out
 
@@ -72,7 +76,7 @@ def write_runs(out: IO[str], conn: sqlite3.Connection, fmt: str, *, terminal: bo
     rows = [(r["handle"] or r["run"], (r["started"] or "")[:19].replace("T", " "), str(r["sessions"]),
              f"{r['frames']:,}", "-" if r["errors"] is None else str(r["errors"]),
              "-" if r["warnings"] is None else str(r["warnings"]),
-             _client_text(json.dumps(r["client"]) if isinstance(r["client"], dict) else r["client"]),
+             r["host"],
              printable(", ".join(r["servers"]))) for r in runs]
     if not rows:
         out.write("no runs: sessions recorded by `mcptap record` (one host process) or `mcptap proxy` "
@@ -116,6 +120,12 @@ def timeline(conn: sqlite3.Connection, sids: list[str]) -> Iterator[dict]:
 
     for _, _, _, rec in heapq.merge(*(of(sid) for sid in sids)):
         yield rec
+
+
+def heading(run: dict) -> str:
+    """The line above a run's timeline: its handle, start, who started it and its servers."""
+    return printable(f"run {run['handle'] or run['run']}  {(run['started'] or '')[:19].replace('T', ' ')}  "
+                     f"host {run['host'] or '-'}  servers {', '.join(run['servers'])}")
 
 
 def timeline_lines(conn: sqlite3.Connection, sids: list[str], width: int | None) -> Iterator[str]:

@@ -177,6 +177,9 @@ def head_lines(a: "_Analysed") -> Iterator[str]:
     yield printable(f"session {s['id']}  {s.get('label') or ''}  {s['transport']}  {what}".rstrip())
     yield printable(f"started {clock(s['started_at'])}  ended {clock(s.get('ended_at'))}  "
                     f"exit {listing.blank(s.get('exit_status'))}  {revision_text(summary)}")
+    telemetry = listing.telemetry_text(s.get("telemetry"))
+    if telemetry is not None:
+        yield printable(telemetry)
 
 
 def revision_text(summary: dict) -> str:

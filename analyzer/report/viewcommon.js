@@ -39,5 +39,36 @@ const MCPTAP = (function () {
      bytes are not UTF-8, f findings [n, seq, idx, code, severity, message, related], i (the
      embedded document's index, where there is one)}; its detail adds raw, x (its HTTP exchange). */
   function key(rec) { return rec.n + ":" + rec.seq; }
-  return { printable, el, svg, cut, absolute, relative, ms, key, SEV_RANK: { error: 0, warning: 1, info: 2 } };
+  /* What the diagram draws: one session (lanes client | server) or one run (the host's lane, then a
+     lane per server, its sessions in start order). sessions: their numbers; off[n]: how long after
+     the track's zero session n started (a frame is drawn at rec.t + off[rec.n]); lane[n]: its
+     server's lane (1...); names: the lanes' names. `ref`: {n} or {run}; null when there is none. */
+  function track(sessions, runs, ref) {
+    if (ref.run === undefined) {
+      const s = sessions[ref.n];
+      if (!s) return null;
+      return { key: "s:" + s.id, run: null, sessions: [ref.n], off: { [ref.n]: 0 }, lane: { [ref.n]: 1 },
+               names: ["client", "server"], title: "Sequence diagram of session " + printable(s.id) + (s.label ? " (" + printable(s.label) + ")" : "") };
+    }
+    const run = (runs || []).find(r => r.run === ref.run) || (runs || []).find(r => r.handle === ref.run);
+    if (!run) return null;
+    const numbers = [], names = [run.host || "client"], off = {}, lane = {};
+    run.sessions.forEach(function (id, k) {
+      const n = sessions.findIndex(s => s.id === id);
+      if (n < 0) return;
+      numbers.push(n);
+      off[n] = sessions[n].started_at - run.started_at;
+      lane[n] = numbers.length;
+      names.push(run.servers[k]);
+    });
+    if (!numbers.length) return null;
+    return { key: "r:" + run.run, run: run.run, sessions: numbers, off, lane, names,
+             title: "Timeline of run " + printable(run.handle) + " (" + printable(run.host) + ", " + numbers.length + " servers)" };
+  }
+  function trackSpan(tr, spanOf) {  // [first, last] of the track's sessions' spans, on its time
+    let t0 = Infinity, t1 = -Infinity;
+    for (const n of tr.sessions) { const [a, b] = spanOf(n); t0 = Math.min(t0, a + tr.off[n]); t1 = Math.max(t1, b + tr.off[n]); }
+    return t0 <= t1 ? [Math.min(0, t0), t1] : [0, 0];
+  }
+  return { printable, el, svg, cut, absolute, relative, ms, key, track, trackSpan, SEV_RANK: { error: 0, warning: 1, info: 2 } };
 })();

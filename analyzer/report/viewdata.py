@@ -16,7 +16,7 @@ from mcptap import store
 from mcptap.analysis import rules
 from mcptap.report import ruledocs
 from mcptap.store import queries, viewpages
-from mcptap.wire.textsafe import shown
+from mcptap.wire.textsafe import printable, shown
 
 SHOWN_CHARS = 16_384
 """A frame's bytes embedded for display (the database keeps it whole)."""
@@ -87,15 +87,49 @@ def stderr_json(lines, start: float) -> list[list]:
     return out
 
 
-def build(db: str, ids: list[str], latency: list[dict], *, version: str, trim: bool = False) -> dict:
+def build(db: str, ids: list[str], latency: list[dict], *, version: str, trim: bool = False,
+          open_run: str | None = None) -> dict:
     """The document for these sessions (analysed first by the caller); `trim`: only the frames
     within NEAR of a finding's frame and each session's first and last ENDS (`left_out`: how many
-    frames of each session are not in it)."""
+    frames of each session are not in it); `open_run`: the run whose timeline the page opens on."""
     conn = store.open_existing(db)
     try:
-        return _build(conn, db, ids, latency, version, trim)
+        document = _build(conn, db, ids, latency, version, trim)
+        document["runs"] = runs_json(conn, [s["id"] for s in document["sessions"]])
+        document["open_run"] = open_run
+        return document
     finally:
         conn.close()
+
+
+def _host_name(client) -> str:
+    """The name of a run's host lane: the host application its command line named (`wrap` writes
+    it), else the host's program, else the HTTP client's User-Agent or address."""
+    if isinstance(client, dict):
+        for key in ("host_app", "exe", "user_agent", "address"):
+            if client.get(key):
+                return printable(str(client[key]))
+    return "client"
+
+
+def runs_json(conn, ids: list[str]) -> list[dict]:
+    """The runs that hold any of these sessions, as the diagram draws their timelines (both
+    faces): run, handle, host (the client lane's name), started_at (its first session's start:
+    the timeline's zero), sessions (their ids among `ids`, in start order) and servers (each one's
+    lane name, report/runview.py's server_names)."""
+    from mcptap.report import runview
+    from mcptap.store import runlist
+
+    wanted = set(ids)
+    out = []
+    for r in runview.run_objects(conn):
+        sids = [sid for sid in runlist.run_sessions(conn, r["run"]) if sid in wanted]
+        if not sids:
+            continue
+        names = runview.server_names(conn, sids)
+        out.append({"run": r["run"], "handle": r["handle"] or r["run"], "host": _host_name(r["client"]),
+                    "started_at": r["started_at"], "sessions": sids, "servers": [names[sid] for sid in sids]})
+    return out
 
 
 def _near_findings(findings: list[list]) -> set[tuple[int, int]]:

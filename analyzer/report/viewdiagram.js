@@ -1,4 +1,5 @@
-/* mcptap viewer, a session's time-scaled sequence diagram in SVG (arrows at their real times on
+/* mcptap viewer, a session's time-scaled sequence diagram in SVG, or a run's timeline (the host's
+   lane and a lane per server, every session's frames on one time axis: MCPTAP.track) (arrows at their real times on
    viewaxis.js's axis, long idle gaps drawn short; labels that never overlap, those left out counted
    "+N"; latency brackets, findings and the display filter's frames marked; past a few hundred
    frames in sight a density band that a click zooms into; zoom and pan, an arrow selects its frame), the session's
@@ -8,39 +9,52 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
   const { printable, el, svg, cut, relative, ms } = MCPTAP;
   const diagram = document.getElementById("diagram"), dspacer = document.getElementById("diagram-spacer");
   const zoomStatus = document.getElementById("zoom-status"), stderrBox = document.getElementById("stderr");
-  const TOP = 40, MAX_HEIGHT = 15000000, LABEL_H = 14, CHAR_W = 7, AXIS_X = 74;
+  const TOP = 40, MAX_HEIGHT = 15000000, LABEL_H = 14, CHAR_W = 7, AXIS_X = 74, XC = 160;
   const axis = MCPTAP.timeAxis(TOP);
-  let shown = -1, canvas = null, stderrOf = -1, gapsOf = -1, boxes = [], fitted = true, gapsKnown = false;
-  function showSession(n, rec) {
+  let shown = null, canvas = null, stderrOf = -1, gapsOf = null, boxes = [], fitted = true, gapsKnown = false;
+  const at = r => r.t + shown.off[r.n];  // a frame's time on the track's axis
+  function showSession(n, rec) {  // the session's diagram, or the run's timeline when the run shown holds it
     if (!diagram) return;
-    if (n !== shown) {
-      shown = n;
-      const [t0, t1] = source.span(n);
+    if (shown && shown.run !== null && shown.off[n] !== undefined) show(shown, rec, n);
+    else show(MCPTAP.track(source.sessions, source.runs, { n: n }), rec, n);
+  }
+  function showRun(run, rec) {  // whether there is such a run
+    const tr = diagram && MCPTAP.track(source.sessions, source.runs, { run: run });
+    if (!tr) return false;
+    show(tr, rec, tr.sessions[0]);
+    return true;
+  }
+  function show(tr, rec, n) {
+    if (!tr) return;
+    if (!shown || tr.key !== shown.key) {
+      shown = tr;
+      const [t0, t1] = source.span(tr);
       axis.set(t0, t1, []);
       gapsKnown = false;
-      const s = source.sessions[n];
-      document.getElementById("diagram-title").textContent = "Sequence diagram of session " +
-        printable(s.id) + (s.label ? " (" + printable(s.label) + ")" : "");
+      document.getElementById("diagram-title").textContent = tr.title;
       fit();
-      showStderr(n);
-      gapsOf = n;
-      source.gaps(n, function (gaps) {  // the idle gaps drawn short: fitted again once known
-        if (gapsOf !== n || shown !== n) return;
-        const [a, b] = source.span(n), t = axis.tOf(diagram.scrollTop);
+      gapsOf = tr.key;
+      source.gaps(tr, function (gaps) {  // the idle gaps drawn short: fitted again once known
+        if (gapsOf !== tr.key || shown.key !== tr.key) return;
+        const [a, b] = source.span(tr), t = axis.tOf(diagram.scrollTop);
         axis.set(a, b, gaps);
         gapsKnown = true;
-        if (fitted) { fit(); if (rec) centreOn(rec.t); } else {  // zoomed meanwhile: the scale kept
+        if (fitted) { fit(); if (rec) centreOn(at(rec)); } else {  // zoomed meanwhile: the scale kept
           dspacer.style.height = axis.height() + "px";
           diagram.scrollTop = Math.max(0, axis.yOf(t));
         }
         draw();
       });
     }
-    if (rec) { centreOn(rec.t); markStderr(rec.t); }
+    if (n !== stderrOf) showStderr(n);
+    if (rec) { centreOn(at(rec)); markStderr(rec.t); }
     draw();
   }
-  function grown() {  // the session's frames may reach further now
-    if (shown < 0) return;
+  function grown() {  // the track's frames may reach further now (its sessions found again by key)
+    if (!shown) return;
+    const ref = shown.run !== null ? { run: shown.run } : { n: source.sessions.findIndex(s => "s:" + s.id === shown.key) };
+    const tr = MCPTAP.track(source.sessions, source.runs, ref);
+    if (tr) shown = tr;
     const span = source.span(shown), now = axis.span();
     if (span[1] > now[1]) { axis.extend(span[1]); dspacer.style.height = axis.height() + "px"; }
     draw();
@@ -56,7 +70,7 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     if (y < diagram.scrollTop + TOP || y > diagram.scrollTop + diagram.clientHeight - TOP) diagram.scrollTop = Math.max(0, y - diagram.clientHeight / 2);
   }
   function zoom(factor, anchorY) {
-    if (shown < 0) return;
+    if (!shown) return;
     const ay = anchorY === undefined ? diagram.clientHeight / 2 : anchorY;
     const t = axis.tOf(diagram.scrollTop + ay), before = axis.scale();
     axis.setScale(before * factor);
@@ -84,15 +98,24 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     canvas.appendChild(node);
     return node;
   }
+  /* The lanes' x: the client's at xc, the servers' after it, a session's server lane where it
+     has always been (xc + 420 at most), a run's servers sharing the width. */
+  function laneXs(w, count) {
+    const gap = Math.min(420, (w - 170 - XC) / count), xs = [XC];
+    for (let k = 1; k <= count; k++) xs.push(XC + k * gap);
+    return xs;
+  }
   function draw() {
-    if (shown < 0 || !diagram) return;
-    const n = shown, w = Math.max(420, diagram.clientWidth - 4), h = diagram.clientHeight, top = diagram.scrollTop;
-    const xc = 160, xs = Math.min(w - 170, xc + 420), scale = axis.scale();
+    if (!shown || !diagram) return;
+    const tr = shown, w = Math.max(420, diagram.clientWidth - 4), h = diagram.clientHeight, top = diagram.scrollTop;
+    const X = laneXs(w, tr.names.length - 1), xc = X[0], xs = X[X.length - 1], scale = axis.scale();
+    const xOf = r => X[tr.lane[r.n]];
     const from = axis.tOf(top - 20), to = axis.tOf(top + h + 20), most = Math.max(40, Math.floor(h / 3));
-    const win = source.window(n, from, to, most);
+    const win = source.window(tr, from, to, most);
     if (win === null && canvas) return;  // asked of the server: drawn when it answers
     if (canvas) canvas.remove();
-    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6), "data-gaps": gapsKnown ? 1 : 0 });
+    canvas = svg("svg", { width: w, height: h, viewBox: "0 " + top + " " + w + " " + h, "data-scale": scale.toPrecision(6),
+                          "data-gaps": gapsKnown ? 1 : 0, "data-lanes": X.length, "data-track": tr.key });
     canvas.style.top = top + "px";
     diagram.appendChild(canvas);
     boxes = [];
@@ -100,17 +123,20 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
       if (g.y + axis.IDLE_Y < top || g.y > top + h) continue;
       const band = svg("g", { class: "idle" });
       band.appendChild(svg("rect", { x: 0, y: g.y + 3, width: w, height: axis.IDLE_Y - 6, fill: "#f0f0f0" }));
-      for (const x of [xc, xs]) band.appendChild(svg("path", { d: "M" + (x - 6) + " " + (g.y + 8) + " l12 -4 M" + (x - 6) + " " + (g.y + axis.IDLE_Y - 4) + " l12 -4", stroke: "#888", fill: "none" }));
+      for (const x of X) band.appendChild(svg("path", { d: "M" + (x - 6) + " " + (g.y + 8) + " l12 -4 M" + (x - 6) + " " + (g.y + axis.IDLE_Y - 4) + " l12 -4", stroke: "#888", fill: "none" }));
       band.appendChild(svg("title", {}, span(g.b - g.a) + " without a frame, drawn short"));
       canvas.appendChild(band);
     }
     const idle = axis.idle(), breaks = [];
     for (const g of idle) breaks.push([g.y, g.y + axis.IDLE_Y]);
     const gapped = y => breaks.some(b => y > b[0] - 2 && y < b[1] + 2);
-    for (const [x1, y1, x2, y2] of [[xc, top, xc, top + h], [xs, top, xs, top + h]]) canvas.appendChild(svg("line", { x1, y1, x2, y2, stroke: "#999", "stroke-dasharray": "4 3" }));
-    label({ x: xc, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "client");
-    label({ x: xs, y: top + 14, "text-anchor": "middle", "font-weight": "600" }, "server");
-    for (const g of idle) if (g.y + axis.IDLE_Y >= top && g.y <= top + h) label({ x: AXIS_X - 4, y: g.y + axis.IDLE_Y / 2 + 4, "text-anchor": "end", fill: "#666", class: "label idle-label" }, "⋯ " + span(g.b - g.a));
+    const nameChars = Math.max(4, Math.floor(((X.length > 2 ? X[2] - X[1] : 2 * (xs - xc)) - 8) / CHAR_W));
+    X.forEach(function (x, k) {  // the lifelines and their names
+      canvas.appendChild(svg("line", { class: "lifeline", "data-lane": k, x1: x, y1: top, x2: x, y2: top + h, stroke: "#999", "stroke-dasharray": "4 3" }));
+      const whole = printable(tr.names[k]), shownName = cut(whole, nameChars);
+      const name = label({ x: x, y: top + 14, "text-anchor": "middle", "font-weight": "600", class: "label lane-name" }, shownName);
+      if (name && shownName !== whole) name.appendChild(svg("title", {}, whole));
+    });
     const step = niceStep(scale);
     const cuts = [axis.span()[0]].concat(...idle.map(g => [g.a, g.b]), [axis.span()[1]]);
     for (let k = 0; k < cuts.length; k += 2) {  // the ticks of each stretch between idle gaps
@@ -131,18 +157,18 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
       zoomStatus.textContent = win.total.toLocaleString("en") + " frames in sight, drawn as their density: zoom in (or click the band) for arrows · " + per100 + asking;
       return;
     }
-    let lanes = [];
-    const rows = win.rows.slice().sort((p, q) => p.t - q.t);
+    const brackets = {};  // per server lane, the ends of the latency brackets drawn beside it
+    const rows = win.rows.filter(r => tr.lane[r.n] !== undefined).sort((p, q) => at(p) - at(q) || p.n - q.n || p.seq - q.seq);
     let last = null;  // the label drawn last, and how many labels after it are left out (its "+N")
     rows.forEach(function (r, k) {  // a label above its arrow, or below it when the next arrow is far enough
-      const g = arrow(r, xc, xs), y = axis.yOf(r.t), next = k + 1 < rows.length ? axis.yOf(rows[k + 1].t) : Infinity;
+      const xr = xOf(r), g = arrow(r, xc, xr), y = axis.yOf(at(r)), next = k + 1 < rows.length ? axis.yOf(at(rows[k + 1])) : Infinity;
       if (y - 3 - 11 < top + 20) return;  // under the lifelines' names
       const text = cut([r.k, printable(r.m), r.id !== null && r.id !== undefined ? "id=" + printable(r.id) : ""].filter(Boolean).join(" "),
-                       Math.max(8, Math.floor((xs - xc - 60) / CHAR_W)));
+                       Math.max(8, Math.floor((xr - xc - 60) / CHAR_W)));
       let node = null, base = y - 3;
       for (const b of [y - 3, y + 13]) {
         if ((last && b - last.y < LABEL_H) || (b > y && next - y < 2 * LABEL_H + 4)) continue;
-        node = label({ x: (xc + xs) / 2, y: b, "text-anchor": "middle", fill: "#333" }, text);
+        node = label({ x: (xc + xr) / 2, y: b, "text-anchor": "middle", fill: "#333" }, text);
         if (node) { base = b; break; }
       }
       if (node) { node.classList.add("arrow-label"); g.appendChild(node); last = { y: base, node: node, more: 0, at: y }; return; }
@@ -158,9 +184,12 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
       last.span = y - last.at;
       more.textContent = "+" + last.more;
     });
-    for (const r of rows) if (r.p > 0 && r.k === "request" && r.pt !== null) lanes = bracket(r.t, r.pt, r.l, xs, lanes);
+    const off = r => tr.off[r.n], lane = r => tr.lane[r.n];
+    for (const r of rows) if (r.p > 0 && r.k === "request" && r.pt !== null) brackets[lane(r)] = bracket(at(r), r.pt + off(r), r.l, xOf(r), brackets[lane(r)] || []);
     for (const r of rows) {  // the brackets of requests before the window answered inside it
-      if (r.p > 0 && (r.k === "response" || r.k === "error") && r.pt !== null && r.pt < from) lanes = bracket(r.pt, r.t, r.l, xs, lanes);
+      if (r.p > 0 && (r.k === "response" || r.k === "error") && r.pt !== null && r.pt + off(r) < from) {
+        brackets[lane(r)] = bracket(r.pt + off(r), at(r), r.l, xOf(r), brackets[lane(r)] || []);
+      }
     }
     zoomStatus.textContent = (win.every > 1 ? win.total.toLocaleString("en") + " frames in sight, 1 in " + win.every + " drawn: zoom in · " : "") +
       per100 + (idle.length ? " · " + idle.length + " idle gaps drawn short" : "") + asking;
@@ -191,11 +220,12 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     g.addEventListener("click", e => zoom(4, e.clientY - diagram.getBoundingClientRect().top));
     canvas.appendChild(g);
   }
-  function arrow(r, xc, xs) {
-    const y = axis.yOf(r.t), right = r.d === 0;
+  function arrow(r, xc, xs) {  // from the client's lane to the frame's server's (xs), or back
+    const y = axis.yOf(at(r)), right = r.d === 0;
     const x1 = right ? xc : xs, x2 = right ? xs : xc;
     const cls = "arrow" + (isSelected(r) ? " selected" : "") + (r.v === 1 ? " hit" : r.v === 0 ? " dim" : "");
-    const g = svg("g", { class: cls, "data-index": r.i !== undefined ? r.i : r.seq, "data-session": source.sessions[r.n].id, "data-seq": r.seq });
+    const g = svg("g", { class: cls, "data-index": r.i !== undefined ? r.i : r.seq, "data-session": source.sessions[r.n].id, "data-seq": r.seq,
+                         "data-lane": shown.lane[r.n] });
     const colour = r.k === "error" ? "#b00020" : (r.k === "batch" || r.k === "invalid" || r.k === "unparseable" || !r.k) ? "#9a4f00" : right ? "#1f5fa8" : "#2e7d32";
     if (r.v === 1) g.appendChild(svg("rect", { class: "mark", x: xc - 14, y: y - 4, width: 8, height: 8, fill: "#e8a000" }));
     g.appendChild(svg("line", { x1: x1, y1: y, x2: x2 + (right ? -6 : 6), y2: y, stroke: colour, "stroke-width": 1.6 }));
@@ -292,5 +322,5 @@ MCPTAP.diagramPane = function (source, select, isSelected) {
     s.appendChild(svg("text", { x: left, y: 10, fill: "#666" }, "dot p50 · bar to p95 · red tick max (log scale)"));
     box.appendChild(s);
   }
-  return { showSession, draw, grown, latencyChart, shown: () => shown };
+  return { showSession, showRun, draw, grown, latencyChart, run: () => shown && shown.run };
 };

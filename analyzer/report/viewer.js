@@ -28,7 +28,9 @@
 
   // ---- times ------------------------------------------------------------------------------------
   let timeMode = "relative";
-  function timeOf(r) { return timeMode === "relative" ? relative(r.t) : absolute(SESSIONS[r.n].started_at + r.t); }
+  function timeOf(r) {  // since the session's start (a run's page: the run's), or UTC
+    return timeMode === "relative" ? relative(r.t + source.offset(r.n)) : absolute(SESSIONS[r.n].started_at + r.t);
+  }
 
   // ---- the filter ------------------------------------------------------------------------------------
   const filterBox = document.getElementById("filter"), status = document.getElementById("filter-status");
@@ -68,10 +70,11 @@
     timer = setTimeout(() => applyFilter(filterBox.value), source.delay);
   });
 
-  // ---- the address: #filter=...&frame=SESSION:SEQ ------------------------------------------------
+  // ---- the address: #run=RUN&filter=...&frame=SESSION:SEQ (run: the diagram shows its timeline) -------
   let ignoreHash = false;
   function writeHash() {
     const params = new URLSearchParams();
+    if (diagram.run()) params.set("run", diagram.run());
     if (filterBox && filterBox.value.trim()) params.set("filter", filterBox.value.trim());
     if (sel) params.set("frame", SESSIONS[sel.n].id + ":" + sel.seq);
     const hash = params.toString().replace(/\+/g, "%20");
@@ -81,7 +84,8 @@
   function readHash() {
     if (ignoreHash) { ignoreHash = false; return; }
     const params = new URLSearchParams(location.hash.slice(1));
-    const text = params.get("filter") || "", ref = params.get("frame");
+    const text = params.get("filter") || "", ref = params.get("frame"), run = params.get("run");
+    if (run && !diagram.showRun(run) && status) status.textContent = "run " + run + " is not in this " + (source.live ? "database" : "report");
     const open = function () {
       if (!ref) return;
       const at = ref.lastIndexOf(":");
@@ -242,7 +246,7 @@
   if (list) {
     layoutList();
     showCount();
-    if (SESSIONS.length) diagram.showSession(0);
+    if (!(source.openRun && diagram.showRun(source.openRun)) && SESSIONS.length) diagram.showSession(0);
     readHash();
   }
   document.body.dataset.ready = "1";

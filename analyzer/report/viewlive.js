@@ -1,11 +1,11 @@
 /* mcptap viewer, the frames of `mcptap view` (analyzer/report/live.py): asked of the server page
-   by page as the list, the detail pane and the diagram need them; the display filter evaluated by
+   by page as the list, the detail pane and the diagram (a session's or a run's) need them; the display filter evaluated by
    the server (the same language, compiled to SQL). A poll every POLL_MS tells when the database
    grew (a session being recorded), and the list grows with it. */
 MCPTAP.liveSource = function (C, onChange) {
   "use strict";
   const PAGE = 100, PAGES_KEPT = 200, POLL_MS = 1000, COUNT_MS = 200;
-  const sessions = C.summary.sessions.slice();
+  const sessions = C.summary.sessions.slice(), runs = (C.summary.runs || []).slice();
   let VN = C.summary.total, filterText = "", gen = 0, version = C.summary.changes, counting = false;
   let pages = new Map(), pending = new Set(), shownWindow = null, wantedWindow = null, windowBusy = false;
 
@@ -52,6 +52,8 @@ MCPTAP.liveSource = function (C, onChange) {
         get("summary", {}, function (summary) {
           sessions.length = 0;
           for (const s of summary.sessions) sessions.push(s);
+          runs.length = 0;
+          for (const r of summary.runs || []) runs.push(r);
           if (!filterText) VN = summary.total;
           forget(true);
           onChange("grow");
@@ -64,8 +66,8 @@ MCPTAP.liveSource = function (C, onChange) {
   setTimeout(poll, POLL_MS);
 
   return {
-    live: true, sessions: sessions, codes: C.codes, latency: C.latency, db: C.db,
-    total: () => VN, counting: () => counting, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
+    live: true, sessions: sessions, runs: runs, openRun: null, codes: C.codes, latency: C.latency, db: C.db,
+    total: () => VN, offset: () => 0, counting: () => counting, all: () => sessions.reduce((a, s) => a + s.frames, 0), delay: 250,
     rows(first, count) {
       const out = [];
       for (let k = first; k < first + count && k < VN; k++) {
@@ -98,28 +100,29 @@ MCPTAP.liveSource = function (C, onChange) {
     },
     detail(n, seq, cb) { get("frame", { session: sessions[n].id, seq: seq }, cb, () => cb(null)); },
     missingBytes() { return ["The database holds no bytes for this frame.", ""]; },
-    span(n) { return [sessions[n].t0, sessions[n].t1]; },
-    window(n, from, to, max) {
+    span(tr) { return MCPTAP.trackSpan(tr, n => [sessions[n].t0, sessions[n].t1]); },
+    window(tr, from, to, max) {
       const w = shownWindow;
-      if (w && w.n === n && w.filter === filterText && w.from <= from && w.to >= to &&
+      if (w && w.key === tr.key && w.filter === filterText && w.from <= from && w.to >= to &&
           (!w.density || (w.to - w.from) <= 3 * (to - from))) return w;
-      wantedWindow = { n: n, from: from, to: to, max: max };
+      wantedWindow = { tr: tr, from: from, to: to, max: max };
       if (!windowBusy) fetchWindow();
-      return w && w.n === n ? Object.assign({ stale: true }, w) : null;  // drawn until the answer comes
+      return w && w.key === tr.key ? Object.assign({ stale: true }, w) : null;  // drawn until the answer comes
     },
-    gaps(n, cb) { get("gaps", { session: sessions[n].id }, cb, () => cb([])); },
+    gaps(tr, cb) { get("gaps", which(tr), cb, () => cb([])); },
     stderr(n, cb) { get("stderr", { session: sessions[n].id }, cb, () => cb([])); },
   };
+  function which(tr) { return tr.run !== null ? { run: tr.run } : { session: sessions[tr.sessions[0]].id }; }
   function fetchWindow() {
     const want = wantedWindow, g = wgen, filter = filterText;
     if (!want) return;
     wantedWindow = null;
     windowBusy = true;
     const pad = (want.to - want.from) / 2;  // a margin either side: a little scrolling needs no request
-    get("window", { session: sessions[want.n].id, from: want.from - pad, to: want.to + pad, max: 2 * want.max, filter: filter },
+    get("window", Object.assign(which(want.tr), { from: want.from - pad, to: want.to + pad, max: 2 * want.max, filter: filter }),
       function (body) {
         windowBusy = false;
-        if (g === wgen) shownWindow = { n: want.n, from: want.from - pad, to: want.to + pad, rows: body.rows, every: body.every,
+        if (g === wgen) shownWindow = { key: want.tr.key, from: want.from - pad, to: want.to + pad, rows: body.rows, every: body.every,
                                         total: body.total, density: body.density || null, filter: filter };
         if (wantedWindow) fetchWindow(); else onChange("window");
       }, function () { windowBusy = false; });

@@ -146,22 +146,43 @@ MCPTAP.localSource = function (D) {
   };
 
   // ---- the view: the frames the filter keeps ---------------------------------------------------
-  let VIEW = null, VN = N;  // null: every frame
-  const at = k => VIEW === null ? k : VIEW[k];
+  // a run's page (`report --run`): the list in time order across the run's sessions (ORDER: the
+  // frames' indices in that order, RANK: each one's place), times from the run's start
+  const RUN = D.open_run ? (D.runs || []).find(r => r.run === D.open_run) : null;
+  const BASE = new Float64Array(SESSIONS.length);
+  let ORDER = null, RANK = null;
+  if (RUN) {
+    SESSIONS.forEach((s, n) => { BASE[n] = s.started_at - RUN.started_at; });
+    ORDER = new Int32Array(N);
+    for (let i = 0; i < N; i++) ORDER[i] = i;
+    ORDER.sort((a, b) => (T[a] + BASE[S[a]]) - (T[b] + BASE[S[b]]) || a - b);
+    RANK = new Int32Array(N);
+    for (let k = 0; k < N; k++) RANK[ORDER[k]] = k;
+  }
+  const place = i => RANK === null ? i : RANK[i];
+  let VIEW = null, VN = N;  // null: every frame; else the filter's frames' indices in list order
+  const at = k => VIEW === null ? (ORDER === null ? k : ORDER[k]) : VIEW[k];
   function positionOf(i) {
     if (i < 0) return -1;
-    if (VIEW === null) return i;
+    if (VIEW === null) return place(i);
+    const p = place(i);
     let lo = 0, hi = VN;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < i) lo = mid + 1; else hi = mid; }
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (place(VIEW[mid]) < p) lo = mid + 1; else hi = mid; }
     return lo < VN && VIEW[lo] === i ? lo : -1;
+  }
+  function spanOf(n) {
+    const t0 = FIRST[n] >= 0 ? Math.min(0, T[FIRST[n]]) : 0;
+    let t1 = t0;
+    for (let j = FIRST[n]; j >= 0 && j < END[n]; j++) if (T[j] > t1) t1 = T[j];
+    return [t0, t1];
   }
   function lowerBound(lo, hi, t) {
     while (lo < hi) { const mid = (lo + hi) >> 1; if (T[mid] < t) lo = mid + 1; else hi = mid; }
     return lo;
   }
   return {
-    live: false, sessions: SESSIONS, codes: D.codes, latency: D.latency, db: D.db,
-    total: () => VN, all: () => N, delay: N > 200000 ? 250 : 60,
+    live: false, sessions: SESSIONS, runs: D.runs || [], openRun: D.open_run || null, codes: D.codes, latency: D.latency, db: D.db,
+    total: () => VN, all: () => N, offset: n => BASE[n], delay: N > 200000 ? 250 : 60,
     rows(first, count) { const out = []; for (let k = first; k < first + count && k < VN; k++) out.push(rec(at(k))); return out; },
     setFilter(text, done) {
       if (!text) { VIEW = null; VN = N; done(null); return; }
@@ -169,7 +190,7 @@ MCPTAP.localSource = function (D) {
       try { pred = parse(text); } catch (e) { if (e instanceof FilterError) { done(e); return; } throw e; }
       const out = new Int32Array(N);
       let n = 0;
-      for (let i = 0; i < N; i++) if (pred(i)) out[n++] = i;
+      for (let k = 0; k < N; k++) { const i = ORDER === null ? k : ORDER[k]; if (pred(i)) out[n++] = i; }
       VIEW = out.subarray(0, n); VN = n;
       done(null);
     },
@@ -188,38 +209,49 @@ MCPTAP.localSource = function (D) {
               " characters); it is printed by", "mcptap show --db " + D.db + " " + sess.id +
               " --format jsonl | jq -c 'select(.seq == " + seq + ")'"];
     },
-    span(n) {
-      const t0 = FIRST[n] >= 0 ? Math.min(0, T[FIRST[n]]) : 0;
-      let t1 = t0;
-      for (let j = FIRST[n]; j >= 0 && j < END[n]; j++) if (T[j] > t1) t1 = T[j];
-      return [t0, t1];
-    },
-    window(n, from, to, max) {  // the frames in a time window, or past `max` of them how many in each slice
-      if (FIRST[n] < 0) return { rows: [], every: 1, total: 0 };
-      const a = lowerBound(FIRST[n], END[n], from), b = lowerBound(FIRST[n], END[n], to), total = b - a;
+    span(tr) { return MCPTAP.trackSpan(tr, spanOf); },
+    window(tr, from, to, max) {  // the track's frames in a time window, or past `max` of them how many in each slice
+      const parts = [];
+      let total = 0;
+      for (const n of tr.sessions) {
+        if (FIRST[n] < 0) continue;
+        const off = tr.off[n], a = lowerBound(FIRST[n], END[n], from - off), b = lowerBound(FIRST[n], END[n], to - off);
+        parts.push([a, b, off]);
+        total += b - a;
+      }
       if (total <= max) {
         const rows = [];
-        for (let j = a; j < b; j++) { const r = rec(j); if (VIEW !== null) r.v = positionOf(j) >= 0 ? 1 : 0; rows.push(r); }
+        for (const [a, b] of parts) for (let j = a; j < b; j++) { const r = rec(j); if (VIEW !== null) r.v = positionOf(j) >= 0 ? 1 : 0; rows.push(r); }
         return { rows, every: 1, total };
       }
       const B = 4096, width = (to - from) / B, counts = new Int32Array(B), hits = VIEW === null ? null : new Int32Array(B);
-      const slice = j => Math.max(0, Math.min(B - 1, Math.floor((T[j] - from) / width)));
-      for (let j = a; j < b; j++) counts[slice(j)]++;
-      if (hits) {
-        let lo = 0, hi = VN;
-        while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < a) lo = mid + 1; else hi = mid; }
-        for (let k = lo; k < VN && VIEW[k] < b; k++) hits[slice(VIEW[k])]++;
+      for (const [a, b, off] of parts) {
+        const slice = j => Math.max(0, Math.min(B - 1, Math.floor((T[j] + off - from) / width)));
+        for (let j = a; j < b; j++) counts[slice(j)]++;
+        if (hits && ORDER !== null) { for (let j = a; j < b; j++) if (positionOf(j) >= 0) hits[slice(j)]++; }
+        else if (hits) {
+          let lo = 0, hi = VN;
+          while (lo < hi) { const mid = (lo + hi) >> 1; if (VIEW[mid] < a) lo = mid + 1; else hi = mid; }
+          for (let k = lo; k < VN && VIEW[k] < b; k++) hits[slice(VIEW[k])]++;
+        }
       }
       return { rows: [], every: 1, total, density: { from, to, counts, hits } };
     },
-    gaps(n, cb) {  // the session's 64 longest stretches without a frame, [from, to]
-      const out = [];
-      if (FIRST[n] >= 0) {
-        const [t0, t1] = this.span(n), least = (t1 - t0) / 5000, at = [];
-        if (T[FIRST[n]] - t0 > least) out.push([t0, T[FIRST[n]]]);
-        for (let j = FIRST[n] + 1; j < END[n]; j++) if (T[j] - T[j - 1] > least) at.push(j);
-        at.sort((x, y) => (T[y] - T[y - 1]) - (T[x] - T[x - 1]));
-        for (const j of at.slice(0, 64)) out.push([T[j - 1], T[j]]);
+    gaps(tr, cb) {  // the track's 64 longest stretches without a frame, [from, to]
+      const out = [], [t0, t1] = this.span(tr), least = (t1 - t0) / 5000;
+      let times;
+      if (tr.sessions.length === 1) times = T.subarray(Math.max(0, FIRST[tr.sessions[0]]), FIRST[tr.sessions[0]] >= 0 ? END[tr.sessions[0]] : 0);
+      else {  // the run's frames from all its sessions, in time order
+        const all = [];
+        for (const n of tr.sessions) for (let j = FIRST[n]; j >= 0 && j < END[n]; j++) all.push(T[j] + tr.off[n]);
+        times = Float64Array.from(all).sort();
+      }
+      if (times.length) {
+        const at = [];
+        if (times[0] - t0 > least) out.push([t0, times[0]]);
+        for (let j = 1; j < times.length; j++) if (times[j] - times[j - 1] > least) at.push(j);
+        at.sort((x, y) => (times[y] - times[y - 1]) - (times[x] - times[x - 1]));
+        for (const j of at.slice(0, 64)) out.push([times[j - 1], times[j]]);
       }
       cb(out);
     },

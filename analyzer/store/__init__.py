@@ -26,6 +26,7 @@ from mcptap.store.recorded import (  # noqa: F401
 )
 from mcptap.store.recorded import frames_by_seq, frames_mentioning, frames_of_methods  # noqa: F401
 from mcptap.store.recorded import frames_read_by_seq, frames_read_if_marked  # noqa: F401
+from mcptap.store.recorded import set_telemetry  # noqa: F401
 from mcptap.store.sessionrefs import completions, handles, resolve_session, resolve_sessions  # noqa: F401
 from mcptap.store.derived import (  # noqa: F401
     analysis_summaries, clear_analyses, clear_analysis, drop_message_index, ensure_message_indexes,

@@ -63,7 +63,10 @@ class Sink:
     """Writes ops into the database, numbered, a transaction per call; if the database fails,
     the frames of each session go on into a spool file beside it."""
 
-    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redactor=None):
+    def __init__(self, db_path: str, *, warn: Callable[[str], None] = warn_stderr, redactor=None,
+                 watch: Callable[[list[Op]], None] | None = None):
+        """`watch(ops)`: told each batch numbered and redacted, as it is written (must not wait)."""
+        self.watch = watch
         self.db_path = db_path
         self._warn = warn
         self.redactor = None if redactor is None or redactor.off else redactor
@@ -105,6 +108,8 @@ class Sink:
                 self._seq[session_id] = last or 0
         self._numbered = number(ops, self._seq)
         ops = redact(self._numbered, self.redactor)
+        if self.watch is not None:
+            self.watch(ops)
         if self.conn is not None:
             try:
                 with store.write_transaction(self.conn):

@@ -214,6 +214,14 @@ def finding_groups(db: Database) -> None:
     )
 
 
+def live_telemetry(db: sqlite3.Connection) -> None:
+    """What a capture's live telemetry (`--otlp-endpoint`) did for a session: JSON with the spans
+    the collector accepted and what was dropped (NULL: none was sent)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
+    if "telemetry" not in columns:
+        db.execute("ALTER TABLE sessions ADD COLUMN telemetry TEXT")
+
+
 RECORDED_TABLES = ("sessions", "frames", "stderr_lines", "exchanges")
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
@@ -226,6 +234,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0007_exchange_bodies", exchange_bodies),
     ("0008_runs", runs),
     ("0009_finding_groups", finding_groups),
+    ("0010_live_telemetry", live_telemetry),
 ]
 
 

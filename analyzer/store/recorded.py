@@ -159,16 +159,31 @@ def replace_session_fields(conn: sqlite3.Connection, session_id: str, fields: di
                      [*(fields[c] for c in cols), session_id])
 
 
-def iter_raw_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, bytes]]:
-    """(seq, ts, direction, raw bytes), in seq order (bytes: no decoding on the way)."""
-    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB) FROM frames WHERE session_id = ? ORDER BY seq",
-                        (session_id,))
+def set_telemetry(conn: sqlite3.Connection, session_id: str, telemetry: str) -> None:
+    """Record what the live telemetry did for a session (JSON: sessions.telemetry)."""
+    conn.execute("UPDATE sessions SET telemetry = ? WHERE id = ?", (telemetry, session_id))
 
 
-def iter_http_frames(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, float, str, bytes, str | None]]:
-    """(seq, ts, direction, raw bytes, exchange id), in seq order."""
-    return conn.execute("SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id FROM frames WHERE session_id = ? "
-                        "ORDER BY seq", (session_id,))
+def iter_raw_frames(conn: sqlite3.Connection, session_id: str, *,
+                    redacted: bool = False) -> Iterator[tuple[int, float, str, bytes]]:
+    """(seq, ts, direction, raw bytes), in seq order (bytes: no decoding on the way). `redacted`:
+    each row ends with the frame's `redacted` paths too (JSON text, or None), in the same read."""
+    return conn.execute(f"SELECT seq, ts, direction, CAST(raw AS BLOB){_redacted(conn, redacted)} FROM frames "
+                        "WHERE session_id = ? ORDER BY seq", (session_id,))
+
+
+def iter_http_frames(conn: sqlite3.Connection, session_id: str, *,
+                     redacted: bool = False) -> Iterator[tuple[int, float, str, bytes, str | None]]:
+    """(seq, ts, direction, raw bytes, exchange id), in seq order; `redacted`: as `iter_raw_frames`."""
+    return conn.execute(f"SELECT seq, ts, direction, CAST(raw AS BLOB), exchange_id{_redacted(conn, redacted)} "
+                        "FROM frames WHERE session_id = ? ORDER BY seq", (session_id,))
+
+
+def _redacted(conn: sqlite3.Connection, wanted: bool) -> str:
+    """The `redacted` column to select after the others, when wanted (NULL in a file older than 0005)."""
+    if not wanted:
+        return ""
+    return ", redacted" if has_column(conn, "frames", "redacted") else ", NULL"
 
 
 def session_exchanges(conn: sqlite3.Connection, session_id: str) -> list[dict]:

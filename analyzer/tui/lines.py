@@ -1,5 +1,5 @@
-"""What `mcptap tui` shows, as plain text cells: a session's row, a frame's row, a frame's detail
-(its JSON pretty-printed, its pair, its findings). Every text from the traffic goes through
+"""What `mcptap tui` shows, as plain text cells: a session's row, a run's row, a frame's row, a
+frame's detail (its JSON pretty-printed, its pair, its findings). Every text from the traffic goes through
 `printable` (control, bidi and invisible characters as escapes) before Textual sees it, and is
 marked up as plain text only (never as Rich markup)."""
 
@@ -10,6 +10,7 @@ import json
 from mcptap.wire.textsafe import printable
 
 SESSION_COLUMNS = ("session", "label", "transport", "frames", "errors", "warnings")
+RUN_COLUMNS = ("run", "started", "sessions", "frames", "errors", "warnings", "host", "servers")
 FRAME_COLUMNS = ("#", "session", "time", "dir", "kind", "method", "id", "latency", "findings")
 ARROWS = {0: "→", 1: "←"}  # c2s, s2c
 DETAIL_CHARS = 200_000
@@ -22,6 +23,20 @@ def safe(value) -> str:
 def session_cells(s: dict, handle: str | None) -> tuple[str, ...]:
     return (safe(handle or s["id"][-8:]), safe(s.get("label")), safe(s.get("transport")), f"{s.get('frames') or 0:,}",
             "" if s.get("errors") is None else str(s["errors"]), "" if s.get("warnings") is None else str(s["warnings"]))
+
+
+def run_cells(r: dict) -> tuple[str, ...]:
+    """One row of the run list (a run of analyzer/report/runview.py `run_objects`)."""
+    client, who = r.get("client"), r.get("host")
+    if not who and isinstance(client, dict):  # who started it, in a line: the host process, or the HTTP client
+        who = " ".join(str(v) for v in (client.get("address"), client.get("user_agent"), client.get("exe"),
+                                        f"pid {client['pid']}" if client.get("pid") else None) if v)
+    elif not who:
+        who = client
+    return (safe(r.get("handle") or r["run"]), safe((r.get("started") or "")[:19].replace("T", " ")),
+            str(r.get("sessions") or 0), f"{r.get('frames') or 0:,}",
+            "" if r.get("errors") is None else str(r["errors"]), "" if r.get("warnings") is None else str(r["warnings"]),
+            safe(who), safe(", ".join(map(str, r.get("servers") or []))))
 
 
 def latency(value: float | None) -> str:
@@ -52,8 +67,8 @@ def pretty(raw: str | None) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
-def detail(frame: dict, handle: str) -> str:
-    """The detail pane's text of a frame (LiveView.frame's dict)."""
+def detail(frame: dict, handle: str, pair: dict | None = None) -> str:
+    """The detail pane's text of a frame (LiveView.frame's dict), and below it its pair's JSON."""
     head = [f"session {safe(handle)}  frame {frame['seq']}  {ARROWS.get(frame['d'], '?')} "
             f"{'client → server' if frame['d'] == 0 else 'server → client'}  {frame['z']:,} bytes  t={frame['t']:.6f} s"]
     what = " ".join(part for part in (safe(frame["k"]), safe(frame["m"]), f"id {safe(frame['id'])}" if frame["id"] else "") if part)
@@ -70,4 +85,7 @@ def detail(frame: dict, handle: str) -> str:
     body = pretty(frame.get("raw"))
     if frame.get("cut"):
         body += "\n… [cut]"
+    if pair is not None:
+        body += (f"\n\n── its pair: frame {pair['seq']} ({safe(pair['k'])}) "
+                 f"{ARROWS.get(pair['d'], '?')} ──\n" + pretty(pair.get("raw")) + ("\n… [cut]" if pair.get("cut") else ""))
     return "\n".join(head) + "\n\n" + body

@@ -98,7 +98,7 @@ def test_the_scanner_reads_what_the_exact_parser_reads_or_leaves_the_frame_to_it
         return
     assert parsed.error is None and not parsed.duplicate_keys and type(parsed.value) is dict, raw
     value = parsed.value
-    key, method, ident, id_text, meta, params, result_type, ident_key = found
+    key, method, ident, id_text, meta, params, result_type, ident_key, member = found
     sig, _ = classify(value)
     assert key == tuple(sig)[1:], raw
     assert method == value.get("method", None), raw
@@ -118,6 +118,9 @@ def test_the_scanner_reads_what_the_exact_parser_reads_or_leaves_the_frame_to_it
     r = value.get("result")
     expected = r.get("resultType", mcp.ABSENT) if type(r) is dict else mcp.ABSENT
     assert (result_type is mcp.ABSENT and expected is mcp.ABSENT) or _same(result_type, expected), raw
+    judged = "params" if "method" in value else "result"
+    assert (member == b"") if judged not in value else _same(jsonwire.parse(member).value, value[judged]), raw
+    assert member is None or member == member.strip() and member in raw, raw  # the member's bytes as written
 
 
 @pytest.mark.parametrize("raw", [

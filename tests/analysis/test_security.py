@@ -265,3 +265,34 @@ def test_a_url_mode_elicitation_is_not_judged():
 def test_an_emoji_sequence_joined_by_a_zero_width_joiner_is_not_hidden_text():
     assert hidden({"description": "Pair programming \U0001f468\u200d\U0001f4bb mode."}) == []
     assert len(hidden({"description": "pay\u200dpal"})) == 1
+
+
+def _call_with(arguments, meta=None) -> list:
+    params = {"name": "read_file", "arguments": arguments, **({"_meta": meta} if meta else {})}
+    return session(listing(0, [READ]), [("c2s", json.dumps({"jsonrpc": "2.0", "id": 300, "method": "tools/call",
+                                                            "params": params}, ensure_ascii=False)),
+                                        ("s2c", ok(300, {"content": [{"type": "text", "text": "done"}]}))])
+
+
+def test_a_call_with_no_credential_name_never_compiles_the_member_detectors(monkeypatch):
+    from mcptap.analysis.security import secrets
+
+    monkeypatch.setattr(secrets, "_DETECTORS", [])
+    assert codes(_call_with({"path": "x", "n": 3}, meta={"progressToken": "p1"})) == []
+    assert secrets._DETECTORS == []  # progressToken is no credential name: nothing compiled for it
+
+
+@pytest.mark.parametrize("arguments", [
+    {"path": "x", "token": "abc"},                                  # a name the progressToken beside must not hide
+    {"path": "x", "api\u004bey": "sk-1"},                           # a name with letters of any case
+    {"path": "x", "note": json.dumps({"password": "hunter2"})},     # a string that holds JSON
+], ids=["token", "case", "inner-json"])
+def test_a_credential_beside_a_progress_token_is_still_found(arguments):
+    assert codes(_call_with(arguments, meta={"progressToken": "p1"})) == ["secret-in-arguments"]
+
+
+def test_a_credential_name_behind_an_escape_is_still_found():
+    rows = _call_with({"path": "x", "apiKey": "sk-1"})
+    rows = [(*row[:3], row[3].replace(b'"apiKey"', b'"api\\u004bey"'), row[4]) for row in rows]
+    assert b"\\u004b" in b"".join(row[3] for row in rows)
+    assert codes(rows) == ["secret-in-arguments"]

@@ -308,3 +308,23 @@ def test_analyze_json_prints_the_analyzed_at_it_stored(tmp_path, jobs):
     stored = dict(conn.execute("SELECT session_id, analyzed_at FROM analyses"))
     conn.close()
     assert printed and printed == stored
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_json_report_counts_each_sessions_frames_as_the_session_listing_does(tmp_path, jobs):
+    """The report's frame counts and duration come from the frames as the analysis read them, not
+    from a second count in the store: they must agree with `mcptap sessions`."""
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[1] / "golden" / "corpus" / "demo.jsonl"
+    db = str(tmp_path / "a.db")
+    assert cli("import", "--db", db, str(corpus)).returncode == 0
+    done = cli("analyze", "--db", db, "--format", "json", "--fail-on", "never", "--jobs", jobs)
+    assert done.returncode == 0, done.stderr
+    reported = {s["id"]: s for s in json.loads(done.stdout)["sessions"]}
+    listed = cli("sessions", "--db", db, "--format", "jsonl")
+    listed = {s["id"]: s for s in map(json.loads, listed.stdout.decode().splitlines())}
+    assert len(reported) > 1 and reported.keys() == listed.keys()
+    for sid, session in reported.items():
+        for key in ("frames", "c2s", "s2c", "duration_s", "started_at", "ended_at", "label", "transport"):
+            assert session[key] == listed[sid][key], (sid, key)

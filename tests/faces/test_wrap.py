@@ -89,6 +89,8 @@ VSCODE_SETTINGS = """{
 """
 HOSTS = {"claude_desktop_config.json": CLAUDE_DESKTOP, "mcp.json": CURSOR, ".mcp.json": CLAUDE_CODE_PROJECT,
          ".claude.json": CLAUDE_CODE_USER, "vscode-mcp.json": VSCODE_MCP, "settings.json": VSCODE_SETTINGS}
+APP = {"claude_desktop_config.json": "claude-desktop", ".mcp.json": "claude-code", ".claude.json": "claude-code"}
+"""The host each file's name tells (`--host-app`); the others, in a folder that tells nothing, none."""
 STDIO = {"claude_desktop_config.json": ["time", "files"], "mcp.json": ["memory"], ".mcp.json": ["git"],
          ".claude.json": ["time", "sqlite"], "vscode-mcp.json": ["time", "bare"], "settings.json": ["time"]}
 
@@ -124,7 +126,8 @@ def test_wrap_puts_every_stdio_server_behind_mcptap_record_and_changes_nothing_e
             assert entry == before[server]  # HTTP servers (and entries that are none) left alone
             continue
         line = wrapped_line(entry)
-        assert line[line.index("record"):line.index("--") + 1] == ["record", f"--db={db}", f"--name={server}", "--"]
+        app = [f"--host-app={APP[name]}"] if name in APP else []
+        assert line[line.index("record"):line.index("--") + 1] == ["record", f"--db={db}", *app, f"--name={server}", "--"]
         assert line[line.index("--") + 1:] == wrapped_line(before[server])
         assert Path(line[0]).is_absolute() and "mcptap" in " ".join(line[:3])
         assert {k: v for k, v in entry.items() if k not in ("command", "args")} == \
@@ -192,6 +195,7 @@ def test_host_finds_that_hosts_own_config(tmp_path):
     done = cli("wrap", "--host", "claude-code", "--db", str(tmp_path / "r.db"), env=env)
     assert done.returncode == 0, done.stderr
     assert "record" in entries((home / ".claude.json").read_text(encoding="utf-8"))["time"]["args"]
+    assert "--host-app=claude-code" in entries((home / ".claude.json").read_text(encoding="utf-8"))["time"]["args"]
     assert cli("unwrap", "--host", "claude-code", env=env).returncode == 0
     assert (home / ".claude.json").read_text(encoding="utf-8") == CLAUDE_CODE_USER
 
@@ -246,3 +250,26 @@ def test_the_launcher_is_this_mcptap_by_absolute_path():
     assert Path(line[0]).is_absolute()
     assert line == [str(Path(sys.executable).parent / "mcptap")] or line[1:] == ["-m", "mcptap"]
     assert json.dumps(line)
+
+
+@pytest.mark.parametrize("where, host", [
+    ("Claude/claude_desktop_config.json", "claude-desktop"), (".cursor/mcp.json", "cursor"),
+    ("app/.mcp.json", "claude-code"), ("home/.claude.json", "claude-code"), ("app/.vscode/mcp.json", "vscode"),
+    ("Code/User/mcp.json", "vscode"), ("Code/User/settings.json", "vscode"), ("app/mcp.json", None),
+    ("app/settings.json", None), ("servers.json", None)])
+def test_the_host_a_config_belongs_to_is_told_by_its_name_and_folder(where, host):
+    from mcptap.hostconfig import hosts
+
+    assert hosts.host_of(Path("/somewhere") / where) == host
+
+
+def test_a_config_the_host_name_is_written_into_is_unwrapped_in_place_without_it(tmp_path):
+    cursor = tmp_path / ".cursor"
+    cursor.mkdir()
+    path = cursor / "mcp.json"
+    path.write_text(CURSOR, encoding="utf-8")
+    assert cli("wrap", str(path), "--db", str(tmp_path / "r.db")).returncode == 0
+    assert "--host-app=cursor" in entries(path.read_text(encoding="utf-8"))["memory"]["args"]
+    path.write_text(path.read_text(encoding="utf-8").replace('"disabled": true', '"disabled": false'), encoding="utf-8")
+    assert cli("unwrap", str(path)).returncode == 0  # the host changed it: unwrapped in place, not restored
+    assert path.read_text(encoding="utf-8") == CURSOR.replace('"disabled": true', '"disabled": false')

@@ -1,6 +1,6 @@
 """An OTLP/HTTP receiver for the tests, as the OpenTelemetry protocol specification describes one
-(OTLP/HTTP, binary protobuf): POST on /v1/traces and /v1/metrics with `Content-Type:
-application/x-protobuf`, the body gzip-compressed when `Content-Encoding: gzip` says so,
+(OTLP/HTTP, binary protobuf or JSON): POST on /v1/traces and /v1/metrics with `Content-Type:
+application/x-protobuf` (or `application/json`, hex ids), the body gzip-compressed when `Content-Encoding: gzip` says so,
 decoded with opentelemetry-proto; 200 with an ExportTraceServiceResponse (or
 ExportMetricsServiceResponse) as protobuf. Scripted answers: a queue of (status, headers,
 partial success) to give before the plain 200s. Listens on 127.0.0.1, any free port."""
@@ -52,6 +52,22 @@ class Receiver:
                 for ss in rs.scope_spans for span in ss.spans]
 
 
+def _from_json(kind, body: bytes):
+    """OTLP JSON (hex trace and span ids, the one departure from protobuf's JSON mapping) as `kind`."""
+    import base64
+    import json
+
+    from google.protobuf import json_format
+
+    def ids(value):
+        if isinstance(value, dict):
+            return {k: (base64.b64encode(bytes.fromhex(v)).decode() if k in ("traceId", "spanId", "parentSpanId")
+                        else ids(v)) for k, v in value.items()}
+        return [ids(v) for v in value] if isinstance(value, list) else value
+
+    return json_format.ParseDict(ids(json.loads(body)), kind(), ignore_unknown_fields=True)
+
+
 def _handler(receiver: Receiver):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:  # quiet
@@ -72,13 +88,14 @@ def _handler(receiver: Receiver):
             if kinds is None:
                 self._answer(404, status_pb2.Status(code=5, message="no such signal").SerializeToString(), {})
                 return
-            if self.headers.get("Content-Type") != "application/x-protobuf":
-                self._answer(415, status_pb2.Status(code=3, message="protobuf only").SerializeToString(), {})
+            content_type = self.headers.get("Content-Type")
+            if content_type not in ("application/x-protobuf", "application/json"):
+                self._answer(415, status_pb2.Status(code=3, message="protobuf or JSON only").SerializeToString(), {})
                 return
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 body = gzip.decompress(body)
             try:
-                message = kinds[0].FromString(body)
+                message = kinds[0].FromString(body) if content_type == "application/x-protobuf" else _from_json(kinds[0], body)
             except Exception:  # noqa: BLE001 - a body that does not decode is the client's fault
                 self._answer(400, status_pb2.Status(code=3, message="bad protobuf").SerializeToString(), {})
                 return

@@ -5,9 +5,7 @@ own outputSchema."""
 from __future__ import annotations
 
 from mcptap.analysis.rules.registry import Hit, rule
-from mcptap.analysis.schema_validation import MAX_PATHS, describe, era, violations
-
-_MAX_WORDS = 400
+from mcptap.analysis.schema_validation import MAX_PATHS, MAX_WORDS, describe, era, instance_errors, violations
 
 
 @rule("schema-violation", group="methods", severity="error", on=["schema"], layer="mcp",
@@ -18,7 +16,7 @@ _MAX_WORDS = 400
 def schema_violation(failed, s):
     check, error, raw, revision = failed
     found = violations(error, raw)
-    hits = [Hit(f"{describe(path, words)} ({check.schema}, {era(revision)} schema)"[:_MAX_WORDS])
+    hits = [Hit(f"{describe(path, words)} ({check.schema}, {era(revision)} schema)"[:MAX_WORDS])
             for path, words in found[:MAX_PATHS]]
     if len(found) > MAX_PATHS:
         hits[-1] = Hit(f"{hits[-1].message} (and {len(found) - MAX_PATHS} more paths)")
@@ -34,14 +32,5 @@ def structured_content_mismatch(checked, s):
     tool, validator, content = checked
     if content is None:
         return [Hit(f"$.result.structuredContent: absent, but tool {tool!r} declared an outputSchema")]
-    hits, paths = [], set()
-    for error in validator.iter_errors(content):
-        path = tuple(error.instance_path)
-        if path in paths:
-            continue
-        paths.add(path)
-        hits.append(Hit(f"{describe(('result', 'structuredContent') + path, error.message)} "
-                        f"(the outputSchema of tool {tool!r})"[:_MAX_WORDS]))
-        if len(hits) == MAX_PATHS:
-            break
-    return hits
+    return [Hit(message) for message in instance_errors(validator, content, ("result", "structuredContent"),
+                                                        f"the outputSchema of tool {tool!r}")]

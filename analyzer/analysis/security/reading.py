@@ -16,7 +16,7 @@ import orjson
 
 from mcptap.analysis import results, rules
 from mcptap.analysis.declared import LIST_CHANGED, LISTS, normalised, paths
-from mcptap.analysis.messages import Finding
+from mcptap.analysis.messages import UNREAD as _UNREAD, Finding
 from mcptap.analysis.security import patterns, secrets
 from mcptap.analysis.security.text import safe
 from mcptap.wire import jsonwire
@@ -24,7 +24,8 @@ from mcptap.wire.textsafe import storable
 
 EVENTS = ("declared", "call", "result", "elicitation", "redefined", "reading")
 METHODS = frozenset({"initialize", *LISTS, *LIST_CHANGED, "tools/call", "elicitation/create"})
-"""The methods whose messages the reading needs (a response's row names its request's method)."""
+"""The methods whose messages the reading needs (a response's row names its request's method):
+the frames the session core hands it (analyzer/analysis/security/feed.py)."""
 FOLLOWED = frozenset({"description-hidden-text", "description-instructs-model", "tool-shadowing"})
 """The findings on a description that name what followed it."""
 RUG_PATHS = ("$.description", "$.title", "$.inputSchema", "$.outputSchema", "$.annotations")
@@ -37,17 +38,10 @@ MAX_TEXT = 65_536
 
 
 ANSWER_NEEDLES = (b"earer", b"EARER", b"://")
-"""What a tool's answer that capture did not redact must hold to be read: what the free-text
+"""What a tool's answer that capture did not redact must hold to be read (`answer_wanted`, which
+spells them out): what the free-text
 detectors replace (analyzer/analysis/security/secrets.py); a credential member in it was redacted
 at capture, and its path recorded with the frame."""
-
-
-def wanted(rows, into: list[int], answers: list[int] | None = None) -> None:
-    """The frames among these message rows (MessageRow) the reading needs, added to `into`; the
-    tools/call answers to `answers` when given (read only where they may carry a secret)."""
-    for _sid, seq, _idx, _direction, kind, _id, method, _paired, _latency in rows:
-        if method in METHODS:
-            (answers if answers is not None and method == "tools/call" and kind != "request" else into).append(seq)
 
 
 @dataclass
@@ -165,13 +159,29 @@ class Reading:
     def frame(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None) -> None:
         """One frame (`recorded`: its `redacted` paths, JSON). A server's frame that is no listing,
         initialize answer or request, and holds no secret, is left unparsed (a tool's answer)."""
-        if (direction == "s2c" and not recorded and b'"tools"' not in raw and b"serverInfo" not in raw
-                and b'"method"' not in raw and not secrets.may_hold(raw)):
-            return
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            value = jsonwire.parse(raw).value
+        if self.wants(direction, raw, recorded):
+            self.read(seq, ts, direction, raw, recorded)
+
+    def wants(self, direction: str, raw: bytes, recorded: str | None) -> bool:
+        """Whether `frame` reads this frame: a server's frame that is no listing, initialize answer
+        or request, and holds no secret, is not."""
+        return not (direction == "s2c" and not recorded and b'"tools"' not in raw and b"serverInfo" not in raw
+                    and b'"method"' not in raw and not secrets.may_hold(raw))
+
+    def answer_wanted(self, raw: bytes, recorded: str | None) -> bool:
+        """Whether a tools/call answer is to be read at all: a `result` rule runs, and capture
+        redacted something in it or it holds what the free-text detectors look for."""
+        return bool(self.rules["result"]) and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
+
+    def read(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None,
+             value: Any = _UNREAD) -> None:
+        """A frame `wants` takes (`value`: the frame as orjson reads it, when the caller read it
+        so: not parsed again)."""
+        if value is _UNREAD:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = jsonwire.parse(raw).value
         messages = value if type(value) is list else [value]
         paths_recorded = None
         if recorded:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from mcptap.redaction import FrameRedactor
+from mcptap.redaction.frames import CREDENTIAL_KEYS, FOLD_AT
 from mcptap.redaction.http import Redactor
 
 _KEY = b"mcptap security reading"
@@ -28,6 +29,38 @@ def _detector() -> FrameRedactor:
     if not _DETECTORS:
         _DETECTORS.append(FrameRedactor(masker=Redactor(key=_KEY)))
     return _DETECTORS[0]
+
+
+def _words() -> tuple[bytes, ...]:
+    """A word of every credential name (CREDENTIAL_KEYS, lower case): a name is written with its
+    words together or apart, never split, so each of its spellings holds each of its words."""
+    chosen: list[str] = []
+    for name in sorted(CREDENTIAL_KEYS, key=lambda n: (n.count("_"), n)):
+        words = name.split("_")
+        if not any(w in word for w in chosen for word in words):
+            chosen.append(max(reversed(words), key=len))
+    return tuple(w.encode() for w in chosen if not any(o != w and o in w for o in chosen))
+
+
+_WORDS = _words()
+_PROGRESS = b"progresstoken"
+"""`_meta.progressToken`, in most calls: a word of a credential name ("token") that is none (a
+credential name is the whole member name, and no name ends in "progress")."""
+
+
+def named(raw: bytes) -> bool:
+    """False when the member detectors certainly find nothing in `raw`: it holds no word of a
+    credential name (`_WORDS`, in any case, `progressToken` aside) and no `\\u` escape (behind which a
+    name can hide). The detectors' expressions are compiled only once a frame passes."""
+    if b"\\u" in raw or len(raw) > FOLD_AT:
+        return True
+    low = raw.lower()
+    if _PROGRESS in low:
+        low = low.replace(_PROGRESS, b"")
+    for word in _WORDS:
+        if word in low:
+            return True
+    return False
 
 
 def kind_of(path: str) -> str:
@@ -49,18 +82,17 @@ def _free_text(raw: bytes) -> bool:
 
 def may_hold(raw: bytes) -> bool:
     """False when `found` certainly finds nothing in `raw` besides what capture recorded."""
-    return _free_text(raw) or _detector().might_hold(raw)
+    return _free_text(raw) or (named(raw) and _detector().might_hold(raw))
 
 
 def found(raw: bytes, recorded: list[str] | None, under: str) -> list[tuple[str, str]]:
     """(JSON path, kind) of each secret under the JSON path `under` (`$.params.arguments`,
     `$.result`) of a frame: recorded at capture (`recorded`) or found now in `raw`."""
     paths = list(recorded or ())
-    detector = _detector()
     if _free_text(raw):
-        paths += detector.text(raw)[1] or ()
-    elif detector.might_hold(raw):
-        paths += detector.frame(raw)[1] or ()
+        paths += _detector().text(raw)[1] or ()
+    elif named(raw) and _detector().might_hold(raw):
+        paths += _detector().frame(raw)[1] or ()
     out: dict[str, str] = {}
     for path in paths:
         if type(path) is str and (path == under or path.startswith(under + ".") or path.startswith(under + "[")

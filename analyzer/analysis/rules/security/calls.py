@@ -4,9 +4,7 @@ session's listings declared before it."""
 from __future__ import annotations
 
 from mcptap.analysis.rules.registry import Hit, rule
-from mcptap.analysis.schema_validation import MAX_PATHS, describe
-
-_MAX_WORDS = 400
+from mcptap.analysis.schema_validation import instance_errors
 
 
 @rule("tool-undeclared", group="security", severity="warning", on=["call"], layer="mcp",
@@ -41,14 +39,5 @@ def arguments_schema_violation(call, ctx):
     if validator is None:
         return None
     arguments = call.arguments if call.arguments is not None else {}
-    hits, seen = [], set()
-    for error in validator.iter_errors(arguments):
-        path = tuple(error.instance_path)
-        if path in seen:
-            continue
-        seen.add(path)
-        hits.append(Hit(f"{describe(('params', 'arguments') + path, error.message)} (the inputSchema of tool "
-                        f"{call.name!r})"[:_MAX_WORDS]))
-        if len(hits) == MAX_PATHS:
-            break
-    return hits or None
+    return [Hit(message) for message in instance_errors(validator, arguments, ("params", "arguments"),
+                                                        f"the inputSchema of tool {call.name!r}")] or None
