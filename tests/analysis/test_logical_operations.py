@@ -310,7 +310,7 @@ def test_analyze_json_the_pandas_api_over_a_database_and_messages_and_the_report
 
     import mcptap.data as mt
     from mcptap.report import html
-    from tests.conftest import mcptap, run
+    from tests.support.inprocess import cli
 
     left = frames(("c2s", modern(11, "tools/call", {"name": "t"})), ("s2c", ok(11, asked("A"))))
     refused = frames(("c2s", modern(21, "tools/call", {"name": "u"})), ("s2c", ok(21, asked("B"))),
@@ -319,7 +319,7 @@ def test_analyze_json_the_pandas_api_over_a_database_and_messages_and_the_report
     plain = frames(("c2s", modern(9, "tools/list")), ("s2c", ok(9, {"tools": [], "resultType": "complete"})),
                    ("c2s", modern(8, "tools/call", {"name": "v"})), ("s2c", ok(8, DONE)))
     path = stored(tmp_path, mrtr() + _shifted(left, 4) + _shifted(refused, 6) + _shifted(plain, 10))
-    done = run(mcptap("analyze", "--db", path, "--format", "json", "--fail-on", "never"))
+    done = cli("analyze", "--db", path, "--format", "json", "--fail-on", "never")
     assert done.returncode == 0, done.stderr
     printed = {r["method"]: (r["calls"], r["errors"], r["unanswered"], r["p50_s"], r["max_s"])
                for r in json.loads(done.stdout)["methods"]}

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from mcptap.analysis import rules
-from tests.conftest import analyze_json, mcptap, run
-from tests.support.sessions import handshake, ok, req
+from tests.conftest import analyze_json
+from tests.support.inprocess import cli
+from tests.support.sessions import handshake, ok, req, write_log
 
 CORPUS = json.loads((Path(__file__).resolve().parents[1] / "data" / "poisoned_definitions.json").read_text(encoding="utf-8"))
 CASES = CORPUS["cases"]
@@ -39,13 +40,9 @@ def findings(tmp_path_factory) -> dict[str, list[str]]:
     """Session name -> the security finding codes of its analysis."""
     folder = tmp_path_factory.mktemp("poisoned")
     log, db = folder / "poisoned.jsonl", folder / "poisoned.db"
-    with open(log, "w", encoding="utf-8") as fh:
-        for case in CASES:
-            for name, tool in ((case["name"], case["tool"]), (case["name"] + "~honest", honest(case["tool"]))):
-                for i, (direction, raw) in enumerate(session_frames(tool)):
-                    fh.write(json.dumps({"session": name, "seq": i + 1, "ts": 1000 + i / 100, "direction": direction,
-                                         "raw": raw}) + "\n")
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    write_log(log, {name: session_frames(tool) for case in CASES
+                    for name, tool in ((case["name"], case["tool"]), (case["name"] + "~honest", honest(case["tool"])))})
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
     _, report = analyze_json(db, "--fail-on", "never")
     security = {code for code, r in rules.load().items() if r.group == "security"}
     out: dict[str, list[str]] = {s["id"]: [] for s in report["sessions"]}

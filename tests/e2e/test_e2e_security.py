@@ -17,7 +17,8 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import copy_database, mcptap, run, tee, tool
+from tests.conftest import copy_database, run, tee, tool
+from tests.support.inprocess import cli
 from tests.support.viewing import viewing
 
 EXPECTED = {"description-hidden-text", "description-instructs-model", "definition-changed-after-use",
@@ -55,7 +56,7 @@ def plain_once(tmp_path_factory, sdk_python):
 
 
 def audit(db, *args: str):
-    return run(mcptap("audit", "--db", str(db), *args))
+    return cli("audit", "--db", str(db), *args)
 
 
 def test_the_obeying_client_gives_every_security_finding_and_audit_exits_1(obeyed):
@@ -104,23 +105,23 @@ def test_sarif_carries_githubs_security_severity_on_every_rule(obeyed, tmp_path)
 
 def test_fail_on_never_exits_0_and_the_same_findings_come_from_analyze(obeyed):
     assert audit(obeyed, "--fail-on", "never").returncode == 0
-    done = run(mcptap("analyze", "--db", str(obeyed), "--format", "json", "--fail-on", "never"))
+    done = cli("analyze", "--db", str(obeyed), "--format", "json", "--fail-on", "never")
     assert EXPECTED <= {f["code"] for f in json.loads(done.stdout)["findings"]}
 
 
 def test_the_filter_field_finding_group_selects_the_frames_of_security_findings(obeyed):
     audit(obeyed, "--fail-on", "never")
-    shown = run(mcptap("show", "--db", str(obeyed), "poisoned-obey", "--filter", 'finding.group == "security"'))
+    shown = cli("show", "--db", str(obeyed), "poisoned-obey", "--filter", 'finding.group == "security"')
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout.decode("utf-8")
     assert "elicitation-asks-secret" in text and "tool-undeclared" in text
-    none = run(mcptap("show", "--db", str(obeyed), "poisoned-obey", "--filter", 'finding.group == "no-such-group"'))
+    none = cli("show", "--db", str(obeyed), "poisoned-obey", "--filter", 'finding.group == "no-such-group"')
     assert "elicitation-asks-secret" not in none.stdout.decode("utf-8")
 
 
 def test_the_report_has_a_security_section_with_the_findings(obeyed, tmp_path):
     out = tmp_path / "report.html"
-    assert run(mcptap("report", "--db", str(obeyed), "-o", str(out))).returncode == 0
+    assert cli("report", "--db", str(obeyed), "-o", str(out)).returncode == 0
     page = out.read_text(encoding="utf-8")
     section = page[page.index('id="security-part"'):page.index('id="stats-part"')]
     assert "elicitation-asks-secret" in section and "tool-undeclared" in section

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TOOLS, mcptap, run, side_venv
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_NAMES = {"list_runs", "list_sessions", "search_frames", "list_findings", "get_frame", "summarize_session"}
@@ -45,13 +46,9 @@ def face(tmp_path_factory) -> tuple[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory) -> Path:
+def recording(demo_recording, tmp_path_factory) -> Path:
     """The demo's recording: a stdio and an HTTP session, analysed, with planted faults."""
-    where = tmp_path_factory.mktemp("demo")
-    db = where / "demo.db"
-    done = run(mcptap("demo", "--db", str(db)), cwd=where)
-    assert done.returncode == 0, done.stderr
-    return db
+    return demo_copy(demo_recording, tmp_path_factory.mktemp("demo"))["db"]
 
 
 def _drive(face, db: Path, calls: list) -> dict:

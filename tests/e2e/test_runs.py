@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import PROCESS_TIMEOUT_S, mcptap, run, tool
 from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+from tests.support.inprocess import cli
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +42,12 @@ def recorded(tmp_path_factory, sdk_python, time_server):
         assert host.returncode == 0, err.decode()[-3000:]
         hosts.append(json.loads(out.decode().strip().splitlines()[-1]))
     assert all("echo" in h["sdk"] and "get_current_time" in h["time"] for h in hosts)
-    assert run(mcptap("analyze", "--db", str(db))).returncode in (0, 1)
+    assert cli("analyze", "--db", str(db)).returncode in (0, 1)
     return db
 
 
 def test_one_host_process_is_one_run_and_two_are_two(recorded):
-    done = run(mcptap("runs", "--db", str(recorded), "--format", "json"))
+    done = cli("runs", "--db", str(recorded), "--format", "json")
     assert done.returncode == 0, done.stderr.decode()
     runs = json.loads(done.stdout)["runs"]
     assert len(runs) == 2
@@ -60,7 +61,7 @@ def test_one_host_process_is_one_run_and_two_are_two(recorded):
     by_run = conn.execute("SELECT run, count(*) FROM sessions GROUP BY run").fetchall()
     conn.close()
     assert sorted(n for _, n in by_run) == [2, 2]
-    table = run(mcptap("runs", "--db", str(recorded)))
+    table = cli("runs", "--db", str(recorded))
     lines = table.stdout.decode().splitlines()
     assert lines[0].split()[:3] == ["run", "started", "sessions"] and len(lines) == 3
     assert "host" in lines[0].split()
@@ -69,7 +70,7 @@ def test_one_host_process_is_one_run_and_two_are_two(recorded):
 
 
 def test_show_run_merges_both_servers_in_time_order(recorded):
-    done = run(mcptap("show", "--db", str(recorded), "--run", "@1", "--format", "jsonl"))
+    done = cli("show", "--db", str(recorded), "--run", "@1", "--format", "jsonl")
     assert done.returncode == 0, done.stderr.decode()
     records = [json.loads(line) for line in done.stdout.decode().splitlines()]
     head, frames = records[0], records[1:]
@@ -77,13 +78,13 @@ def test_show_run_merges_both_servers_in_time_order(recorded):
     assert {f["server"] for f in frames} == {"sdk", "time"}
     assert [f["ts"] for f in frames] == sorted(f["ts"] for f in frames)
     assert {f["session"] for f in frames} == set(head["session_ids"])
-    text = run(mcptap("show", "--db", str(recorded), "--run", head["handle"]))
+    text = cli("show", "--db", str(recorded), "--run", head["handle"])
     heading, *lines = text.stdout.decode().splitlines()
     assert heading.startswith(f"run {head['handle']} ") and f"host {head['host']}" in heading
     assert len(lines) == len(frames)
     assert any(" sdk " in line and "tools/call" in line for line in lines)
     assert any(" time " in line and "initialize" in line for line in lines)
-    bad = run(mcptap("show", "--db", str(recorded), "--run", "nope"))
+    bad = cli("show", "--db", str(recorded), "--run", "nope")
     assert bad.returncode == 2 and bad.stderr.decode().strip() == "mcptap: error: no run 'nope' (try `mcptap runs`)"
 
 
@@ -114,7 +115,7 @@ def test_two_tees_of_one_process_tree_agree_without_talking(tmp_path):
     count = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
     conn.close()
     assert count == 2 and len(runs) == 1 and None not in runs
-    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    listed = json.loads(cli("runs", "--db", str(db), "--format", "json").stdout)["runs"]
     client = listed[0]["client"]  # no --host-app (a command line wrapped before wrap wrote it): the program
     assert listed[0]["host_app"] is None and "host_app" not in client
     assert client["pid"] == os.getpid()  # the shell looked through: this test's process started them
@@ -134,7 +135,7 @@ def test_through_the_proxy_one_clients_sessions_are_one_run_and_another_user_age
         with urllib.request.urlopen(request, timeout=PROCESS_TIMEOUT_S) as answer:
             assert answer.status == 200
         assert proxy.stop() == 0, proxy.errors
-    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    listed = json.loads(cli("runs", "--db", str(db), "--format", "json").stdout)["runs"]
     assert sorted(r["sessions"] for r in listed) == [1, 2]
     by_agent = {r["client"]["user_agent"]: r for r in listed}
     assert by_agent["another-host/1.0"]["sessions"] == 1
@@ -180,8 +181,8 @@ def test_record_keeps_the_host_app_it_is_given_with_the_host_process(tmp_path, g
     client = json.loads(conn.execute("SELECT client FROM sessions").fetchone()[0])
     conn.close()
     assert client.get("host_app") == app and client["pid"] == os.getpid()
-    listed = json.loads(run(mcptap("runs", "--db", str(db), "--format", "json")).stdout)["runs"]
+    listed = json.loads(cli("runs", "--db", str(db), "--format", "json").stdout)["runs"]
     assert listed[0]["host_app"] == app
-    table = run(mcptap("runs", "--db", str(db))).stdout.decode()
+    table = cli("runs", "--db", str(db)).stdout.decode()
     shown = {"cursor": "cursor (pid", "-odd\u202e": "-odd\\u202e (pid", None: f"{client['exe']} (pid"}[app]
     assert "\u202e" not in table and shown in table

@@ -13,6 +13,7 @@ import pytest
 
 from mcptap import store
 from tests.conftest import TESTS, copy_database, mcptap, rows, run, tee, tool
+from tests.support.inprocess import cli
 
 MESSAGES = "session_id, frame_seq, idx, direction, kind, id, method, paired_frame, latency_s"
 FINDINGS = "session_id, frame_seq, idx, code, severity, message, related_frame"
@@ -29,7 +30,7 @@ def recorded(tmp_path_factory, sdk_python) -> Path:
         assert done.returncode == 0, done.stderr.decode()[-2000:]
     demo = run(mcptap("demo", "--db", str(db)), timeout=180, cwd=folder)
     assert demo.returncode == 0, demo.stderr.decode()[-2000:]
-    done = run(mcptap("import", "--db", str(db), *map(str, sorted((TESTS / "golden" / "corpus").iterdir()))))
+    done = cli("import", "--db", str(db), *map(str, sorted((TESTS / "golden" / "corpus").iterdir())))
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     conn = sqlite3.connect(db)
     conn.execute("DELETE FROM messages")
@@ -51,7 +52,7 @@ def dataset_rows(folder: Path, table: str, columns: str) -> list:
 
 
 def exported(db: Path, folder: Path, *more: str) -> Path:
-    done = run(mcptap("export", "--format", "parquet", "-o", str(folder), *more, str(db)), timeout=120)
+    done = cli("export", "--format", "parquet", "-o", str(folder), *more, str(db), timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     return folder
 
@@ -83,7 +84,7 @@ def test_exporting_a_session_again_replaces_its_rows_and_many_databases_share_on
     conn.close()
     folder = exported(recorded, tmp_path / "ds")
     exported(recorded, folder)
-    done = run(mcptap("export", "--format", "parquet", "-o", str(folder), str(recorded), str(other)), timeout=120)
+    done = cli("export", "--format", "parquet", "-o", str(folder), str(recorded), str(other), timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     frames = sorted_rows(recorded, "frames", "session_id, seq")
     assert len(dataset_rows(folder, "frames", "session_id, seq")) == 2 * len(frames)
@@ -92,7 +93,7 @@ def test_exporting_a_session_again_replaces_its_rows_and_many_databases_share_on
 def test_analysing_the_dataset_on_spark_and_locally_gives_exactly_what_analyze_db_gives(recorded, tmp_path):
     db = copy_database(recorded, tmp_path / "db.db")
     folder = exported(db, tmp_path / "ds")
-    done = run(mcptap("analyze", "--db", str(db), "--format", "json", "--fail-on", "never"), timeout=300)
+    done = cli("analyze", "--db", str(db), "--format", "json", "--fail-on", "never")
     assert done.returncode == 0, done.stderr.decode()
     want_report = json.loads(done.stdout)
     want = {t: sorted_rows(db, t, c) for t, c in (("messages", MESSAGES), ("findings", FINDINGS))}
@@ -157,7 +158,7 @@ def test_the_pandas_api_reads_a_dataset_as_it_reads_the_database(recorded, tmp_p
     import mcptap.data as mt
 
     db = copy_database(recorded, tmp_path / "db.db")
-    assert run(mcptap("analyze", "--db", str(db), "--fail-on", "never"), timeout=300).returncode == 0
+    assert cli("analyze", "--db", str(db), "--fail-on", "never").returncode == 0
     folder = exported(db, tmp_path / "ds")  # with the analysis's tables
 
     def same(a, b, keys):

@@ -10,16 +10,16 @@ folder and those in docs/img/ must be there, of the same size."""
 from __future__ import annotations
 
 import random
-import sqlite3
 import struct
 from pathlib import Path
 
 import pytest
 
 from mcptap import store
-from tests.conftest import mcptap, run
 from tests.faces.test_viewer import IMAGES, chrome, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
+from tests.support.inprocess import cli
 from tests.support.viewing import viewing
 
 pytestmark = pytest.mark.slow
@@ -82,18 +82,11 @@ def write_long_session(db: Path, pairs: int = 100_000, seed: int = 38) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(demo_recording, tmp_path_factory):
     """A live recording (`mcptap demo`) as both faces show it: its report page and `mcptap view`'s URL."""
-    folder = tmp_path_factory.mktemp("diagram")
-    db = folder / "demo.db"
-    result = run(mcptap("demo", "--db", str(db)), cwd=folder, timeout=300)
-    assert result.returncode == 0, result.stderr.decode(errors="replace")
-    page = next(folder.rglob("*report*.html"))
-    conn = sqlite3.connect(db)
-    stdio = conn.execute("SELECT id FROM sessions WHERE transport = 'stdio'").fetchone()[0]
-    conn.close()
-    with viewing(db) as url:
-        yield {"report": page.as_uri(), "view": url, "stdio": stdio}
+    recorded = demo_copy(demo_recording, tmp_path_factory.mktemp("diagram"))
+    with viewing(recorded["db"]) as url:
+        yield {"report": recorded["page"].as_uri(), "view": url, "stdio": recorded["stdio"]}
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +96,7 @@ def long(tmp_path_factory):
     db = folder / "long.db"
     write_long_session(db)
     page = folder / "long.html"
-    assert run(mcptap("report", "--db", str(db), "-o", str(page)), timeout=300).returncode == 0
+    assert cli("report", "--db", str(db), "-o", str(page)).returncode == 0
     with viewing(db) as url:
         yield {"report": page.as_uri(), "view": url}
 

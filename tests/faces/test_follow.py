@@ -17,6 +17,7 @@ import time
 import pytest
 
 from tests.conftest import mcptap, run, tee, wait_for
+from tests.support.inprocess import cli
 
 SERVER = [sys.executable, "-m", "mcptap.demo.server"]
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -196,7 +197,7 @@ def test_show_follow_shows_the_oauth_flows_exchanges_in_time_order_among_the_fra
     from tests.support.http_helpers import mitmdump
     from tests.support.oauth import running_oauth_server
 
-    addon = run(mcptap("addon-path")).stdout.decode().strip()
+    addon = cli("addon-path").stdout.decode().strip()
     with running_oauth_server(sdk_python) as (_, rs), following(db, "show", "--follow") as (follower, lines):
         with mitmdump("regular", "-s", addon, "--set", f"mcptap_db={db}") as proxy:
             done = subprocess.run([sdk_python, tool("sdk_oauth_client.py"), "legacy", f"{rs}/mcp",

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import mcptap, run, wait_for
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
 from tests.support.http_helpers import mcptap_proxy, sdk_client, sdk_http_server
+from tests.support.inprocess import cli
 from tests.support.sessions import req, write_log
 from tests.support.viewing import viewing
 
@@ -25,11 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("metrics")
-    db = where / "demo.db"
-    assert run(mcptap("demo", "--db", str(db)), cwd=where).returncode == 0
-    return db
+def demo(demo_recording, tmp_path_factory) -> Path:
+    return demo_copy(demo_recording, tmp_path_factory.mktemp("metrics"))["db"]
 
 
 def scrape(url: str) -> dict:
@@ -176,9 +175,9 @@ def test_a_scrape_reads_a_bounded_number_of_new_frames_and_pairs_answers_across_
     frames = [f for k in range(10) for f in (("c2s", req(k, "tools/call")), ("s2c", json.dumps({"jsonrpc": "2.0", "id": k,
                                                                                             "result": {}})))]
     frames += [("c2s", json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))]
-    assert run(mcptap("import", "--db", str(db), str(write_log(tmp_path / "log.jsonl", frames)))).returncode == 0
+    assert cli("import", "--db", str(db), str(write_log(tmp_path / "log.jsonl", frames))).returncode == 0
     other = write_log(tmp_path / "other.jsonl", [("c2s", req(1, "ping"))], session="other")
-    assert run(mcptap("import", "--db", str(db), str(other))).returncode == 0
+    assert cli("import", "--db", str(db), str(other)).returncode == 0
     conn = sqlite3.connect(db)
     conn.execute("UPDATE sessions SET recorder = 'mcptap test', pid = 4242, label = 'srv' WHERE id <> 'other'")
     conn.commit()

@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 
 from mcptap import store
-from tests.conftest import mcptap, run
+from tests.support.inprocess import cli
 from tests.e2e.test_runs import recorded  # noqa: F401 - the fixture: a real two-server run, twice
 from tests.faces.test_diagram import drawn, png_size
 from tests.faces.test_viewer import IMAGES, chrome, type_filter  # noqa: F401 - chrome: the fixture
@@ -37,7 +37,7 @@ return {count: +svg.dataset.lanes, track: svg.dataset.track, lanes, arrows,
 def timeline(recorded, tmp_path_factory):  # noqa: F811 - the imported fixture
     """The newest run: its id, its sessions in start order with their servers, its report page and
     `mcptap view`'s URL."""
-    listed = run(mcptap("runs", "--db", str(recorded), "--format", "json"))
+    listed = cli("runs", "--db", str(recorded), "--format", "json")
     newest = json.loads(listed.stdout)["runs"][-1]
     conn = sqlite3.connect(recorded)
     sessions = conn.execute("SELECT id, label FROM sessions WHERE run = ? ORDER BY started_at, id",
@@ -46,7 +46,7 @@ def timeline(recorded, tmp_path_factory):  # noqa: F811 - the imported fixture
                           (newest["run"],)).fetchone()[0]
     conn.close()
     page = tmp_path_factory.mktemp("run") / "run.html"
-    done = run(mcptap("report", "--db", str(recorded), "--run", newest["handle"], "-o", str(page)), timeout=300)
+    done = cli("report", "--db", str(recorded), "--run", newest["handle"], "-o", str(page), timeout=300)
     assert done.returncode == 0, done.stderr.decode()
     with viewing(recorded) as url:
         yield {"run": newest["run"], "sessions": sessions, "frames": frames, "report": page.as_uri(),
@@ -117,7 +117,7 @@ def test_report_run_names_an_unknown_run_in_one_line_and_fails(tmp_path):
     db = tmp_path / "none.db"
     conn = store.connect(str(db))
     conn.close()
-    done = run(mcptap("report", "--db", str(db), "--run", "nope", "-o", str(tmp_path / "r.html")))
+    done = cli("report", "--db", str(db), "--run", "nope", "-o", str(tmp_path / "r.html"))
     assert done.returncode != 0 and not (tmp_path / "r.html").exists()
     lines = done.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mcptap: error: no run 'nope'"), lines
@@ -203,7 +203,7 @@ def busy(tmp_path_factory):
                                              b'{"jsonrpc":"2.0","method":"ping"}', 0) for k in range(3000)])
     conn.close()
     page = folder / "busy.html"
-    assert run(mcptap("report", "--db", str(db), "--run", "busy-run", "-o", str(page)), timeout=300).returncode == 0
+    assert cli("report", "--db", str(db), "--run", "busy-run", "-o", str(page), timeout=300).returncode == 0
     with viewing(db) as url:
         yield {"report": page.as_uri(), "view": url + "#run=busy-run"}
 

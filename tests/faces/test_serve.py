@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import frames, mcptap, run, tee, tool
 from tests.support.http_helpers import Relay, free_port, wire_exchanges
+from tests.support.inprocess import cli
 
 ANSWER_TIMEOUT_S = 10
 
@@ -331,7 +332,7 @@ def test_a_notification_recorded_after_a_cancel_is_not_sent_for_the_cancelled_re
                                        "raw": json.dumps({"jsonrpc": "2.0", **value})}) + "\n"
                            for i, (direction, value) in enumerate(rows)), encoding="utf-8")
     db = tmp_path / "imported.db"
-    assert run(mcptap("import", "--db", str(db), str(log))).returncode == 0
+    assert cli("import", "--db", str(db), str(log)).returncode == 0
     c = client_factory(db=db, session="cancelled")
     c.send(call(7, "nap", {}))
     c.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})

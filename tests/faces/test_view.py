@@ -7,10 +7,8 @@ while the page is open appearing in it. Its screenshot in docs/img/ is tests/fac
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -19,24 +17,14 @@ from mcptap.engine import selection
 from tests.conftest import mcptap, run
 from tests.faces.test_viewer import HOSTILE_FRAMES, chrome, rows, type_filter  # noqa: F401 - chrome: the fixture
 from tests.support import browser
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
 from tests.support.viewing import viewing
 
 
-def demo_db(folder: Path) -> dict:
-    db = folder / "demo.db"
-    result = run(mcptap("demo", "--db", str(db)), cwd=folder, timeout=300)
-    assert result.returncode == 0, result.stderr.decode(errors="replace")
-    conn = sqlite3.connect(db)
-    stdio = conn.execute("SELECT id FROM sessions WHERE transport = 'stdio'").fetchone()[0]
-    http = conn.execute("SELECT id FROM sessions WHERE transport = 'http'").fetchone()[0]
-    conn.close()
-    return {"db": db, "stdio": stdio, "http": http}
-
-
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(demo_recording, tmp_path_factory):
     """A live recording served by `mcptap view`: the demo's sessions and the URL."""
-    recorded = demo_db(tmp_path_factory.mktemp("view"))
+    recorded = demo_copy(demo_recording, tmp_path_factory.mktemp("view"))
     with viewing(recorded["db"]) as url:
         yield {**recorded, "url": url}
 
@@ -62,8 +50,8 @@ def test_a_request_without_the_token_or_with_a_foreign_host_or_origin_is_refused
     assert status_of(url, {"Origin": "http://localhost:9"}) == 200
 
 
-def test_without_a_token_the_page_is_served_and_the_database_is_only_read(tmp_path):
-    recorded = demo_db(tmp_path)
+def test_without_a_token_the_page_is_served_and_the_database_is_only_read(demo_recording, tmp_path):
+    recorded = demo_copy(demo_recording, tmp_path)
     before = hashlib.sha256(recorded["db"].read_bytes()).hexdigest()
     with viewing(recorded["db"], "--no-token") as url:
         assert "token" not in url
@@ -140,8 +128,8 @@ def test_zooming_the_diagram_spreads_its_arrows_in_time(chrome, demo):
     assert zoomed["y"][b] - zoomed["y"][a] == pytest.approx(2 * (fitted["y"][b] - fitted["y"][a]), rel=1e-3)
 
 
-def test_a_frame_stored_while_the_page_is_open_appears_in_it(chrome, tmp_path):
-    recorded = demo_db(tmp_path)
+def test_a_frame_stored_while_the_page_is_open_appears_in_it(chrome, demo_recording, tmp_path):
+    recorded = demo_copy(demo_recording, tmp_path)
     with viewing(recorded["db"]) as url:
         browser.open_page(chrome, url + "#filter=" + "session%20%3D%3D%20%22" + recorded["stdio"] + "%22")
         browser.wait_for(lambda: len(rows(chrome)) == 17, what="the session's 17 frames")

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from mcptap import store
-from tests.conftest import mcptap, run
 from tests.support import browser
+from tests.support.demo import demo_copy, demo_recording  # noqa: F401 - demo_recording: the fixture
+from tests.support.inprocess import cli
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 
@@ -32,19 +32,9 @@ def chrome():
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The report of a live recording: (page path, database path, the stdio session's id)."""
-    folder = tmp_path_factory.mktemp("viewer")
-    db = folder / "demo.db"
-    result = run(mcptap("demo", "--db", str(db)), cwd=folder, timeout=300)
-    assert result.returncode == 0, result.stderr.decode(errors="replace")
-    page = folder / "demo-report.html"
-    assert page.exists()
-    conn = sqlite3.connect(db)
-    sid = conn.execute("SELECT id FROM sessions WHERE transport = 'stdio'").fetchone()[0]
-    http = conn.execute("SELECT id FROM sessions WHERE transport = 'http'").fetchone()[0]
-    conn.close()
-    return {"page": page, "db": db, "stdio": sid, "http": http}
+def demo(demo_recording, tmp_path_factory):
+    """The report of a live recording: (page path, database path, the stdio and HTTP sessions' ids)."""
+    return demo_copy(demo_recording, tmp_path_factory.mktemp("viewer"))
 
 
 def rows(driver) -> list[dict]:
@@ -166,7 +156,7 @@ def test_the_latency_table_and_chart_hold_the_numbers_of_mcptap_analyze(chrome, 
     browser.open_page(chrome, demo["page"].as_uri())
     table = [[td.text for td in tr.find_elements("tag name", "td")]
              for tr in chrome.find_elements("css selector", "#latency tbody tr")]
-    result = run(mcptap("analyze", "--db", str(demo["db"])))
+    result = cli("analyze", "--db", str(demo["db"]))
     text = result.stdout.decode()
     for row in table:  # method, calls, errors, tool errors, unanswered, p50, p95, max: as the table prints them
         assert any(line.split() == row for line in text.splitlines()), row
@@ -180,9 +170,9 @@ def test_the_report_s_script_selects_the_frames_of_every_corpus_filter_and_refus
         chrome, tmp_path):
     """The corpus tests/store/test_filter.py runs through SQL, here through the report's script."""
     db = tmp_path / "corpus.db"
-    assert run(mcptap("import", "--db", str(db), str(IMAGES.parents[1] / CORPUS["database"]))).returncode == 0
+    assert cli("import", "--db", str(db), str(IMAGES.parents[1] / CORPUS["database"])).returncode == 0
     page = tmp_path / "corpus.html"
-    assert run(mcptap("report", "--db", str(db), "-o", str(page))).returncode == 0
+    assert cli("report", "--db", str(db), "-o", str(page)).returncode == 0
     browser.open_page(chrome, page.as_uri())
     wrong = []
     for case in CORPUS["cases"]:
@@ -223,7 +213,7 @@ def hostile(tmp_path_factory):
         store.insert_stderr(conn, "s<script>x", [(1, 1000.005, b"</script><script>window.__pwned=8</script>", 0)])
     conn.close()
     page = folder / "hostile.html"
-    result = run(mcptap("report", "--db", db, "-o", str(page)))
+    result = cli("report", "--db", db, "-o", str(page))
     assert result.returncode == 0, result.stderr
     return page
 
@@ -265,7 +255,7 @@ def test_a_big_recording_puts_only_the_rows_in_sight_in_the_page(chrome, tmp_pat
         store.insert_frames(conn, "big", [(i + 1, 1000.0 + i * 0.002, d, raw, 0) for i, (d, raw) in enumerate(frames)])
     conn.close()
     page = tmp_path / "big.html"
-    assert run(mcptap("report", "--db", db, "-o", str(page))).returncode == 0
+    assert cli("report", "--db", db, "-o", str(page)).returncode == 0
     browser.open_page(chrome, page.as_uri() + "#frame=big:39999")
     assert "40,000 frames" in chrome.find_element("id", "filter-status").text
     assert len(chrome.find_elements("css selector", "#list .row")) < 60
@@ -274,7 +264,7 @@ def test_a_big_recording_puts_only_the_rows_in_sight_in_the_page(chrome, tmp_pat
     assert [r["seq"] for r in rows(chrome)] == [39999, 40000]
     assert len(chrome.find_elements("css selector", "#diagram g.arrow")) <= 1500
     trimmed = tmp_path / "trimmed.html"
-    assert run(mcptap("report", "--db", db, "-o", str(trimmed), "--max-frames", "1000")).returncode == 0
+    assert cli("report", "--db", db, "-o", str(trimmed), "--max-frames", "1000").returncode == 0
     browser.open_page(chrome, trimmed.as_uri())
     note = chrome.find_element("id", "left-out").text
     assert "of the 40,000 frames" in note and "within 20 of each finding" in note and "mcptap show --db" in note

@@ -298,7 +298,7 @@ def test_a_wrong_choice_is_said_in_mcptaps_words(demo_db):
     (("--max-per-code", "-1"), b"'--max-per-code': must be 0 or more"),
 ])
 def test_a_number_out_of_its_bounds_is_said_in_mcptaps_words(demo_db, args, words):
-    done = run(mcptap("analyze", "--db", str(demo_db), *args))
+    done = cli("analyze", "--db", str(demo_db), *args)
     assert done.returncode == 2 and words in done.stderr and b"Input should" not in done.stderr
 
 

@@ -1,6 +1,6 @@
 """A hostile Parquet dataset: partition names that pyarrow and Spark decode to `../..`, a table
 folder that is a link to another dataset, a damaged part and a part whose `seq` is text. Real
-datasets (the golden corpus exported), real `mcptap analyze DATASET` processes on the local
+datasets (the golden corpus exported, in-process), real `mcptap analyze DATASET` processes on the local
 engine and on Spark (local[1], a real JVM): one line, exit 2, and not a byte changed outside."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import TESTS, mcptap, run
+from tests.support.inprocess import cli
 
 DAY = "2026-12-01"  # the day the golden corpus's newest sessions started
 
@@ -22,14 +23,14 @@ DAY = "2026-12-01"  # the day the golden corpus's newest sessions started
 def corpus_db(tmp_path_factory) -> Path:
     """The golden corpus imported and analysed (the dataset carries derived rows to drop)."""
     db = tmp_path_factory.mktemp("corpus") / "corpus.db"
-    done = run(mcptap("import", "--db", str(db), *map(str, sorted((TESTS / "golden" / "corpus").iterdir()))))
+    done = cli("import", "--db", str(db), *map(str, sorted((TESTS / "golden" / "corpus").iterdir())))
     assert done.returncode == 0, done.stderr.decode()
-    assert run(mcptap("analyze", "--db", str(db), "--fail-on", "never"), timeout=300).returncode == 0
+    assert cli("analyze", "--db", str(db), "--fail-on", "never").returncode == 0
     return db
 
 
 def exported(db: Path, folder: Path) -> Path:
-    done = run(mcptap("export", "--format", "parquet", "-o", str(folder), str(db)), timeout=120)
+    done = cli("export", "--format", "parquet", "-o", str(folder), str(db))
     assert done.returncode == 0, done.stderr.decode()
     return folder
 
