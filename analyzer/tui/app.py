@@ -182,14 +182,18 @@ class TapApp(App):
         text = self.filter
 
         def work() -> None:
+            found = False
             try:
                 self.view.selection(text)
+                found = True
             finally:
-                self.call_from_thread(done)
+                self.call_from_thread(done, found)
 
-        def done() -> None:
+        def done(found: bool) -> None:
             after, self.finding, self.then = self.then, None, None
-            if self.filter == text and after is not None:
+            if not found:  # not tried again on its own: the next key that needs it does
+                self._status("the filter's frames could not be read")
+            elif self.filter == text and after is not None:
                 after()
 
         self.then = then

@@ -9,7 +9,7 @@ import json
 
 from mcptap.wire.textsafe import printable
 
-SESSION_COLUMNS = ("session", "label", "transport", "frames", "errors", "warnings")
+SESSION_COLUMNS = ("session", "label", "transport", "frames", "errors", "warnings", "state")
 RUN_COLUMNS = ("run", "started", "sessions", "frames", "errors", "warnings", "host", "servers")
 FRAME_COLUMNS = ("#", "session", "time", "dir", "kind", "method", "id", "latency", "findings")
 ARROWS = {0: "→", 1: "←"}  # c2s, s2c
@@ -21,8 +21,10 @@ def safe(value) -> str:
 
 
 def session_cells(s: dict, handle: str | None) -> tuple[str, ...]:
+    """One row of the session list (a session of LiveView.summary): `recording` until it has ended."""
     return (safe(handle or s["id"][-8:]), safe(s.get("label")), safe(s.get("transport")), f"{s.get('frames') or 0:,}",
-            "" if s.get("errors") is None else str(s["errors"]), "" if s.get("warnings") is None else str(s["warnings"]))
+            "" if s.get("errors") is None else str(s["errors"]), "" if s.get("warnings") is None else str(s["warnings"]),
+            "recording" if s.get("ended_at") is None else "ended")
 
 
 def run_cells(r: dict) -> tuple[str, ...]:

@@ -289,7 +289,7 @@ def test_sessions_runs_and_frames_appear_live_while_a_host_records(tmp_path):
         procs.append(await asyncio.to_thread(recording, live, "beta"))
         await wait_until(pilot, lambda: sessions.row_count == 2, "the second session")
         await wait_until(pilot, lambda: runs.row_count == 1 and cell(runs, "sessions") == ["2"], "the run's second server")
-        assert "alpha, beta" in cell(runs, "servers")[0]
+        assert "alpha, beta" in cell(runs, "servers")[0] and cell(sessions, "state") == ["recording"] * 2
         sessions.move_cursor(row=1)
         await asyncio.to_thread(send, procs[1], {"jsonrpc": "2.0", "id": 77, "method": "ping"})
         await wait_until(pilot, lambda: newest(app) == "77", "the ping at the list's end, followed")
@@ -304,6 +304,8 @@ def test_sessions_runs_and_frames_appear_live_while_a_host_records(tmp_path):
         await asyncio.to_thread(send, procs[0], {"jsonrpc": "2.0", "id": 78, "method": "ping"})
         await wait_until(pilot, lambda: newest(app) == "78", "alpha's ping, followed")
         assert set(cell(frames, "session")) == {alpha}
+        await asyncio.to_thread(procs[1].stdin.close)  # beta's server ends: its tee ends the session
+        await wait_until(pilot, lambda: cell(sessions, "state") == ["recording", "ended"], "beta's end")
 
     try:
         wait_for_rows(live)
