@@ -15,13 +15,14 @@ its timeout) drops its spans, counts them, and the sender backs off (BACKOFF_S d
 MAX_BACKOFF_S), dropping what it builds meanwhile, so the queue keeps moving and memory stays
 bounded. The histograms (cumulative) go every METRICS_S and at the end. At the end the sender has
 CLOSE_GRACE_S to send the rest; what it could not is counted too, and the counts are stored in the
-session's row (`sessions.telemetry`, shown by `mcptap sessions` and `show`). What only an analysis
+session's row (`sessions.telemetry`, shown by `mcptap sessions` and `show`); while recording the
+sender stores them too, at most every KEEP_S when they changed (otlp_live_counts.py), so a recorder
+killed mid-recording keeps the counts up to its last store. What only an analysis
 of the whole session knows (findings, the revision a later frame establishes) is in the export,
 not in the live spans."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -31,11 +32,10 @@ from collections.abc import Callable
 
 import orjson
 
-from mcptap import store
 from mcptap.analysis import mcp, paired
 from mcptap.analysis.classify import classify
 from mcptap.errors import warn_stderr
-from mcptap.report import otlp, otlp_env, otlp_http, otlp_metrics, otlp_spans
+from mcptap.report import otlp, otlp_env, otlp_http, otlp_live_counts, otlp_metrics, otlp_spans
 
 MAX_FRAMES = 10_000
 MAX_BYTES = 32 << 20
@@ -47,6 +47,9 @@ BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 CLOSE_GRACE_S = 3.0
 """At the end of the recording, how long the sender has to send what is still queued."""
+KEEP_S = 1.0
+"""While recording, how often at most the sender stores the counts (when they changed), so a
+recorder killed mid-recording leaves what it sent and dropped up to then."""
 
 
 class _Pairs:
@@ -127,8 +130,13 @@ class LiveTelemetry:
     sessions one recorder process stores."""
 
     def __init__(self, config: otlp_env.Config, *, warn: Callable[[str], None] = warn_stderr,
-                 max_frames: int = MAX_FRAMES, max_bytes: int = MAX_BYTES):
+                 max_frames: int = MAX_FRAMES, max_bytes: int = MAX_BYTES,
+                 keep: Callable[[dict[str, dict[str, int]]], None] | None = None):
+        """`keep(counts)`: called by the sender thread while recording, at most every KEEP_S and
+        only when the counts changed, with each session's counts (as `close` gives them)."""
         self.config = config
+        self._keep = keep
+        self._kept: dict | None = None
         self._warn = warn
         self._max_frames, self._max_bytes = max_frames, max_bytes
         self._queue: deque[tuple] = deque()
@@ -187,7 +195,25 @@ class LiveTelemetry:
                 if seq is not None:
                     self._counted(sid)["frames_dropped"] += 1
             self._queue.clear()
-            return {sid: {**counts, **self._points} for sid, counts in self._counts.items()}
+            return self._snapshot()
+
+    def _snapshot(self) -> dict[str, dict[str, int]]:
+        """Each session's counts, the data points' with them (under the lock)."""
+        return {sid: {**counts, **self._points} for sid, counts in self._counts.items()}
+
+    def _keep_counts(self) -> None:
+        """The counts to `keep`, when they changed since it was last given them; a failure is
+        said once, and the counts are given again next time."""
+        with self._lock:
+            counts = self._snapshot()
+        if counts == self._kept or self._stop.is_set():  # stopping: `close` gives the last counts
+            return
+        try:
+            self._keep(counts)
+        except Exception as exc:  # noqa: BLE001 - the telemetry goes on; the counts are stored at the end
+            self._say("keep", f"live telemetry: cannot store its counts yet ({type(exc).__name__}: {exc})")
+            return
+        self._kept = counts
 
     def _counted(self, sid: str) -> dict[str, int]:
         counts = self._counts.get(sid)
@@ -215,7 +241,7 @@ class LiveTelemetry:
     def _run(self) -> None:
         sessions: dict[str, _Session] = {}
         durations = otlp_metrics.Durations()
-        last_flush = last_metrics = time.monotonic()
+        last_flush = last_metrics = last_keep = time.monotonic()
         stopping = False
         while True:
             if not stopping:
@@ -263,6 +289,9 @@ class LiveTelemetry:
                 last_metrics = now
             if stopping:
                 return
+            if self._keep is not None and time.monotonic() - last_keep >= KEEP_S:
+                self._keep_counts()
+                last_keep = time.monotonic()
 
     def _send(self, sid: str | None, request) -> None:
         """One export, once; `sid` None: the metrics."""
@@ -311,24 +340,13 @@ def _learn(facts: otlp_spans.SessionFacts, op: paired.Operation) -> None:
             facts.revision = version
 
 
-def store_counts(db_path: str, counts: dict[str, dict[str, int]]) -> None:
-    """Each session's counts into its row (sessions.telemetry)."""
-    conn = store.connect(db_path)
-    try:
-        with store.write_transaction(conn):
-            for sid, of_session in counts.items():
-                store.set_telemetry(conn, sid, json.dumps(of_session, sort_keys=True))
-    finally:
-        conn.close()
-
-
 def finish(live: LiveTelemetry, db_path: str) -> None:
     """The recording ended: the rest sent (or counted), the counts stored, or said."""
     counts = live.close()
     if not counts:
         return
     try:
-        store_counts(db_path, counts)
+        otlp_live_counts.store_counts(db_path, counts)
     except Exception as exc:  # noqa: BLE001 - the recording is stored; its telemetry counts are said
         warn_stderr(f"cannot store the live telemetry's counts ({type(exc).__name__}: {exc}): {counts}")
 
@@ -370,9 +388,10 @@ def main() -> None:
     if config is None:
         recorder_main(recorder.record_from, "mcptap.report.otlp_live", "the recorder")
         return
-    live = LiveTelemetry(config)
 
     def record_from(fd, db_path, redaction, *, max_frame):
+        keeper = otlp_live_counts.CountsStore(db_path)
+        live = LiveTelemetry(config, keep=keeper)
         try:
             if http:
                 return recorder.record_from(fd, db_path, redaction, max_frame=max_frame, watch=_watch(live))
@@ -380,6 +399,7 @@ def main() -> None:
                                         on_session=live.session)
         finally:
             finish(live, db_path)
+            keeper.close()
 
     recorder_main(record_from, "mcptap.report.otlp_live", "the recorder")
 

@@ -154,6 +154,69 @@ def test_a_flood_with_the_endpoint_down_records_every_frame_and_stores_the_drops
     assert b"telemetry" in shown.stdout and b"dropped" in shown.stdout
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children", encoding="utf-8") as f:
+            out += [int(c) for c in f.read().split()]
+    return out
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie its parent has not reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def _recorder_of(tee_pid: int) -> int | None:
+    """The tee's recorder process (the live telemetry's: mcptap.report.otlp_live), once it runs."""
+    for child in _children(tee_pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"mcptap.report.otlp_live" in f.read():
+                    return child
+        except FileNotFoundError:
+            continue
+    return None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the recorder process in /proc")
+def test_a_recorder_killed_during_a_flood_with_the_endpoint_down_keeps_the_drops_counted_so_far(db):
+    import signal
+    import threading
+
+    n = 3000
+    port = _closed_port()
+    host = Host(mcptap("record", "--db", str(db), "--otlp-endpoint", f"http://127.0.0.1:{port}", "--",
+                       sys.executable, "-c", ANSWERING), _env())
+    flood = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}\n' % i for i in range(n))
+    writer = threading.Thread(target=lambda: (host.proc.stdin.write(flood), host.proc.stdin.flush()), daemon=True)
+    writer.start()
+    try:
+        for _ in range(n):  # every answer came back: the flood crossed; the host still holds the session
+            assert host.proc.stdout.readline()
+        writer.join(60)
+
+        def dropped() -> dict | None:
+            found = rows(db, "SELECT telemetry FROM sessions", missing_ok=True)
+            counts = json.loads(found[0][0]) if found and found[0][0] else None
+            return counts if counts and counts["spans_dropped"] + counts["frames_dropped"] > 0 else None
+
+        wait_for(dropped, 60, "drops stored while the recording goes on")
+        recorder = wait_for(lambda: _recorder_of(host.proc.pid), 30, "the recorder process")
+        os.kill(recorder, signal.SIGKILL)
+        wait_for(lambda: _dead(recorder), 30, "the recorder dead")
+        assert host.proc.poll() is None  # the tee goes on
+    finally:
+        status, err = host.end()
+    counts = dropped()
+    assert counts is not None, err
+    assert counts["spans_sent"] == 0
+
+
 @pytest.mark.parametrize("env, code", [
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://127.0.0.1:1"}, 2),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, 2),

@@ -11,7 +11,7 @@ pytest.importorskip("opentelemetry.proto")
 
 from mcptap import store  # noqa: E402
 from mcptap.api import import_files  # noqa: E402
-from mcptap.report import otlp, otlp_env, otlp_http, otlp_live  # noqa: E402
+from mcptap.report import otlp, otlp_env, otlp_http, otlp_live, otlp_live_counts  # noqa: E402
 from tests.faces.test_otlp import made_session  # noqa: E402
 from tests.support.sessions import write_log  # noqa: E402
 
@@ -141,3 +141,43 @@ def test_a_session_that_ends_has_its_unanswered_requests_sent_and_is_forgotten(m
 
 def _spans_of(requests) -> list:
     return [s for r in requests for rs in getattr(r, "resource_spans", ()) for ss in rs.scope_spans for s in ss.spans]
+
+
+def test_the_counts_are_kept_while_recording_not_only_at_the_end(made_db, monkeypatch):
+    from tests.conftest import wait_for
+
+    db, sid = made_db
+    conn = store.connect(db)
+    session = store.get_session(conn, sid)
+    frames = [(sid, seq, ts, direction, raw) for seq, ts, direction, raw in store.iter_raw_frames(conn, sid)]
+    conn.close()
+
+    def export(request, url, headers, **kw):
+        raise otlp_http.OtlpError(f"{url}: gave up after 1 attempt (refused)")
+
+    monkeypatch.setattr(otlp_http, "export", export)
+    monkeypatch.setattr(otlp_live, "KEEP_S", 0.0)
+    kept = []
+    live = otlp_live.LiveTelemetry(CONFIG, warn=lambda m: None, keep=kept.append)
+    live.session(session)
+    live.frames(frames)
+    try:
+        wait_for(lambda: kept and kept[-1][sid]["spans_dropped"] > 0, 30, "the counts kept while recording")
+    finally:
+        counts = live.close(30)
+    assert all(a != b for a, b in zip(kept, kept[1:]))  # only counts that changed
+    assert kept[-1][sid]["spans_dropped"] <= counts[sid]["spans_dropped"]
+
+
+def test_the_counts_store_writes_them_into_the_session_s_row(made_db):
+    db, sid = made_db
+    keeper = otlp_live_counts.CountsStore(db)
+    try:
+        keeper({sid: {"spans_sent": 0, "spans_dropped": 7, "frames_dropped": 1}})
+        keeper({sid: {"spans_sent": 0, "spans_dropped": 9, "frames_dropped": 1}})
+    finally:
+        keeper.close()
+    conn = store.connect(db)
+    assert store.get_session(conn, sid)["telemetry"] == \
+        '{"frames_dropped": 1, "spans_dropped": 9, "spans_sent": 0}'
+    conn.close()
