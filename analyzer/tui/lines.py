@@ -29,16 +29,10 @@ def session_cells(s: dict, handle: str | None) -> tuple[str, ...]:
 
 def run_cells(r: dict) -> tuple[str, ...]:
     """One row of the run list (a run of analyzer/report/runview.py `run_objects`)."""
-    client, who = r.get("client"), r.get("host")
-    if not who and isinstance(client, dict):  # who started it, in a line: the host process, or the HTTP client
-        who = " ".join(str(v) for v in (client.get("address"), client.get("user_agent"), client.get("exe"),
-                                        f"pid {client['pid']}" if client.get("pid") else None) if v)
-    elif not who:
-        who = client
     return (safe(r.get("handle") or r["run"]), safe((r.get("started") or "")[:19].replace("T", " ")),
             str(r.get("sessions") or 0), f"{r.get('frames') or 0:,}",
             "" if r.get("errors") is None else str(r["errors"]), "" if r.get("warnings") is None else str(r["warnings"]),
-            safe(who), safe(", ".join(map(str, r.get("servers") or []))))
+            safe(r.get("host")), safe(", ".join(map(str, r.get("servers") or []))))
 
 
 def latency(value: float | None) -> str:

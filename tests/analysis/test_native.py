@@ -30,6 +30,8 @@ _wirescan = pytest.importorskip("mcptap._wirescan", reason="the C extension was 
 def test_the_native_scanner_is_built_and_in_use():
     assert session._wirescan is _wirescan, "mcptap._wirescan was built for other _meta names"
     assert _wirescan.META_NAMES == (mcp.META_PROTOCOL_VERSION, mcp.META_CLIENT_CAPABILITIES, mcp.META_LOG_LEVEL)
+    assert _wirescan.ENVELOPE_ITEMS == session.ENVELOPE_ITEMS, (
+        "mcptap._wirescan was built from older sources: rebuild it (pip install -e . --no-deps)")
 
 
 # -- the scanner against the exact parser ----------------------------------------------------

@@ -290,6 +290,7 @@ def test_sessions_runs_and_frames_appear_live_while_a_host_records(tmp_path):
         await wait_until(pilot, lambda: sessions.row_count == 2, "the second session")
         await wait_until(pilot, lambda: runs.row_count == 1 and cell(runs, "sessions") == ["2"], "the run's second server")
         assert "alpha, beta" in cell(runs, "servers")[0] and cell(sessions, "state") == ["recording"] * 2
+        assert f"pid {os.getpid()}" in cell(runs, "host")[0]  # this process: the host
         sessions.move_cursor(row=1)
         await asyncio.to_thread(send, procs[1], {"jsonrpc": "2.0", "id": 77, "method": "ping"})
         await wait_until(pilot, lambda: newest(app) == "77", "the ping at the list's end, followed")
