@@ -79,8 +79,9 @@ class Operation:
         return m if isinstance(m, dict) else {}
 
 
-def _messages(raw: bytes) -> list[tuple[int | None, Any]]:
-    """A frame's messages as (batch index or None, parsed value); nothing when it is not JSON."""
+def messages(raw: bytes) -> list[tuple[int | None, Any]]:
+    """A frame's messages as (batch index or None, parsed value, a dict); nothing when it is not
+    JSON (a batch: its objects, each with its index)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -91,6 +92,16 @@ def _messages(raw: bytes) -> list[tuple[int | None, Any]]:
     if isinstance(value, list):
         return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)]
     return [(None, value)] if isinstance(value, dict) else []
+
+
+def answered(op: Operation, value: dict, kind: str, seq: int, ts: float) -> None:
+    """`op`'s request answered by `value` (its kind: "response" or "error", as classified) in
+    frame `seq` at `ts`: its response, outcome, error code and message; an answer that succeeds
+    after a cancellation among its notes makes it CANCELLED."""
+    op.response, op.response_seq, op.response_ts = value, seq, ts
+    _outcome(op, value, kind)
+    if op.outcome == OK and any(n.method == "notifications/cancelled" for n in op.notes):
+        op.outcome = CANCELLED
 
 
 def _outcome(op: Operation, value: dict, kind: str) -> None:
@@ -128,7 +139,7 @@ def operations(session_id: str, frames: Iterable[tuple[int, float, str, bytes]],
     at_frame: dict[int, Operation] = {}  # request frame seq -> its operation, for findings of its answer
     loose: list[Operation] = []
     for seq, ts, direction, raw in frames:
-        for idx, value in _messages(raw):
+        for idx, value in messages(raw):
             kind, paired = kinds.get((seq, idx), (None, None))
             method = value.get("method")
             if kind == "request" and isinstance(method, str):
@@ -144,10 +155,7 @@ def operations(session_id: str, frames: Iterable[tuple[int, float, str, bytes]],
                 op = waiting.pop((asker, orjson.dumps(value.get("id")).decode()), None)
                 if op is None:
                     continue
-                op.response, op.response_seq, op.response_ts = value, seq, ts
-                _outcome(op, value, kind)
-                if op.outcome == OK and any(n.method == "notifications/cancelled" for n in op.notes):
-                    op.outcome = CANCELLED
+                answered(op, value, kind, seq, ts)
                 op.findings.extend(by_frame.pop(seq, ()) if idx in (None, 0) else ())
                 _drop_token(by_token, op)
                 at_frame.pop(op.seq, None)

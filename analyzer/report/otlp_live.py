@@ -64,7 +64,7 @@ class _Pairs:
 
     def feed(self, seq: int, ts: float, direction: str, raw: bytes) -> list[paired.Operation]:
         done = []
-        for idx, value in paired._messages(raw):
+        for idx, value in paired.messages(raw):
             kind = classify(value)[1]
             method = value.get("method")
             if kind == "request" and isinstance(method, str):
@@ -78,10 +78,7 @@ class _Pairs:
                 op = self.waiting.pop((asker, orjson.dumps(value.get("id")).decode()), None)
                 if op is None:
                     continue
-                op.response, op.response_seq, op.response_ts = value, seq, ts
-                paired._outcome(op, value, kind)
-                if op.outcome == paired.OK and any(n.method == "notifications/cancelled" for n in op.notes):
-                    op.outcome = paired.CANCELLED
+                paired.answered(op, value, kind, seq, ts)
                 token = op.meta.get("progressToken")
                 if token is not None:
                     self.by_token.pop((op.direction, orjson.dumps(token).decode()), None)
