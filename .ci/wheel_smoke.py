@@ -132,6 +132,7 @@ def smoke(work: Path) -> None:
     if top != ["mcptap"]:
         raise Failed(f"the wheel's top-level names are {top}, not exactly ['mcptap']")
     plain_install(wheel, work / "plain-venv", here)
+    mcp_face(wheel, work / "plain-venv", here)
 
     step(f"install {wheel.name}[all] into a fresh venv")
     run([sys.executable, "-m", "venv", venv], cwd=here)
@@ -294,6 +295,33 @@ def smoke(work: Path) -> None:
     run([python, "-c", "import sys, mcptap.data as mt, mcptap.plots as mp\n"
          "assert len(mt.sessions(sys.argv[1])) == 2\nmt.latency(mt.messages(sys.argv[1]))\n"
          "mp.latency(sys.argv[1]).savefig('latency.png')", db], cwd=here)
+
+
+MCP_FACE_TOOLS = {"list_runs", "list_sessions", "search_frames", "list_findings", "get_frame", "summarize_session"}
+
+
+def mcp_face(wheel: Path, venv: Path, here: Path) -> None:
+    """`pip install 'mcptap[mcp]'` over the plain install, then `mcptap mcp` from it serves the plain
+    session to the real SDK client (tests/tools/sdk_face_client.py): its six tools, the session
+    listed, its frames searched with the filter language, its findings read."""
+    step(f"install {wheel.name}[mcp] over the plain install; mcptap mcp serves its session to the SDK client")
+    python = venv / "bin" / "python"
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[mcp]", "mcp==2.3.0"],
+        cwd=here, timeout=900)
+    calls = [["list_sessions", {}], ["search_frames", {"filter": 'method == "tools/list"'}], ["list_findings", {}]]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root")}
+    done = run([python, ROOT / "tests" / "tools" / "sdk_face_client.py", "--", venv / "bin" / "mcptap", "mcp",
+                "--db", here / "plain.db"], cwd=here, timeout=300,
+               env={**os.environ, "MCPTAP_TEST_SERVER_ENV": json.dumps(env), "MCPTAP_TEST_CALLS": json.dumps(calls)})
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    if set(out["tools"]) != MCP_FACE_TOOLS:
+        raise Failed(f"mcptap mcp from the wheel lists the tools {sorted(out['tools'])}")
+    failed = [call for call in out["calls"] if "error" in call]
+    if failed:
+        raise Failed(f"mcptap mcp from the wheel answered with errors: {failed}")
+    listed, searched, _findings = (call["result"] for call in out["calls"])
+    if [s["label"] for s in listed["sessions"]] != ["plain"] or not searched["frames"]:
+        raise Failed(f"mcptap mcp from the wheel listed {listed} and found {searched}")
 
 
 PLAIN_MB = 120  # the plain install with its venv weighs under this (issue 16)

@@ -1,7 +1,9 @@
 """`mcptap mcp`: the recordings served to an agent over stdio, driven by the real `mcp` SDK client.
 The face runs on the SDK's side environment (the SDK cannot share mcptap's test environment with
 mitmproxy 11's pins), with mcptap's base dependencies at the versions of this environment and
-mcptap's own source on its path, as `pip install 'mcptap[mcp]'` would give it."""
+mcptap's own source on its path, as `pip install 'mcptap[mcp]'` would give it. The installed wheel
+itself (`pip install 'mcptap[mcp]'` over the plain install) serves the same SDK client in CI's wheel
+smoke (.ci/wheel_smoke.py `mcp_face`)."""
 
 from __future__ import annotations
 
