@@ -69,7 +69,7 @@ def sessions(conn: sqlite3.Connection, offset: int = 0, limit: int = 20) -> dict
 
 def runs(conn: sqlite3.Connection, offset: int = 0, limit: int = 20) -> dict:
     """The runs (the sessions one host process started, or one HTTP client's), oldest first: handle,
-    id, start, sessions, frames, findings, client, servers."""
+    id, start, sessions, frames, findings, host, host_app, client, servers."""
     from mcptap.report.runview import run_objects
 
     limit, offset = _bounded(limit), max(0, int(offset))
