@@ -32,6 +32,7 @@ COLUMNS: dict[str, dict[str, tuple[tuple[str, ...], bool, tuple[str, ...] | None
         "upstream": (TEXT, True, None), "exit_status": (INT, True, None), "recorder": (TEXT, True, None),
         "host": (TEXT, True, None), "pid": (INT, True, None), "source": (TEXT, True, None),
         "replay_of": (TEXT, True, None), "run": (TEXT, True, None), "client": (TEXT, True, None),
+        "telemetry": (TEXT, True, None),
     },
     "frames": {
         "session_id": (TEXT, False, None), "seq": (INT, False, None), "ts": (REAL, False, None),

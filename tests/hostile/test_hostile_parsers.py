@@ -360,8 +360,9 @@ def gone(processes: list[psutil.Process]) -> bool:
 
 
 def test_workers_of_a_sigkilled_analyze_die_with_it(tmp_path):
-    db = busy_database(tmp_path / "busy.db", {"a": 400, "b": 400})
-    parent = subprocess.Popen(mcptap("analyze", "--db", str(db), "--jobs", "2", "--format", "json"),
+    db = busy_database(tmp_path / "busy.db", {"a": 400, "b": 400, "c": 400})
+    # --jobs 3: two worker processes and the command's own (analyzer/engine/workers.py in_workers)
+    parent = subprocess.Popen(mcptap("analyze", "--db", str(db), "--jobs", "3", "--format", "json"),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[psutil.Process] = []
     try:
@@ -378,7 +379,8 @@ def test_workers_of_a_sigkilled_analyze_die_with_it(tmp_path):
 
 def test_a_worker_killed_mid_analysis_is_a_one_line_error_and_the_finished_sessions_keep_their_results(tmp_path):
     db = busy_database(tmp_path / "busy.db", {"big": 600, "small1": 2, "small2": 2})
-    proc = subprocess.Popen(mcptap("analyze", "--db", str(db), "--jobs", "2", "--format", "json"),
+    # --jobs 3: two worker processes (the big session's and a small one's) and the command's own (the other small)
+    proc = subprocess.Popen(mcptap("analyze", "--db", str(db), "--jobs", "3", "--format", "json"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     workers: list[psutil.Process] = []
 
