@@ -31,7 +31,9 @@
    - member is the bytes as written of what a schema check judges, and so its verdict's key: of
      a request or notification (a frame with a method) its params value, of a response its result
      value; empty where that is absent (no JSON value is empty).
-   configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
+   configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type.
+   contains(raw, needles) says whether any of the byte strings occurs in raw (the literal searches
+   the security reading makes before it parses a frame). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -800,7 +802,30 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* contains(raw: bytes, needles: tuple[bytes, ...]) -> bool: whether any needle occurs in raw
+   (`any(n in raw for n in needles)`, each found by memmem: a few times faster than `in`). */
+static PyObject *contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "contains(raw: bytes, needles: tuple[bytes, ...])");
+        return NULL;
+    }
+    const char *raw = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]), count = PyTuple_GET_SIZE(args[1]);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *needle = PyTuple_GET_ITEM(args[1], i);
+        if (!PyBytes_Check(needle)) {
+            PyErr_SetString(PyExc_TypeError, "contains: each needle is bytes");
+            return NULL;
+        }
+        if (memmem(raw, (size_t)size, PyBytes_AS_STRING(needle), (size_t)PyBytes_GET_SIZE(needle)) != NULL)
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
+    {"contains", (PyCFunction)(void (*)(void))contains, METH_FASTCALL,
+     "contains(raw: bytes, needles: tuple[bytes, ...]) -> whether any needle occurs in raw"},
     {"scan", scan, METH_O, "scan(raw: bytes) -> the frame's envelope tuple, or None for the exact path"},
     {"configure", configure, METH_VARARGS, "configure(missing, params_for: frozenset, number_text: type)"},
     {NULL, NULL, 0, NULL},

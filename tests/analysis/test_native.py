@@ -315,3 +315,17 @@ def test_a_tools_call_result_that_may_say_is_error_takes_the_fast_path_read_once
     assert analysis.method_stats["tools/call"]["tool_errors"] == counted
     assert 5 not in exact_frames[len(frames):]  # on the fast path, the result took no exact parse
     assert ("schema-violation" in {f[3] for f in findings}) is (is_error == "yes")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200), st.lists(st.binary(min_size=1, max_size=6), max_size=4))
+def test_the_native_literal_search_finds_what_in_finds(raw, needles):
+    from mcptap import _wirescan
+    from mcptap.analysis import literal
+
+    needles = tuple(needles)
+    expected = any(n in raw for n in needles)
+    assert _wirescan.contains(raw, needles) is expected
+    assert literal.contains(raw, needles) is expected
+    for n in needles:  # each needle planted in the middle is found
+        assert _wirescan.contains(raw[:7] + n + raw[7:], needles)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from mcptap.analysis.literal import contains
+
 from mcptap.redaction import FrameRedactor
 from mcptap.redaction.frames import CREDENTIAL_KEYS, FOLD_AT
 from mcptap.redaction.http import Redactor
@@ -73,8 +75,14 @@ def kind_of(path: str) -> str:
     return found.group(1) or found.group(2)
 
 
+FREE_TEXT = (b"earer", b"EARER", b"://")
+"""What a frame holds where the free-text detectors may find something (a bearer token, a URL)."""
+
+
 def _free_text(raw: bytes) -> bool:
     """Whether `raw` has what the free-text detectors replace (literal searches first)."""
+    if not contains(raw, FREE_TEXT):
+        return False
     if (b"earer" in raw or b"EARER" in raw) and _BEARER.search(raw) is not None:
         return True
     return b"://" in raw and _URL.search(raw) is not None
