@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from mcptap.analysis.literal import contains
+from mcptap.analysis.literal import contains, contains_folded
 
 from mcptap.redaction import FrameRedactor
 from mcptap.redaction.frames import CREDENTIAL_KEYS, FOLD_AT
@@ -46,6 +46,7 @@ def _words() -> tuple[bytes, ...]:
 
 _WORDS = _words()
 _PROGRESS = b"progresstoken"
+_PROGRESSES = (_PROGRESS,)
 """`_meta.progressToken`, in most calls: a word of a credential name ("token") that is none (a
 credential name is the whole member name, and no name ends in "progress")."""
 
@@ -55,6 +56,10 @@ def named(raw: bytes) -> bool:
     credential name (`_WORDS`, in any case, `progressToken` aside) and no `\\u` escape (behind which a
     name can hide). The detectors' expressions are compiled only once a frame passes."""
     if b"\\u" in raw or len(raw) > FOLD_AT:
+        return True
+    if not contains_folded(raw, _WORDS):  # no word, so no progressToken either
+        return False
+    if not contains_folded(raw, _PROGRESSES):
         return True
     low = raw.lower()
     if _PROGRESS in low:
