@@ -31,7 +31,10 @@
    - member is the bytes as written of what a schema check judges, and so its verdict's key: of
      a request or notification (a frame with a method) its params value, of a response its result
      value; empty where that is absent (no JSON value is empty).
-   configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type. */
+   configure(missing, params_for, number_text) sets MISSING, PARAMS_FOR and the NumberText type.
+   contains(raw, needles) says whether any of the byte strings occurs in raw, contains_folded(raw,
+   needles) the same of raw with its ASCII letters in lower case (the literal searches the security
+   reading makes before it parses a frame). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -800,7 +803,79 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* contains(raw: bytes, needles: tuple[bytes, ...]) -> bool: whether any needle occurs in raw
+   (`any(n in raw for n in needles)`, each found by memmem: a few times faster than `in`). */
+static PyObject *contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "contains(raw: bytes, needles: tuple[bytes, ...])");
+        return NULL;
+    }
+    const char *raw = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]), count = PyTuple_GET_SIZE(args[1]);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *needle = PyTuple_GET_ITEM(args[1], i);
+        if (!PyBytes_Check(needle)) {
+            PyErr_SetString(PyExc_TypeError, "contains: each needle is bytes");
+            return NULL;
+        }
+        if (memmem(raw, (size_t)size, PyBytes_AS_STRING(needle), (size_t)PyBytes_GET_SIZE(needle)) != NULL)
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
+/* contains_folded(raw: bytes, needles: tuple[bytes, ...]) -> bool: whether any needle (lower
+   case) occurs in raw with ASCII letters folded to lower case (`any(n in raw.lower() for n in
+   needles)`), in one pass and without the folded copy. */
+static PyObject *contains_folded(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "contains_folded(raw: bytes, needles: tuple[bytes, ...])");
+        return NULL;
+    }
+    const unsigned char *raw = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]), count = PyTuple_GET_SIZE(args[1]);
+    unsigned char first[256] = {0};
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *needle = PyTuple_GET_ITEM(args[1], k);
+        if (!PyBytes_Check(needle)) {
+            PyErr_SetString(PyExc_TypeError, "contains_folded: each needle is bytes");
+            return NULL;
+        }
+        if (PyBytes_GET_SIZE(needle) == 0)
+            Py_RETURN_TRUE;
+        first[(unsigned char)PyBytes_AS_STRING(needle)[0]] = 1;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) {
+        unsigned char c = raw[i];
+        if (c >= 'A' && c <= 'Z')
+            c += 'a' - 'A';
+        if (!first[c])
+            continue;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            PyObject *needle = PyTuple_GET_ITEM(args[1], k);
+            const unsigned char *n = (const unsigned char *)PyBytes_AS_STRING(needle);
+            Py_ssize_t len = PyBytes_GET_SIZE(needle), j = 1;
+            if (n[0] != c || len > size - i)
+                continue;
+            for (; j < len; j++) {
+                unsigned char d = raw[i + j];
+                if (d >= 'A' && d <= 'Z')
+                    d += 'a' - 'A';
+                if (d != n[j])
+                    break;
+            }
+            if (j == len)
+                Py_RETURN_TRUE;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
+    {"contains", (PyCFunction)(void (*)(void))contains, METH_FASTCALL,
+     "contains(raw: bytes, needles: tuple[bytes, ...]) -> whether any needle occurs in raw"},
+    {"contains_folded", (PyCFunction)(void (*)(void))contains_folded, METH_FASTCALL,
+     "contains_folded(raw: bytes, needles: tuple[bytes, ...]) -> whether any needle occurs in raw.lower()"},
     {"scan", scan, METH_O, "scan(raw: bytes) -> the frame's envelope tuple, or None for the exact path"},
     {"configure", configure, METH_VARARGS, "configure(missing, params_for: frozenset, number_text: type)"},
     {NULL, NULL, 0, NULL},

@@ -355,6 +355,8 @@ def instance_errors(validator: Any, instance: Any, at: tuple, whose: str) -> lis
     """What a JSON Schema a session declared (a tool's inputSchema or outputSchema, compiled by
     jsonschema-rs) says of `instance`, found at the JSON path `at` of the message: one message
     per path that fails (the first error there), at most MAX_PATHS, each naming `whose` schema."""
+    if validator.is_valid(instance):  # the common case: no error iterator built
+        return []
     out, paths = [], set()
     for error in validator.iter_errors(instance):
         path = tuple(error.instance_path)

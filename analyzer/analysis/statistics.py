@@ -7,6 +7,7 @@ from __future__ import annotations
 import orjson
 
 from mcptap.analysis.latency import LatencySketch
+from mcptap.analysis.literal import contains
 from mcptap.wire.textsafe import storable
 
 _STORABLE: dict[str, str] = {}
@@ -64,11 +65,14 @@ class Statistics:
                 "findings": dict(self.severities)}
 
 
+_TOOL_ERROR = (b"isError", b"\\u")
+
+
 def may_be_tool_error(raw: str | bytes) -> bool:
     """Whether a tools/call answer may say `isError` (the exact path then reads it): the name
     written as it is, or any escape that could spell it."""
     if raw.__class__ is bytes:
-        return b"isError" in raw or b"\\u" in raw
+        return contains(raw, _TOOL_ERROR)
     return "isError" in raw or "\\u" in raw
 
 

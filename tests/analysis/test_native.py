@@ -315,3 +315,40 @@ def test_a_tools_call_result_that_may_say_is_error_takes_the_fast_path_read_once
     assert analysis.method_stats["tools/call"]["tool_errors"] == counted
     assert 5 not in exact_frames[len(frames):]  # on the fast path, the result took no exact parse
     assert ("schema-violation" in {f[3] for f in findings}) is (is_error == "yes")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200), st.lists(st.binary(min_size=1, max_size=6), max_size=4))
+def test_the_native_literal_search_finds_what_in_finds(raw, needles):
+    from mcptap import _wirescan
+    from mcptap.analysis import literal
+
+    needles = tuple(needles)
+    expected = any(n in raw for n in needles)
+    assert _wirescan.contains(raw, needles) is expected
+    assert literal.contains(raw, needles) is expected
+    for n in needles:  # each needle planted in the middle is found
+        assert _wirescan.contains(raw[:7] + n + raw[7:], needles)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200), st.lists(st.text("abkeyToKEN:/\xe9", min_size=1, max_size=6), max_size=4))
+def test_the_native_folded_search_finds_what_in_finds_in_the_lowered_bytes(raw, words):
+    from mcptap import _wirescan
+    from mcptap.analysis import literal
+
+    needles = tuple(w.lower().encode() for w in words)
+    expected = any(n in raw.lower() for n in needles)
+    assert _wirescan.contains_folded(raw, needles) is expected
+    assert literal.contains_folded(raw, needles) is expected
+    for w in words:  # each word planted, as written (any case), is found
+        assert _wirescan.contains_folded(raw[:5] + w.encode() + raw[5:], needles)
+
+
+def test_a_credential_word_is_found_in_any_case_and_progress_token_alone_is_none():
+    from mcptap.analysis.security import secrets
+
+    assert secrets.named(b'{"params":{"arguments":{"ApiKEY":"x"}}}')
+    assert not secrets.named(b'{"params":{"_meta":{"progressToken":1},"arguments":{"q":"x"}}}')
+    assert secrets.named(b'{"params":{"_meta":{"progressToken":1},"arguments":{"Token":"x"}}}')
+    assert not secrets.named(b'{"params":{"arguments":{"q":"x"}}}')

@@ -15,6 +15,7 @@ import orjson
 
 from mcptap.analysis import results, rules
 from mcptap.analysis.declared import LIST_CHANGED, LISTS, normalised, paths
+from mcptap.analysis.literal import contains
 from mcptap.analysis.messages import UNREAD as _UNREAD, Finding
 from mcptap.analysis.security import patterns, secrets
 from mcptap.analysis.security.text import safe
@@ -36,9 +37,11 @@ MAX_TEXT = 65_536
 """Characters of a call's arguments (as JSON) kept to compare and search."""
 
 
-ANSWER_NEEDLES = (b"earer", b"EARER", b"://")
-"""What a tool's answer that capture did not redact must hold to be read (`answer_wanted`, which
-spells them out): what the free-text
+_LISTING = (b'"tools"', b"serverInfo", b'"method"')
+"""What a server's frame holds where the reading reads it whatever else it holds (a listing, an
+initialize answer, a request)."""
+ANSWER_NEEDLES = secrets.FREE_TEXT
+"""What a tool's answer that capture did not redact must hold to be read (`answer_wanted`): what the free-text
 detectors replace (analyzer/analysis/security/secrets.py); a credential member in it was redacted
 at capture, and its path recorded with the frame."""
 
@@ -165,13 +168,13 @@ class Reading:
     def wants(self, direction: str, raw: bytes, recorded: str | None) -> bool:
         """Whether `frame` reads this frame: a server's frame that is no listing, initialize answer
         or request, and holds no secret, is not."""
-        return not (direction == "s2c" and not recorded and b'"tools"' not in raw and b"serverInfo" not in raw
-                    and b'"method"' not in raw and not secrets.may_hold(raw))
+        return not (direction == "s2c" and not recorded and not contains(raw, _LISTING)
+                    and not secrets.may_hold(raw))
 
     def answer_wanted(self, raw: bytes, recorded: str | None) -> bool:
         """Whether a tools/call answer is to be read at all: a `result` rule runs, and capture
         redacted something in it or it holds what the free-text detectors look for."""
-        return self._results and (bool(recorded) or b"earer" in raw or b"EARER" in raw or b"://" in raw)
+        return self._results and (bool(recorded) or contains(raw, ANSWER_NEEDLES))
 
     def read(self, seq: int, ts: float, direction: str, raw: bytes, recorded: str | None = None,
              value: Any = _UNREAD) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from mcptap.analysis.literal import contains, contains_folded
+
 from mcptap.redaction import FrameRedactor
 from mcptap.redaction.frames import CREDENTIAL_KEYS, FOLD_AT
 from mcptap.redaction.http import Redactor
@@ -44,6 +46,7 @@ def _words() -> tuple[bytes, ...]:
 
 _WORDS = _words()
 _PROGRESS = b"progresstoken"
+_PROGRESSES = (_PROGRESS,)
 """`_meta.progressToken`, in most calls: a word of a credential name ("token") that is none (a
 credential name is the whole member name, and no name ends in "progress")."""
 
@@ -53,6 +56,10 @@ def named(raw: bytes) -> bool:
     credential name (`_WORDS`, in any case, `progressToken` aside) and no `\\u` escape (behind which a
     name can hide). The detectors' expressions are compiled only once a frame passes."""
     if b"\\u" in raw or len(raw) > FOLD_AT:
+        return True
+    if not contains_folded(raw, _WORDS):  # no word, so no progressToken either
+        return False
+    if not contains_folded(raw, _PROGRESSES):
         return True
     low = raw.lower()
     if _PROGRESS in low:
@@ -73,8 +80,14 @@ def kind_of(path: str) -> str:
     return found.group(1) or found.group(2)
 
 
+FREE_TEXT = (b"earer", b"EARER", b"://")
+"""What a frame holds where the free-text detectors may find something (a bearer token, a URL)."""
+
+
 def _free_text(raw: bytes) -> bool:
     """Whether `raw` has what the free-text detectors replace (literal searches first)."""
+    if not contains(raw, FREE_TEXT):
+        return False
     if (b"earer" in raw or b"EARER" in raw) and _BEARER.search(raw) is not None:
         return True
     return b"://" in raw and _URL.search(raw) is not None
