@@ -242,7 +242,10 @@ def latency_line() -> bytes:
     return head + b"y" * (LATENCY_LINE_SIZE - 1 - len(head) - len(tail)) + tail + b"\n"
 
 
-def round_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int]) -> None:
+def round_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int], echo: bool = True) -> None:
+    """`n` round trips of `line` through `proc`, each one's nanoseconds appended to `out`; `echo`:
+    the answer is the line itself (checked), else an answer of the line's length (the telemetry's
+    server answers a tools/call)."""
     wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
     read, write, clock = os.read, os.write, time.perf_counter_ns
     size = len(line)
@@ -256,52 +259,8 @@ def round_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int]) -> 
                 raise RuntimeError(f"EOF from {proc.args[:3]}... during a round trip")
             got += more
         out.append(clock() - t0)
-        if got != line:
+        if echo and got != line:
             raise RuntimeError(f"echo mismatch through {proc.args[:3]}...: {got[:60]!r}")
-
-
-def bench_latency(tmp: str, n: int) -> dict:
-    line = latency_line()
-    db = os.path.join(tmp, "latency.db")
-    err = os.path.join(tmp, "latency-tee.stderr")
-    paths = {
-        "direct": py(ECHO_CODE),
-        "relay": [sys.executable, "-c", RELAY_CODE, *py(ECHO_CODE)],
-        "tee": tee_cmd(db, py(ECHO_CODE)),
-    }
-    procs: dict[str, subprocess.Popen] = {}
-    samples: dict[str, list[int]] = {name: [] for name in paths}
-    with open(err, "wb") as err_fh:
-        try:
-            for name, argv in paths.items():
-                procs[name] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=err_fh if name == "tee" else None, bufsize=0)
-            for name, proc in procs.items():  # warm-up; the first reply also waits out start-up
-                round_trips(proc, line, WARMUP_ROUND_TRIPS, [])
-            done = 0
-            while done < n:
-                block = min(LATENCY_BLOCK, n - done)
-                for name, proc in procs.items():
-                    round_trips(proc, line, block, samples[name])
-                done += block
-        finally:
-            statuses, rss_mb = {}, {}
-            for name, proc in procs.items():
-                proc.stdin.close()  # EOF: echo ends, relay and tee follow
-            for name, proc in procs.items():
-                proc.stdout.read()
-                proc.stdout.close()
-                statuses[name], usage = wait_rusage(proc)
-                rss_mb[name] = usage.ru_maxrss / 1024
-    result = {"n": n, "statuses": statuses, "rss_mb": rss_mb, "stderr": stderr_text(err)}
-    for name, values in samples.items():
-        values.sort()
-        result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
-                        "p999": percentile(values, 99.9) / 1e3, "max": values[-1] / 1e3}
-    result["db"] = db_summary(db)
-    result["expected_frames"] = 2 * (WARMUP_ROUND_TRIPS + n)
-    result["spools"] = spool_files(tmp)
-    return result
 
 
 # -- 3. live telemetry ----------------------------------------------------------------------------
@@ -369,12 +328,12 @@ def bench_telemetry(tmp: str, n: int) -> dict:
                 procs[name] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fh,
                                                bufsize=0, env=env)
             for proc in procs.values():
-                answered_trips(proc, line, WARMUP_ROUND_TRIPS, [])
+                round_trips(proc, line, WARMUP_ROUND_TRIPS, [], echo=False)
             done = 0
             while done < n:
                 block = min(LATENCY_BLOCK, n - done)
                 for name, proc in procs.items():
-                    answered_trips(proc, line, block, samples[name])
+                    round_trips(proc, line, block, samples[name], echo=False)
                 done += block
             for proc in procs.values():
                 proc.stdin.close()
@@ -397,23 +356,6 @@ def bench_telemetry(tmp: str, n: int) -> dict:
         result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
                         "telemetry": telemetry}
     return result
-
-
-def answered_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int]) -> None:
-    """As round_trips, with an answer of the line's length instead of its echo."""
-    wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()
-    read, write, clock = os.read, os.write, time.perf_counter_ns
-    size = len(line)
-    for _ in range(n):
-        t0 = clock()
-        write(wfd, line)
-        got = len(read(rfd, 65536))
-        while got < size:
-            more = read(rfd, 65536)
-            if not more:
-                raise RuntimeError(f"EOF from {proc.args[:3]}... during a round trip")
-            got += len(more)
-        out.append(clock() - t0)
 
 
 # -- 2. throughput ------------------------------------------------------------------------------
