@@ -263,6 +263,50 @@ def round_trips(proc: subprocess.Popen, line: bytes, n: int, out: list[int], ech
             raise RuntimeError(f"echo mismatch through {proc.args[:3]}...: {got[:60]!r}")
 
 
+def bench_latency(tmp: str, n: int) -> dict:
+    line = latency_line()
+    db = os.path.join(tmp, "latency.db")
+    err = os.path.join(tmp, "latency-tee.stderr")
+    paths = {
+        "direct": py(ECHO_CODE),
+        "relay": [sys.executable, "-c", RELAY_CODE, *py(ECHO_CODE)],
+        "tee": tee_cmd(db, py(ECHO_CODE)),
+    }
+    procs: dict[str, subprocess.Popen] = {}
+    samples: dict[str, list[int]] = {name: [] for name in paths}
+    with open(err, "wb") as err_fh:
+        try:
+            for name, argv in paths.items():
+                procs[name] = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=err_fh if name == "tee" else None, bufsize=0)
+            for name, proc in procs.items():  # warm-up; the first reply also waits out start-up
+                round_trips(proc, line, WARMUP_ROUND_TRIPS, [])
+            done = 0
+            while done < n:
+                block = min(LATENCY_BLOCK, n - done)
+                for name, proc in procs.items():
+                    round_trips(proc, line, block, samples[name])
+                done += block
+        finally:
+            statuses, rss_mb = {}, {}
+            for name, proc in procs.items():
+                proc.stdin.close()  # EOF: echo ends, relay and tee follow
+            for name, proc in procs.items():
+                proc.stdout.read()
+                proc.stdout.close()
+                statuses[name], usage = wait_rusage(proc)
+                rss_mb[name] = usage.ru_maxrss / 1024
+    result = {"n": n, "statuses": statuses, "rss_mb": rss_mb, "stderr": stderr_text(err)}
+    for name, values in samples.items():
+        values.sort()
+        result[name] = {"p50": percentile(values, 50) / 1e3, "p99": percentile(values, 99) / 1e3,
+                        "p999": percentile(values, 99.9) / 1e3, "max": values[-1] / 1e3}
+    result["db"] = db_summary(db)
+    result["expected_frames"] = 2 * (WARMUP_ROUND_TRIPS + n)
+    result["spools"] = spool_files(tmp)
+    return result
+
+
 # -- 3. live telemetry ----------------------------------------------------------------------------
 
 # Answers each request line with a result line of the same length (the driver reads as many bytes
