@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from mcptap.addons.shipping.background import hurry, recorder_env, recorder_main
+from mcptap.addons.shipping.background import hurry, recorder_env, recorder_main, wait_hurried
 from mcptap.addons.shipping.chunkqueue import ChunkQueue
 from mcptap.addons.http.streams import Streams
 from mcptap.wire.bounded import DEFAULT_MAX_FRAME
@@ -110,7 +110,7 @@ class RemoteJournal(Collector):
                 self._proc.stdin.close()
             except OSError:
                 pass
-            status = self._proc.wait()
+            status = wait_hurried(self._proc)
             if status != 0 and self._local is None:
                 self._warn(f"the HTTP recorder process ended with status {status}")
         if self._local is not None:

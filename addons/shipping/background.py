@@ -78,3 +78,17 @@ def hurry(pid: int) -> None:
             os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
         except (AttributeError, OSError):
             pass
+
+
+def wait_hurried(proc, every: float = 1.0) -> int:
+    """Wait for the recorder process `proc` (a subprocess.Popen) to end, hurried (`hurry`) again
+    each `every` seconds: one still starting when the recording ended sets itself idle after the
+    first `hurry`, and on a busy machine an idle process may wait for the CPU indefinitely."""
+    import subprocess
+
+    while True:
+        try:
+            return proc.wait(every)
+        except subprocess.TimeoutExpired:
+            hurry(proc.pid)
+

@@ -25,7 +25,7 @@ import time
 from mcptap import __version__
 from mcptap.errors import MCPTapError, warn_stderr
 from mcptap.ids import new_session_id
-from mcptap.addons.shipping.background import hurry, recorder_env
+from mcptap.addons.shipping.background import hurry, recorder_env, wait_hurried
 from mcptap.addons.shipping.chunkqueue import ChunkQueue
 from mcptap.addons.shipping.chunkwire import END, SESSION, chunk_header, json_record
 from mcptap.addons import runs
@@ -292,7 +292,7 @@ class _Shipper:
             self._recorder.stdin.close()
         except OSError:
             pass
-        status = self._recorder.wait()
+        status = wait_hurried(self._recorder)
         lost = self._lost + self._queue.unreadable
         if status != 0 or lost:
             self._warn(f"the recorder process of session {self._session_id} ended early (status "
