@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -69,6 +70,12 @@ SWITCH_INTERVAL_S = 0.0002
 within this time, which bounds the latency the shipper's work can add to a forwarded chunk
 (framing and SQLite run in the recorder process, under a lock of their own)."""
 
+WAIT_TICK_S = 1.0
+"""The longest the tee's main thread sleeps while it waits for the server: a forwarded signal's
+handler runs on the main thread, and a signal that comes just before a blocking wait (or to
+another thread) does not end that wait; at the next tick the handler runs."""
+
+
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 C2S, S2C, STDERR = "c2s", "s2c", "stderr"
 
@@ -84,6 +91,25 @@ def _close_stdout() -> None:
 def exit_status_of(returncode: int) -> int:
     """A shell's convention: the exit code, or 128+N when killed by signal N."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def wait_for_exit(proc: subprocess.Popen) -> int:
+    """`proc.wait()`, woken at its exit (a pidfd) and at least every WAIT_TICK_S, so that a signal
+    handler never waits on the server's exit for it to run."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: a poll of the exit each tick instead
+        fd = None
+    try:
+        while proc.poll() is None:
+            if fd is None:
+                time.sleep(WAIT_TICK_S)
+            else:
+                select.select([fd], [], [], WAIT_TICK_S)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return proc.returncode
 
 
 class Tee:
@@ -148,7 +174,7 @@ class Tee:
         shipper = _Shipper(self._queue, self._start_recorder, self.session, self._warn, self._answered)
         shipper.start()
         try:
-            returncode = proc.wait()
+            returncode = wait_for_exit(proc)
             self._server_gone.set()  # what the host writes from now on reaches no server: not recorded
             self._drain(pumps)
         finally:
